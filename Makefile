@@ -1,0 +1,32 @@
+# The two commands a newcomer needs: `make run` and `make test`.
+# Each creates .venv from the pinned versions in requirements.lock on first use.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test bench lock ui clean
+
+$(STAMP): pyproject.toml requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c requirements.lock -e ".[test]"
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(PY) -m harness $(ARGS)
+
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_engine.py
+
+ui: $(STAMP)
+	$(VENV)/bin/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/runs/mlflow.db --port 5000
+
+lock:
+	$(PY) -m pip freeze --exclude-editable > requirements.lock
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

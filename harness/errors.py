@@ -1,0 +1,57 @@
+"""Exceptions raised by harness.
+
+Every error caused by the caller's input is a :class:`ValueError` subclass, so code that
+already catches ``ValueError`` keeps working, and each names what was wrong and where.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["HarnessError", "InputError", "MetricDefinitionError", "FormulaError"]
+
+
+class HarnessError(Exception):
+    """Base class of every exception harness raises on purpose."""
+
+
+class InputError(HarnessError, ValueError):
+    """Bad input data: a missing column, a NaN score, a duplicate pair, ...
+
+    Attributes
+    ----------
+    column, qid, row : the column, the query id and the 0-based row of the offending
+        DataFrame where they are known, else ``None``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        column: str | None = None,
+        qid: Any = None,
+        row: int | None = None,
+        table: str | None = None,
+    ) -> None:
+        where = []
+        if table is not None:
+            where.append(f"table {table!r}")
+        if column is not None:
+            where.append(f"column {column!r}")
+        if qid is not None:
+            where.append(f"qid {qid!r}")
+        if row is not None:
+            where.append(f"row {row}")
+        super().__init__(f"{message} ({', '.join(where)})" if where else message)
+        self.column = column
+        self.qid = qid
+        self.row = row
+        self.table = table
+
+
+class MetricDefinitionError(HarnessError, ValueError):
+    """An unknown metric name, option value or an option that cannot hold."""
+
+
+class FormulaError(MetricDefinitionError):
+    """A gain or discount formula that is malformed, not allowed or too costly."""

@@ -1,0 +1,185 @@
+"""A small, allowlisted evaluator for gain and discount formulas.
+
+A formula is a Python-syntax arithmetic expression over one variable (``rel`` for gains,
+``rank`` for discounts, 1-based). It is parsed with :mod:`ast` and compiled into a tree of
+numpy operations; nothing is ever passed to ``eval``. Allowed:
+
+- numbers, the variable, ``+ - * / **`` and unary ``-``/``+``;
+- the functions ``log(x)`` / ``log(x, base)``, ``log2``, ``log10``, ``exp``, ``sqrt``,
+  ``pow(x, y)``, ``min(a, b, ...)``, ``max(a, b, ...)``, ``abs``;
+- the constants ``e`` and ``pi``.
+
+Limits keep a hostile formula cheap to reject: at most 200 characters and 64 syntax nodes,
+constant exponents of at most 64 in absolute value. Values are computed in float64, so a
+formula cannot allocate big integers; results that overflow are reported by the caller.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.errors import FormulaError
+
+__all__ = ["Formula", "compile_formula"]
+
+MAX_CHARS = 200
+MAX_NODES = 64
+MAX_CONST_EXPONENT = 64.0
+
+_Fn = Callable[[np.ndarray], np.ndarray]
+
+_UNARY_FUNCS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "log2": np.log2,
+    "log10": np.log10,
+    "exp": np.exp,
+    "sqrt": np.sqrt,
+    "abs": np.abs,
+}
+_CONSTANTS = {"e": math.e, "pi": math.pi}
+_BINOPS: dict[type, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    ast.Add: np.add,
+    ast.Sub: np.subtract,
+    ast.Mult: np.multiply,
+    ast.Div: np.divide,
+    ast.Pow: np.power,
+}
+ALLOWED_FUNCTIONS = ("log", "pow", "min", "max", *_UNARY_FUNCS)
+
+
+@dataclass(frozen=True)
+class Formula:
+    """A compiled formula: ``source`` is the canonical text, ``variable`` its one name."""
+
+    source: str
+    variable: str
+    _fn: _Fn
+
+    def __call__(self, values: np.ndarray) -> np.ndarray:
+        x = np.asarray(values, dtype=np.float64)
+        with np.errstate(all="ignore"):
+            out = self._fn(x)
+        return np.broadcast_to(np.asarray(out, dtype=np.float64), x.shape).copy()
+
+
+def compile_formula(source: str, variable: str) -> Formula:
+    """Parse ``source`` as a formula over ``variable`` and return a :class:`Formula`.
+
+    Raises
+    ------
+    FormulaError
+        Naming the offending construct, when the text is too long, not an expression,
+        uses a name, attribute, call or operator outside the allowlist, has too many nodes
+        or a constant exponent above the bound.
+    """
+    if not isinstance(source, str):
+        raise FormulaError(f"a formula must be a string, got {type(source).__name__}")
+    text = source.strip()
+    if not text:
+        raise FormulaError("empty formula")
+    if len(text) > MAX_CHARS:
+        raise FormulaError(f"formula is {len(text)} characters long; the limit is {MAX_CHARS}")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        raise FormulaError(f"formula {text!r} is not an arithmetic expression: {exc.msg}") from None
+    n_nodes = sum(1 for _ in ast.walk(tree))
+    if n_nodes > MAX_NODES:
+        raise FormulaError(f"formula {text!r} has {n_nodes} syntax nodes; the limit is {MAX_NODES}")
+    fn = _Compiler(text, variable).visit(tree.body)
+    return Formula(source=ast.unparse(tree), variable=variable, _fn=fn)
+
+
+class _Compiler:
+    def __init__(self, text: str, variable: str) -> None:
+        self.text = text
+        self.variable = variable
+
+    def fail(self, what: str) -> FormulaError:
+        return FormulaError(
+            f"formula {self.text!r}: {what} is not allowed; use numbers, {self.variable!r}, "
+            f"+ - * / **, and the functions {', '.join(ALLOWED_FUNCTIONS)}"
+        )
+
+    def visit(self, node: ast.AST) -> _Fn:
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+                raise self.fail(f"the constant {node.value!r}")
+            value = float(node.value)
+            return lambda x: np.float64(value)
+        if isinstance(node, ast.Name):
+            if node.id == self.variable:
+                return lambda x: x
+            if node.id in _CONSTANTS:
+                value = _CONSTANTS[node.id]
+                return lambda x: np.float64(value)
+            raise self.fail(f"the name {node.id!r}")
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            inner = self.visit(node.operand)
+            if isinstance(node.op, ast.USub):
+                return lambda x: np.negative(inner(x))
+            return inner
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            if isinstance(node.op, ast.Pow):
+                self._check_exponent(node.right)
+            op = _BINOPS[type(node.op)]
+            left, right = self.visit(node.left), self.visit(node.right)
+            return lambda x: op(left(x), right(x))
+        if isinstance(node, ast.Call):
+            return self._call(node)
+        raise self.fail(f"the syntax {type(node).__name__}")
+
+    def _check_exponent(self, node: ast.AST) -> None:
+        const = node
+        if isinstance(const, ast.UnaryOp) and isinstance(const.op, (ast.USub, ast.UAdd)):
+            const = const.operand
+        if isinstance(const, ast.Constant) and isinstance(const.value, (int, float)):
+            if abs(float(const.value)) > MAX_CONST_EXPONENT:
+                raise FormulaError(
+                    f"formula {self.text!r}: the exponent {const.value!r} exceeds the bound "
+                    f"of {MAX_CONST_EXPONENT:g}"
+                )
+
+    def _call(self, node: ast.Call) -> _Fn:
+        if not isinstance(node.func, ast.Name):
+            raise self.fail("calling anything but a plain function name")
+        name = node.func.id
+        if node.keywords:
+            raise self.fail(f"keyword arguments to {name}()")
+        args = [self.visit(a) for a in node.args]
+        if name in _UNARY_FUNCS:
+            if len(args) != 1:
+                raise FormulaError(f"formula {self.text!r}: {name}() takes 1 argument")
+            f, (a,) = _UNARY_FUNCS[name], args
+            return lambda x: f(a(x))
+        if name == "log":
+            if len(args) == 1:
+                (a,) = args
+                return lambda x: np.log(a(x))
+            if len(args) == 2:
+                a, b = args
+                return lambda x: np.log(a(x)) / np.log(b(x))
+            raise FormulaError(f"formula {self.text!r}: log() takes 1 or 2 arguments")
+        if name == "pow":
+            if len(args) != 2:
+                raise FormulaError(f"formula {self.text!r}: pow() takes 2 arguments")
+            self._check_exponent(node.args[1])
+            a, b = args
+            return lambda x: np.power(a(x), b(x))
+        if name in ("min", "max"):
+            if len(args) < 2:
+                raise FormulaError(f"formula {self.text!r}: {name}() takes 2 or more arguments")
+            reduce = np.minimum if name == "min" else np.maximum
+
+            def fold(x: np.ndarray, args: list[_Fn] = args) -> np.ndarray:
+                out = args[0](x)
+                for g in args[1:]:
+                    out = reduce(out, g(x))
+                return out
+
+            return fold
+        raise self.fail(f"the function {name!r}")

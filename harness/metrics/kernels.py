@@ -1,0 +1,254 @@
+"""Vectorised metric kernels over ragged query groups.
+
+Every kernel takes a :class:`~harness.metrics.prepare.Prepared` input and returns, per
+query code, the metric value and whether the query is *empty* (no relevant document, so
+the metric's ``empty`` policy decides its value). No Python loop runs per query.
+
+Tie averaging (``ties="average"``) is exact, not sampled:
+
+- DCG, precision and recall are sums of per-position terms, so the expected value over
+  all orders of a tied group replaces each tied document's gain by the group's mean gain
+  (McSherry & Najork 2008).
+- AP: a relevant document at offset ``J`` of a group of ``n`` with ``r`` relevant and
+  ``c`` relevant before the group has expected precision
+  ``(c + 1 + J (r - 1) / (n - 1)) / rank``; each offset holds a relevant document with
+  probability ``r / n``.
+- RR and ERR are cascades: with ``mu_t`` the mean over ``t``-subsets of the group of the
+  product of ``(1 - R)``, the chance that the cascade stops at offset ``t`` is
+  ``S (mu_t - mu_{t+1})`` where ``S`` is the survival up to the group. ``mu`` comes from a
+  dynamic programme batched over groups of equal size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from harness.errors import InputError, MetricDefinitionError
+from harness.metrics.definition import Metric
+from harness.metrics.prepare import Prepared, Ranking
+
+__all__ = ["compute"]
+
+
+class Cache(dict[tuple[Any, ...], Any]):
+    """Per-call memo of gains, discounts and ideal orders shared between metrics."""
+
+    def get_or(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        if key not in self:
+            self[key] = make()
+        return self[key]
+
+
+def _gains(prep: Prepared, metric: Metric, labels: np.ndarray, cache: Cache,
+           which: str) -> np.ndarray:
+    def make() -> np.ndarray:
+        g = metric.gain_function()(labels)
+        bad = ~np.isfinite(g) | (g < 0)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            q = prep.judged_q[i] if which == "judged" else prep.q[i]
+            raise InputError(
+                f"gain {_gain_text(metric)} of label {labels[i]!r} is {g[i]!r}; gains must be "
+                "finite and >= 0 (exp2 overflows float64 for labels >= 1024)",
+                column="label", qid=prep.qids[q],
+            )
+        return g
+
+    return cache.get_or(("gain", metric.gain, which), make)
+
+
+def _gain_text(metric: Metric) -> str:
+    return repr(metric.gain) if isinstance(metric.gain, str) else "table"
+
+
+def _discounts(metric: Metric, length: int, cache: Cache) -> np.ndarray:
+    def make() -> np.ndarray:
+        d = np.asarray(metric.discount_function()(np.arange(length)), dtype=np.float64)
+        bad = ~np.isfinite(d) | (d < 0)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise MetricDefinitionError(
+                f"discount {metric.discount!r} is {d[i]!r} at rank {i + 1}; discounts must be "
+                "finite and >= 0"
+            )
+        return d
+
+    return cache.get_or(("disc", metric.discount, length), make)
+
+
+def _topk_sum(r: Ranking, values: np.ndarray, k: int | None, nq: int) -> np.ndarray:
+    if k is None:
+        return np.bincount(r.q, weights=values, minlength=nq)
+    m = r.pos < k
+    return np.bincount(r.q[m], weights=values[m], minlength=nq)
+
+
+def _exclusive_count(r: Ranking, indicator: np.ndarray, n_docs: np.ndarray) -> np.ndarray:
+    """Per ranked row, how many earlier rows of its query have ``indicator`` set (exact)."""
+    cs = np.cumsum(indicator, dtype=np.int64)
+    before = cs - indicator
+    starts = np.concatenate(([0], np.cumsum(n_docs)[:-1]))
+    base = np.zeros(len(n_docs), dtype=np.int64)
+    has = n_docs > 0
+    base[has] = before[starts[has]]
+    return before - base[r.q]
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    out = np.zeros_like(num, dtype=np.float64)
+    np.divide(num, den, out=out, where=den > 0)
+    return out
+
+
+def compute(prep: Prepared, metric: Metric, cache: Cache) -> tuple[np.ndarray, np.ndarray]:
+    """Per-query values of ``metric`` (before the empty policy) and the empty mask."""
+    r = prep.ranking(metric.ties, metric.seed)
+    nq = prep.n_queries
+    length = max(prep.max_len, metric.k or 0)
+    if metric.name in ("dcg", "ndcg", "mndcg"):
+        return _dcg_family(prep, metric, r, length, cache)
+    if metric.name == "err":
+        return _err(prep, metric, r, length)
+    # binary metrics
+    rel = (r.label >= metric.level).astype(np.float64)
+    judged_rel = np.bincount(prep.judged_q, weights=prep.judged_label >= metric.level,
+                             minlength=nq)
+    if metric.ideal == "judged" or metric.name in ("rr", "precision"):
+        n_rel = judged_rel
+    else:
+        n_rel = np.bincount(r.q, weights=rel, minlength=nq)
+    empty = n_rel == 0
+    if metric.name in ("precision", "recall"):
+        hits = _topk_sum(r, r.group_mean(rel), metric.k, nq)
+        if metric.name == "recall":
+            return _ratio(hits, n_rel), empty
+        den = np.full(nq, float(metric.k)) if metric.k is not None else prep.n_docs.astype(float)
+        return _ratio(hits, den), empty
+    if metric.name == "ap":
+        return _ratio(_topk_sum(r, _ap_terms(r, rel, prep.n_docs), metric.k, nq), n_rel), empty
+    # rr: a cascade whose stop probability is the binary relevance
+    return _cascade(r, rel, prep.n_docs, metric.k, nq, binary=True), empty
+
+
+def _dcg_family(prep: Prepared, metric: Metric, r: Ranking, length: int,
+                cache: Cache) -> tuple[np.ndarray, np.ndarray]:
+    nq = prep.n_queries
+    disc = _discounts(metric, length, cache)
+    gains = _gains(prep, metric, prep.label, cache, "run")[r.perm]
+    dcg = _topk_sum(r, r.group_mean(gains) * disc[r.pos], metric.k, nq)
+    if metric.name == "dcg":
+        return dcg, np.zeros(nq, dtype=bool)
+    if metric.name == "ndcg":
+        idcg = _ideal_dcg(prep, metric, disc, cache)
+        return _ratio(dcg, idcg), idcg == 0
+    judged_gain = _gains(prep, metric, prep.judged_label, cache, "judged")
+    empty = np.bincount(prep.judged_q, weights=judged_gain, minlength=nq) == 0
+    top = metric.max_label if metric.max_label is not None else prep.max_label
+    top_gain = float(metric.gain_function()(np.array([top]))[0])
+    cum = np.concatenate(([0.0], np.cumsum(disc)))
+    length_q = np.minimum(prep.n_docs, length) if metric.k is None else np.full(nq, metric.k)
+    return _ratio(dcg, top_gain * cum[length_q]), empty
+
+
+def _ideal_dcg(prep: Prepared, metric: Metric, disc: np.ndarray, cache: Cache) -> np.ndarray:
+    def sorted_ideal() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        ideal = prep.ideal(metric.ideal)
+        which = "judged" if metric.ideal == "judged" else "run"
+        g = _gains(prep, metric, ideal.label, cache, which)
+        order = np.lexsort((-g, ideal.q))
+        q, g = ideal.q[order], g[order]
+        counts = np.bincount(q, minlength=prep.n_queries)
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        return q, g, np.arange(len(q)) - starts[q]
+
+    q, g, pos = cache.get_or(("ideal", metric.ideal, metric.gain), sorted_ideal)
+    if metric.k is not None:
+        m = pos < metric.k
+        q, g, pos = q[m], g[m], pos[m]
+    return np.bincount(q, weights=g * disc[pos], minlength=prep.n_queries)
+
+
+def _ap_terms(r: Ranking, rel: np.ndarray, n_docs: np.ndarray) -> np.ndarray:
+    """Per ranked row, its (expected) precision contribution to AP's numerator."""
+    rank = r.pos + 1.0
+    before = _exclusive_count(r, rel.astype(np.int64), n_docs).astype(np.float64)
+    if r.gid is None:
+        return rel * (before + 1.0) / rank
+    size = r.gsize[r.gid].astype(np.float64)
+    n_rel = r.group_sum(rel)
+    start = r.gstart[r.gid]
+    offset = np.arange(len(rel)) - start
+    before_group = before[start]
+    within = np.where(size > 1, offset * (n_rel - 1.0) / np.maximum(size - 1.0, 1.0), 0.0)
+    return (n_rel / size) * (before_group + 1.0 + within) / rank
+
+
+def _err(prep: Prepared, metric: Metric, r: Ranking, length: int) -> tuple[np.ndarray,
+                                                                           np.ndarray]:
+    nq = prep.n_queries
+    top = metric.max_label if metric.max_label is not None else prep.max_label
+    stop = (np.exp2(r.label) - 1.0) / np.exp2(top)
+    if (stop > 1).any() or not np.isfinite(stop).all():
+        i = int(np.flatnonzero((stop > 1) | ~np.isfinite(stop))[0])
+        raise InputError(
+            f"ERR needs labels <= max_label ({top:g}) and < 1024; got label {r.label[i]!r}",
+            column="label", qid=prep.qids[r.q[i]])
+    empty = np.bincount(prep.judged_q, weights=prep.judged_label > 0, minlength=nq) == 0
+    return _cascade(r, stop, prep.n_docs, metric.k, nq, binary=False), empty
+
+
+def _cascade(r: Ranking, stop: np.ndarray, n_docs: np.ndarray, k: int | None, nq: int,
+             *, binary: bool) -> np.ndarray:
+    """sum_i 1/i * P(stop at i) for a cascade with per-document stop probabilities."""
+    survival = _survival_before(r, stop, n_docs, binary=binary)
+    if r.gid is None:
+        hit = survival * stop
+    else:
+        hit = _group_stop_probability(r, stop, survival, k)
+    return _topk_sum(r, hit / (r.pos + 1.0), k, nq)
+
+
+def _survival_before(r: Ranking, stop: np.ndarray, n_docs: np.ndarray, *,
+                     binary: bool) -> np.ndarray:
+    """Per ranked row, the product of (1 - stop) over earlier rows of its query."""
+    if binary:
+        return (_exclusive_count(r, (stop > 0).astype(np.int64), n_docs) == 0).astype(float)
+    values = np.unique(stop[stop > 0])
+    if len(values) <= 64:  # exact: integer counts of each distinct factor
+        out = np.ones(len(stop))
+        for v in values:
+            out *= (1.0 - v) ** _exclusive_count(r, (stop == v).astype(np.int64), n_docs)
+        return out
+    logs = np.log1p(-np.minimum(stop, 1.0 - 1e-300))  # pragma: no cover - continuous labels
+    cs = np.cumsum(logs) - logs
+    starts = np.concatenate(([0], np.cumsum(n_docs)[:-1]))
+    base = np.where(n_docs > 0, cs[np.minimum(starts, len(cs) - 1)], 0.0)
+    return np.exp(cs - base[r.q])
+
+
+def _group_stop_probability(r: Ranking, stop: np.ndarray, survival: np.ndarray,
+                            k: int | None) -> np.ndarray:
+    """Expected stop probability per position when tied groups are randomly ordered."""
+    assert r.gid is not None and r.gstart is not None and r.gsize is not None
+    hit = survival * stop  # exact for singleton groups
+    start_survival = survival[r.gstart]
+    relevant = (r.gsize > 1) & (start_survival > 0)
+    if k is not None:
+        relevant &= r.pos[r.gstart] < k
+    for n in np.unique(r.gsize[relevant]):
+        groups = np.flatnonzero(relevant & (r.gsize == n))
+        rows = r.gstart[groups][:, None] + np.arange(n)[None, :]
+        keep = 1.0 - stop[rows]
+        mu = np.zeros((len(groups), n + 1))
+        mu[:, 0] = 1.0
+        for j in range(1, n + 1):  # add item j: mu_t <- ((j-t) mu_t + t q_j mu_{t-1}) / j
+            t = np.arange(j + 1, dtype=np.float64)
+            prev = mu[:, : j + 1].copy()
+            shifted = np.zeros_like(prev)
+            shifted[:, 1:] = prev[:, :-1]
+            mu[:, : j + 1] = ((j - t) * prev + t * keep[:, j - 1 : j] * shifted) / j
+        hit[rows] = start_survival[groups][:, None] * (mu[:, :-1] - mu[:, 1:])
+    return hit
