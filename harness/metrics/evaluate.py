@@ -97,7 +97,7 @@ def evaluate(
     >>> evaluate(run, metrics=["ndcg", "ndcg@2(gain=linear)"]).round(4)
          n_docs  n_judged  n_relevant   nDCG  nDCG@2(gain=linear)
     qid
-    q1        4         4           3  0.822                  0.8
+    q1        4         4           3  0.8354               0.9134
     """
     mlist = as_metrics(metrics)
     if negative_labels is None:
