@@ -397,7 +397,7 @@ def _key_value(value: Any) -> str:
             return "t" + text
         return "t" + _short_hash(_display_value(value))
     if isinstance(value, float):
-        return _fmt_num(value)
+        return _fmt_num(value).replace("e+", "e")  # '+' is not allowed in MLflow keys
     text = str(value)
     if re.fullmatch(r"[A-Za-z0-9.]+", text):
         return text

@@ -10,7 +10,7 @@ numpy operations; nothing is ever passed to ``eval``. Allowed:
 - the constants ``e`` and ``pi``.
 
 Limits keep a hostile formula cheap to reject: at most 200 characters and 64 syntax nodes,
-constant exponents of at most 64 in absolute value. Values are computed in float64, so a
+exponents that do not involve the variable at most 64 in absolute value. Values are computed in float64, so a
 formula cannot allocate big integers; results that overflow are reported by the caller.
 """
 
@@ -134,15 +134,20 @@ class _Compiler:
         raise self.fail(f"the syntax {type(node).__name__}")
 
     def _check_exponent(self, node: ast.AST) -> None:
-        const = node
-        if isinstance(const, ast.UnaryOp) and isinstance(const.op, (ast.USub, ast.UAdd)):
-            const = const.operand
-        if isinstance(const, ast.Constant) and isinstance(const.value, (int, float)):
-            if abs(float(const.value)) > MAX_CONST_EXPONENT:
-                raise FormulaError(
-                    f"formula {self.text!r}: the exponent {const.value!r} exceeds the bound "
-                    f"of {MAX_CONST_EXPONENT:g}"
-                )
+        """An exponent that does not involve the variable must stay within the bound; it is
+        evaluated in float64 (never as a Python int), so checking it is cheap."""
+        if any(isinstance(n, ast.Name) and n.id == self.variable for n in ast.walk(node)):
+            return
+        with np.errstate(all="ignore"):
+            value = float(np.asarray(self.visit(node)(np.zeros(1))).reshape(-1)[0])
+        if not math.isfinite(value) or abs(value) > MAX_CONST_EXPONENT:
+            text = ast.unparse(node)
+            shown = text if text.lstrip("-").replace(".", "", 1).isdigit() else \
+                f"{text} (= {value:g})"
+            raise FormulaError(
+                f"formula {self.text!r}: the exponent {shown} exceeds the bound of "
+                f"{MAX_CONST_EXPONENT:g}"
+            )
 
     def _call(self, node: ast.Call) -> _Fn:
         if not isinstance(node.func, ast.Name):

@@ -80,17 +80,17 @@ def _discounts(metric: Metric, length: int, cache: Cache) -> np.ndarray:
 
 
 def _topk_sum(r: Ranking, values: np.ndarray, k: int | None, nq: int) -> np.ndarray:
-    if k is None:
+    rows = r.head(k)
+    if rows is None:
         return np.bincount(r.q, weights=values, minlength=nq)
-    m = r.pos < k
-    return np.bincount(r.q[m], weights=values[m], minlength=nq)
+    return np.bincount(r.q[rows], weights=values[rows], minlength=nq)
 
 
 def _exclusive_count(r: Ranking, indicator: np.ndarray, n_docs: np.ndarray) -> np.ndarray:
     """Per ranked row, how many earlier rows of its query have ``indicator`` set (exact)."""
     cs = np.cumsum(indicator, dtype=np.int64)
     before = cs - indicator
-    starts = np.concatenate(([0], np.cumsum(n_docs)[:-1]))
+    starts = np.cumsum(n_docs) - n_docs
     base = np.zeros(len(n_docs), dtype=np.int64)
     has = n_docs > 0
     base[has] = before[starts[has]]
@@ -137,8 +137,21 @@ def _dcg_family(prep: Prepared, metric: Metric, r: Ranking, length: int,
                 cache: Cache) -> tuple[np.ndarray, np.ndarray]:
     nq = prep.n_queries
     disc = _discounts(metric, length, cache)
-    gains = _gains(prep, metric, prep.label, cache, "run")[r.perm]
-    dcg = _topk_sum(r, r.group_mean(gains) * disc[r.pos], metric.k, nq)
+    rows = r.head(metric.k)  # only the top k rows are touched
+    if r.gid is None:
+        labels = r.label if rows is None else r.label[rows]
+        _gains(prep, metric, prep.label, cache, "run")  # validates every label's gain once
+        gains = metric.gain_function()(labels)
+    else:
+        def group_means() -> np.ndarray:  # mean gain per tie group
+            full = _gains(prep, metric, prep.label, cache, "run")[r.perm]
+            return np.add.reduceat(full, r.gstart) / r.gsize
+
+        means = cache.get_or(("group_mean", id(r), metric.gain), group_means)
+        gains = means[r.gid] if rows is None else means[r.gid[rows]]
+    pos = r.pos if rows is None else r.pos[rows]
+    q = r.q if rows is None else r.q[rows]
+    dcg = np.bincount(q, weights=gains * disc[pos], minlength=nq)
     if metric.name == "dcg":
         return dcg, np.zeros(nq, dtype=bool)
     if metric.name == "ndcg":
@@ -153,22 +166,51 @@ def _dcg_family(prep: Prepared, metric: Metric, r: Ranking, length: int,
     return _ratio(dcg, top_gain * cum[length_q]), empty
 
 
-def _ideal_dcg(prep: Prepared, metric: Metric, disc: np.ndarray, cache: Cache) -> np.ndarray:
-    def sorted_ideal() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        ideal = prep.ideal(metric.ideal)
-        which = "judged" if metric.ideal == "judged" else "run"
-        g = _gains(prep, metric, ideal.label, cache, which)
-        order = np.lexsort((-g, ideal.q))
-        q, g = ideal.q[order], g[order]
-        counts = np.bincount(q, minlength=prep.n_queries)
-        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        return q, g, np.arange(len(q)) - starts[q]
+_MAX_LEVELS = 64
 
-    q, g, pos = cache.get_or(("ideal", metric.ideal, metric.gain), sorted_ideal)
-    if metric.k is not None:
-        m = pos < metric.k
-        q, g, pos = q[m], g[m], pos[m]
-    return np.bincount(q, weights=g * disc[pos], minlength=prep.n_queries)
+
+def _ideal_dcg(prep: Prepared, metric: Metric, disc: np.ndarray, cache: Cache) -> np.ndarray:
+    """IDCG@k per query. Integer labels in [0, 64): from per-query label counts (no sort):
+    levels in decreasing gain fill consecutive positions, each contributing its gain times
+    the sum of the discounts it covers. Other labels: a per-query sort by gain."""
+    ideal = prep.ideal(metric.ideal)
+    which = "judged" if metric.ideal == "judged" else "run"
+    gains = _gains(prep, metric, ideal.label, cache, which)
+    nq = prep.n_queries
+    kk = len(disc) if metric.k is None else min(metric.k, len(disc))
+    cum = np.concatenate(([0.0], np.cumsum(disc)))
+
+    def counts() -> tuple[np.ndarray, np.ndarray] | None:
+        lab = ideal.label
+        if len(lab) == 0:
+            return np.zeros((nq, 1), dtype=np.int64), np.zeros(1)
+        top = float(lab.max())
+        if lab.min() < 0 or top >= _MAX_LEVELS or not np.all(lab == np.floor(lab)):
+            return None
+        levels = int(top) + 1
+        c = np.bincount(ideal.q * levels + lab.astype(np.int64), minlength=nq * levels)
+        return c.reshape(nq, levels), np.arange(levels, dtype=np.float64)
+
+    by_level = cache.get_or(("ideal_counts", metric.ideal), counts)
+    if by_level is not None:
+        c, levels = by_level
+        level_gain = metric.gain_function()(levels)
+        order = np.argsort(-level_gain, kind="stable")
+        c, level_gain = c[:, order], level_gain[order]
+        end = np.cumsum(c, axis=1)
+        start = end - c
+        span = cum[np.minimum(end, kk)] - cum[np.minimum(start, kk)]
+        return span @ level_gain
+
+    def sorted_ideal() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        order = np.lexsort((-gains, ideal.q))
+        q, g = ideal.q[order], gains[order]
+        n = np.bincount(q, minlength=nq)
+        return q, g, np.arange(len(q)) - np.repeat(np.cumsum(n) - n, n)
+
+    q, g, pos = cache.get_or(("ideal_sorted", metric.ideal, metric.gain), sorted_ideal)
+    m = pos < kk
+    return np.bincount(q[m], weights=g[m] * disc[pos[m]], minlength=nq)
 
 
 def _ap_terms(r: Ranking, rel: np.ndarray, n_docs: np.ndarray) -> np.ndarray:
@@ -224,7 +266,7 @@ def _survival_before(r: Ranking, stop: np.ndarray, n_docs: np.ndarray, *,
         return out
     logs = np.log1p(-np.minimum(stop, 1.0 - 1e-300))  # pragma: no cover - continuous labels
     cs = np.cumsum(logs) - logs
-    starts = np.concatenate(([0], np.cumsum(n_docs)[:-1]))
+    starts = np.cumsum(n_docs) - n_docs
     base = np.where(n_docs > 0, cs[np.minimum(starts, len(cs) - 1)], 0.0)
     return np.exp(cs - base[r.q])
 

@@ -9,12 +9,14 @@ the same tie mode shares that order.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from harness.errors import InputError
+from harness.metrics.segments import Layout, duplicate_within, group_by_query, segment_argsort
 
 __all__ = ["Prepared", "Ranking", "Ideal", "prepare"]
 
@@ -58,20 +60,18 @@ def _qid_at(df: pd.DataFrame, row: int) -> Any:
     return df["qid"].iloc[row] if "qid" in df.columns else None
 
 
-def _first_bad(df: pd.DataFrame, mask: np.ndarray, what: str, column: str, table: str,
-               values: np.ndarray) -> None:
+def _first_bad(df: pd.DataFrame, mask: np.ndarray, what: str, column: str, table: str) -> None:
     if mask.any():
         row = int(np.flatnonzero(mask)[0])
         raise InputError(
-            f"{int(mask.sum())} {what} value(s), first {values[row]!r}", table=table,
+            f"{int(mask.sum())} {what} value(s), first {df[column].iloc[row]!r}", table=table,
             column=column, qid=_qid_at(df, row), row=row,
         )
 
 
 def _check_keys(df: pd.DataFrame, table: str) -> None:
     for column in ("qid", "docid"):
-        na = df[column].isna().to_numpy()
-        _first_bad(df, na, "missing", column, table, df[column].to_numpy())
+        _first_bad(df, df[column].isna().to_numpy(), "missing", column, table)
 
 
 def _align_key_dtypes(a: pd.Series, b: pd.Series) -> tuple[pd.Series, pd.Series]:
@@ -83,16 +83,29 @@ def _align_key_dtypes(a: pd.Series, b: pd.Series) -> tuple[pd.Series, pd.Series]
 
 @dataclass
 class Ranking:
-    """Rows of the run in ranked order for one tie mode (see :func:`Prepared.ranking`)."""
+    """Rows in ranked order for one tie mode (see :meth:`Prepared.ranking`).
 
-    perm: np.ndarray  # row indices of Prepared's run arrays, in ranked order
+    Queries keep their place: query ``i`` owns ranked rows ``starts[i] : starts[i]+n[i]``,
+    so ``q`` and ``pos`` are shared by every ranking of the same input.
+    """
+
+    perm: np.ndarray  # grouped-row index per ranked row
     q: np.ndarray  # query code per ranked row
     pos: np.ndarray  # 0-based rank within the query
     label: np.ndarray  # label per ranked row (0 where unjudged)
-    # tie groups (only for ties="average"): group id per row, and per group start/size
+    # tie groups (only for ties="average" when ties exist): id per row, start and size
     gid: np.ndarray | None = None
     gstart: np.ndarray | None = None
     gsize: np.ndarray | None = None
+    _heads: dict[int, np.ndarray] = field(default_factory=dict)
+
+    def head(self, k: int | None) -> np.ndarray | None:
+        """Indices of the ranked rows within the top ``k`` (None: all rows)."""
+        if k is None:
+            return None
+        if k not in self._heads:
+            self._heads[k] = np.flatnonzero(self.pos < k)
+        return self._heads[k]
 
     def group_mean(self, values: np.ndarray) -> np.ndarray:
         """Per row, the mean of ``values`` over its tie group (identity without groups)."""
@@ -118,14 +131,15 @@ class Ideal:
 
 @dataclass
 class Prepared:
-    """Validated input in ragged layout; orders and ideals are computed once and cached."""
+    """Validated input, rows grouped by query; orders and ideals computed once, cached."""
 
     qids: pd.Index  # evaluated query ids, sorted; position = query code
-    q: np.ndarray  # query code per run row (rows grouped by nothing in particular)
-    score: np.ndarray  # sort key: score with NaN mapped to -inf when nan_scores='last'
+    q: np.ndarray  # query code per row, non-decreasing (rows grouped by query)
+    row: np.ndarray  # row of the run DataFrame per grouped row (input order within query)
+    score: np.ndarray  # scores; NaN mapped to -inf when nan_scores='last'
     label: np.ndarray
-    docid: pd.Series  # docids of the run rows (for docid ties and random hashing)
-    qid_values: pd.Series  # qid per run row (for random hashing)
+    docid: pd.Series  # the run's docid column (original row order)
+    qid_values: pd.Series  # the run's qid column (original row order)
     judged_q: np.ndarray  # query code per judged label (qrels or labelled run)
     judged_label: np.ndarray
     n_docs: np.ndarray
@@ -140,9 +154,22 @@ class Prepared:
         return len(self.qids)
 
     @property
+    def starts(self) -> np.ndarray:
+        return self.layout.starts
+
+    @cached_property
+    def layout(self) -> Layout:
+        return Layout.of(np.cumsum(self.n_docs) - self.n_docs, self.n_docs)
+
+    @cached_property
+    def pos(self) -> np.ndarray:
+        """0-based position of each grouped row within its query."""
+        return np.arange(len(self.q), dtype=np.int64) - np.repeat(self.starts, self.n_docs)
+
+    @property
     def max_len(self) -> int:
         longest = int(self.n_docs.max()) if len(self.n_docs) else 0
-        judged = int(np.bincount(self.judged_q).max()) if len(self.judged_q) else 0
+        judged = int(self.n_judged.max()) if len(self.n_judged) else 0
         return max(longest, judged, 1)
 
     def ideal(self, mode: str) -> Ideal:
@@ -159,32 +186,31 @@ class Prepared:
     def _rank(self, ties: str, seed: int) -> Ranking:
         neg = -self.score
         if ties in ("average", "input"):
-            perm = np.lexsort((neg, self.q))
-        elif ties == "docid":
-            codes, _ = pd.factorize(self.docid.astype(str), sort=True)
-            perm = np.lexsort((-codes, neg, self.q))
-        elif ties == "optimistic":
-            perm = np.lexsort((-self.label, neg, self.q))
-        elif ties == "pessimistic":
-            perm = np.lexsort((self.label, neg, self.q))
-        elif ties == "random":
-            perm = np.lexsort((_seeded_hash(self.qid_values, self.docid, seed), neg, self.q))
-        else:  # pragma: no cover - Metric validates ties
-            raise AssertionError(ties)
-        q = self.q[perm]
-        starts = np.concatenate(([0], np.cumsum(self.n_docs)[:-1]))
-        pos = np.arange(len(q), dtype=np.int64) - starts[q]
-        ranking = Ranking(perm=perm, q=q, pos=pos, label=self.label[perm])
-        if ties == "average":
+            perm = segment_argsort(self.layout, [neg], stable=ties == "input")
+        else:
+            if ties == "docid":
+                codes, _ = pd.factorize(self.docid.astype(str), sort=True)
+                second = -codes[self.row].astype(np.int64)
+            elif ties == "optimistic":
+                second = -self.label
+            elif ties == "pessimistic":
+                second = self.label
+            elif ties == "random":
+                second = _seeded_hash(self.qid_values, self.docid, seed)[self.row]
+            else:  # pragma: no cover - Metric validates ties
+                raise AssertionError(ties)
+            perm = segment_argsort(self.layout, [second, neg], stable=True)
+        ranking = Ranking(perm=perm, q=self.q, pos=self.pos, label=self.label[perm])
+        if ties == "average" and len(perm):
             s = neg[perm]
-            boundary = np.empty(len(q), dtype=bool)
+            boundary = np.empty(len(perm), dtype=bool)
             boundary[0] = True
-            boundary[1:] = (q[1:] != q[:-1]) | (s[1:] != s[:-1])
-            gid = np.cumsum(boundary) - 1
-            gstart = np.flatnonzero(boundary)
-            gsize = np.diff(np.append(gstart, len(q)))
-            if len(gsize) < len(q):  # some ties: keep the groups
-                ranking.gid, ranking.gstart, ranking.gsize = gid, gstart, gsize
+            boundary[1:] = (self.q[1:] != self.q[:-1]) | (s[1:] != s[:-1])
+            if not boundary.all():  # some ties: keep the groups
+                gstart = np.flatnonzero(boundary)
+                ranking.gid = np.cumsum(boundary) - 1
+                ranking.gstart = gstart
+                ranking.gsize = np.diff(np.append(gstart, len(perm)))
         return ranking
 
 
@@ -194,7 +220,7 @@ def _seeded_hash(qid: pd.Series, docid: pd.Series, seed: int) -> np.ndarray:
     hq = pd.util.hash_array(np.asarray(qid, dtype=object), hash_key=hash_key)
     hd = pd.util.hash_array(np.asarray(docid, dtype=object), hash_key=hash_key)
     with np.errstate(over="ignore"):
-        return (hd ^ (hq * np.uint64(0x9E3779B97F4A7C15))).astype(np.uint64)
+        return ((hd ^ (hq * np.uint64(0x9E3779B97F4A7C15))) >> np.uint64(1)).astype(np.int64)
 
 
 def _duplicates(q: np.ndarray, d: np.ndarray, n_docs: int) -> np.ndarray:
@@ -207,6 +233,42 @@ def _duplicates(q: np.ndarray, d: np.ndarray, n_docs: int) -> np.ndarray:
     mask = np.zeros(len(key), dtype=bool)
     mask[order[dup_sorted]] = True
     return mask
+
+
+def _factorize_qid(qid: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Codes (by sorted qid) and uniques; fast when integer qids are already sorted."""
+    values = qid.to_numpy() if pd.api.types.is_integer_dtype(qid) else None
+    if values is not None and len(values) > 1 and bool(np.all(values[1:] >= values[:-1])):
+        change = np.empty(len(values), dtype=bool)
+        change[0] = True
+        np.not_equal(values[1:], values[:-1], out=change[1:])
+        return np.cumsum(change) - 1, values[change]
+    codes, uniques = pd.factorize(qid, sort=True)
+    return codes, np.asarray(uniques)
+
+
+def _docid_codes(docid: pd.Series) -> tuple[np.ndarray, int]:
+    """Codes that are equal exactly when docids are: non-negative integer docids are their
+    own codes (no hashing); anything else is factorised."""
+    if pd.api.types.is_integer_dtype(docid) and len(docid):
+        values = docid.to_numpy(dtype=np.int64)
+        low, high = int(values.min()), int(values.max())
+        if low >= 0 and high < (1 << 40):
+            return values, high + 1
+    codes, uniques = pd.factorize(docid)
+    return codes, len(uniques)
+
+
+def _check_unique_pairs(df: pd.DataFrame, table: str, q: np.ndarray, d: np.ndarray,
+                        n_queries: int, n_docids: int) -> Layout:
+    """Raise on a duplicate (qid, docid): a fast per-query test, then the exact row."""
+    grouping = group_by_query(q, n_queries)
+    gq, gd = (q, d) if grouping is None else (q[grouping], d[grouping])
+    counts = np.bincount(gq, minlength=n_queries)
+    layout = Layout.of(np.cumsum(counts) - counts, counts)
+    if duplicate_within(layout, gd):
+        _raise_duplicates(df, q, d, n_docids, table)
+    return layout
 
 
 def prepare(
@@ -237,8 +299,8 @@ def prepare(
     score = _numeric(run, "score", "run")
     nan = np.isnan(score)
     if nan_scores == "error":
-        _first_bad(run, nan, "NaN", "score", "run", score)
-    _first_bad(run, np.isinf(score), "infinite", "score", "run", score)
+        _first_bad(run, nan, "NaN", "score", "run")
+    _first_bad(run, np.isinf(score), "infinite", "score", "run")
     if nan_scores == "last" and nan.any():
         score = np.where(nan, -np.inf, score)
 
@@ -259,11 +321,12 @@ def prepare(
         all_q = pd.concat([run_qid, j_qid], ignore_index=True)
         qcodes, quniq = pd.factorize(all_q, sort=True)
         rq, jq = qcodes[:n_run], qcodes[n_run:]
+        quniq = np.asarray(quniq)
         dcodes, duniq = pd.factorize(pd.concat([run_doc, j_doc], ignore_index=True))
         rd, jd = dcodes[:n_run], dcodes[n_run:]
         n_d = len(duniq)
-        _raise_duplicates(run, rq, rd, n_d, "run")
-        _raise_duplicates(qrels, jq, jd, n_d, "qrels")
+        run_layout = _check_unique_pairs(run, "run", rq, rd, len(quniq), n_d)
+        _check_unique_pairs(qrels, "qrels", jq, jd, len(quniq), n_d)
         keep = j_label >= 0  # negative labels (negative_labels='unjudged') are unjudged
         if not keep.all():
             jq, jd, j_label = jq[keep], jd[keep], j_label[keep]
@@ -278,59 +341,70 @@ def prepare(
         in_run = np.bincount(rq, minlength=len(quniq)) > 0
         in_judged = np.bincount(jq, minlength=len(quniq)) > 0
     else:
-        qcodes, quniq = pd.factorize(run_qid, sort=True)
-        rq = qcodes
-        dcodes, duniq = pd.factorize(run_doc)
-        _raise_duplicates(run, rq, dcodes, len(duniq), "run")
+        rq, quniq = _factorize_qid(run_qid)
+        rd, n_d = _docid_codes(run_doc)
+        run_layout = _check_unique_pairs(run, "run", rq, rd, len(quniq), n_d)
         judged_row = run_label >= 0
-        r_label = np.where(judged_row, run_label, 0.0)
-        jq, j_label = rq[judged_row], r_label[judged_row]
+        if judged_row.all():
+            r_label, jq, j_label = run_label, rq, run_label
+        else:
+            r_label = np.where(judged_row, run_label, 0.0)
+            jq, j_label = rq[judged_row], r_label[judged_row]
         in_run = np.ones(len(quniq), dtype=bool)
         in_judged = np.bincount(jq, minlength=len(quniq)) > 0
 
     evaluated = in_run & in_judged
     if missing == "zero":
         evaluated = evaluated | (in_judged & ~in_run)
-    remap = np.full(len(quniq), -1, dtype=np.int64)
-    remap[evaluated] = np.arange(int(evaluated.sum()))
-    row_keep = evaluated[rq]
-    q = remap[rq[row_keep]]
-    jkeep = evaluated[jq]
-    judged_q = remap[jq[jkeep]]
-    judged_label = np.asarray(j_label, dtype=np.float64)[jkeep]
     nq = int(evaluated.sum())
     if nq == 0:
         raise InputError(
             "no query is both in the run and judged"
             + ("" if qrels is None else "; check that qid values match between run and qrels")
         )
-    labels_all = np.concatenate([judged_label, r_label[row_keep]])
-    top = float(labels_all.max()) if max_label is None else float(max_label)
-    sel = row_keep if not row_keep.all() else slice(None)
-    return Prepared(
-        qids=pd.Index(quniq[evaluated], name="qid"),
+    remap = np.full(len(quniq), -1, dtype=np.int64)
+    remap[evaluated] = np.arange(nq)
+    all_evaluated = bool(evaluated.all())
+    row = np.arange(n_run) if all_evaluated else np.flatnonzero(evaluated[rq])
+    q = rq if all_evaluated else remap[rq[row]]
+    grouping = group_by_query(q, nq)
+    if grouping is not None:
+        row, q = row[grouping], q[grouping]
+    jkeep = evaluated[jq]
+    judged_q = remap[jq[jkeep]] if not jkeep.all() else (jq if all_evaluated else remap[jq])
+    judged_label = np.asarray(j_label, dtype=np.float64)
+    judged_label = judged_label[jkeep] if not jkeep.all() else judged_label
+    identity = len(row) == n_run and grouping is None
+    label = r_label if identity else r_label[row]
+    top = max(float(judged_label.max()) if len(judged_label) else 0.0,
+              float(label.max()) if len(label) else 0.0) if max_label is None \
+        else float(max_label)
+    prepared = Prepared(
+        qids=pd.Index(np.asarray(quniq)[evaluated], name="qid"),
         q=q,
-        score=score[sel],
-        label=r_label[sel],
-        docid=run_doc[sel].reset_index(drop=True) if not isinstance(sel, slice)
-        else run_doc.reset_index(drop=True),
-        qid_values=run_qid[sel].reset_index(drop=True) if not isinstance(sel, slice)
-        else run_qid.reset_index(drop=True),
+        row=row,
+        score=score if identity else score[row],
+        label=label,
+        docid=run_doc.reset_index(drop=True),
+        qid_values=run_qid.reset_index(drop=True),
         judged_q=judged_q,
         judged_label=judged_label,
         n_docs=np.bincount(q, minlength=nq),
         n_judged=np.bincount(judged_q, minlength=nq),
-        missing_qids=pd.Index(quniq[in_judged & ~in_run], name="qid"),
-        unjudged_qids=pd.Index(quniq[in_run & ~in_judged], name="qid"),
+        missing_qids=pd.Index(np.asarray(quniq)[in_judged & ~in_run], name="qid"),
+        unjudged_qids=pd.Index(np.asarray(quniq)[in_run & ~in_judged], name="qid"),
         max_label=top,
     )
+    if identity and qrels is None:  # the duplicate check laid out these very rows
+        prepared.__dict__["layout"] = run_layout
+    return prepared
 
 
 def _check_labels(df: pd.DataFrame, labels: np.ndarray, table: str, negative: str) -> None:
-    _first_bad(df, np.isnan(labels), "NaN", "label", table, labels)
-    _first_bad(df, np.isinf(labels), "infinite", "label", table, labels)
+    _first_bad(df, np.isnan(labels), "NaN", "label", table)
+    _first_bad(df, np.isinf(labels), "infinite", "label", table)
     if negative == "error":
-        _first_bad(df, labels < 0, "negative", "label", table, labels)
+        _first_bad(df, labels < 0, "negative", "label", table)
 
 
 def _raise_duplicates(df: pd.DataFrame, q: np.ndarray, d: np.ndarray, n_d: int,

@@ -1,0 +1,3 @@
+from harness.app.main import main
+
+main()

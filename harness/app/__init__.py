@@ -1,0 +1,1 @@
+"""The Hydra application: configs, the study runner, the sweep callback."""

@@ -1,0 +1,71 @@
+"""Hydra callback: one MLflow parent run per multirun sweep, created before any job."""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+__all__ = ["SweepParentRun", "PARENT_ENV", "parent_run_file"]
+
+log = logging.getLogger("harness")
+PARENT_ENV = "HARNESS_PARENT_RUN_ID"
+
+
+def parent_run_file(sweep_dir: str | Path) -> Path:
+    return Path(sweep_dir) / ".mlflow_parent_run_id"
+
+
+class SweepParentRun(Callback):
+    """Creates the store, schema, experiment and the sweep's parent run in the launching
+    process (so parallel jobs never race to create a fresh SQLite store), and closes the
+    parent at the end: FINISHED after ``on_multirun_end``, FAILED at exit otherwise (Hydra
+    skips ``on_multirun_end`` when a job fails)."""
+
+    def __init__(self) -> None:
+        self.run_id: str | None = None
+        self.uri: str | None = None
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if not config.tracking.enabled:
+            return
+        from mlflow.tracking import MlflowClient
+
+        from harness.app.records import git_commit
+        from harness.tracking import configure_requests, ensure_experiment, resolve_tracking_uri
+
+        configure_requests(config.tracking.timeout_s, config.tracking.max_retries)
+        self.uri = resolve_tracking_uri(config.tracking.uri)
+        client = MlflowClient(tracking_uri=self.uri)
+        experiment = config.tracking.experiment or config.study
+        exp_id = ensure_experiment(client, experiment, config.tracking.artifact_root)
+        overrides = " ".join(config.hydra.overrides.task) if "hydra" in config else ""
+        run = client.create_run(exp_id, run_name=f"{config.study} sweep", tags={
+            "harness.role": "sweep", "sweep.overrides": overrides, "git.commit": git_commit(),
+            "study": str(config.study)})
+        self.run_id = run.info.run_id
+        os.environ[PARENT_ENV] = self.run_id
+        path = parent_run_file(config.hydra.sweep.dir)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.run_id)
+        atexit.register(self._close, "FAILED")
+        log.info("sweep parent run %s in experiment %r", self.run_id, experiment)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        self._close("FINISHED")
+
+    def _close(self, status: str) -> None:
+        if self.run_id is None:
+            return
+        from mlflow.tracking import MlflowClient
+
+        run_id, self.run_id = self.run_id, None
+        try:
+            MlflowClient(tracking_uri=self.uri).set_terminated(run_id, status=status)
+        except Exception as exc:  # noqa: BLE001 - best effort at exit; the store may be down
+            log.error("could not close sweep parent run %s: %s", run_id, exc)

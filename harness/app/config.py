@@ -1,0 +1,146 @@
+"""Structured configs: the schema every YAML under conf/ is validated against.
+
+Registered in Hydra's ConfigStore, so a misspelt key or a value of the wrong type fails at
+compose time; values with a range or a set of choices (k >= 1, ties in {...}) are checked by
+:func:`harness.app.study.validate` before any data is read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, OmegaConf
+
+from harness.paths import PROJECT_ROOT, shared_data_dir
+
+__all__ = ["Config", "register_configs", "PROJECT_ROOT"]
+
+
+
+@dataclass
+class SyntheticDataset:
+    kind: str = "synthetic"
+    name: str = "synthetic"
+    n_queries: int = 400
+    n_train_queries: int = 400
+    min_docs: int = 10
+    max_docs: int = 60
+    label_probs: list[float] = field(default_factory=lambda: [0.55, 0.25, 0.12, 0.06, 0.02])
+    signal: list[float] = field(default_factory=lambda: [1.5, 0.8, 0.4, 0.0])
+    round_features: Optional[int] = 2
+    seed: int = 0
+
+
+@dataclass
+class LetorDataset:
+    kind: str = "letor"
+    name: str = "letor"
+    test_path: str = MISSING
+    train_path: Optional[str] = None
+    query_files: bool = True
+    n_features: Optional[int] = None
+
+
+@dataclass
+class TrecDataset:
+    kind: str = "trec"
+    name: str = "trec"
+    qrels_path: str = MISSING
+    run_path: str = MISSING
+
+
+@dataclass
+class TableDataset:
+    kind: str = "table"
+    name: str = "table"
+    path: str = MISSING
+    qid: str = "qid"
+    docid: str = "docid"
+    label: str = "label"
+    split: Optional[str] = None
+    features: Optional[list[str]] = None
+
+
+@dataclass
+class RankerConfig:
+    """One ranker. ``kind`` picks the implementation from harness.rankers.RANKERS."""
+
+    kind: str = MISSING
+    seed: int = 0
+    sigma: Optional[float] = None
+    feature: Optional[str] = None
+    column: Optional[str] = None
+    estimator: Optional[str] = None
+    params: dict[str, Any] = field(default_factory=dict)
+    features: Optional[list[str]] = None
+    path: Optional[str] = None
+    uri: Optional[str] = None
+
+
+@dataclass
+class MetricGrid:
+    """A grid of metric variants: the product of the axes, plus ``extra`` names.
+
+    Each axis takes one value or a list (so ``metric.k=5`` and ``metric.k=[5,10]`` both work).
+    """
+
+    name: Any = field(default_factory=lambda: ["ndcg", "mndcg"])
+    gain: Any = field(default_factory=lambda: ["exp2", "linear"])
+    discount: Any = field(default_factory=lambda: ["log2"])
+    k: Any = field(default_factory=lambda: [5, 10, None])
+    ties: Any = field(default_factory=lambda: ["average", "input"])
+    ideal: Any = field(default_factory=lambda: ["judged"])
+    empty: str = "zero"
+    max_label: Optional[float] = None
+    extra: list[str] = field(default_factory=list)
+    nan_scores: str = "error"
+    missing: str = "exclude"
+
+
+@dataclass
+class TrackingConfig:
+    enabled: bool = True
+    uri: Optional[str] = None  # None: $MLFLOW_TRACKING_URI, else sqlite:///<project>/runs/mlflow.db
+    experiment: Optional[str] = None  # None: the study name
+    artifact_root: str = "runs/artifacts"
+    pending_dir: str = "runs/pending"  # log plans not yet sent (python -m harness.sync)
+    timeout_s: int = 5
+    max_retries: int = 1
+    figures: bool = True
+    bootstrap_resamples: int = 2000
+
+
+@dataclass
+class CheckConfig:
+    sklearn: str = "fail"  # fail | warn | off
+    tolerance: float = 1e-9
+
+
+@dataclass
+class Config:
+    study: str = "default"
+    seed: int = 0
+    dataset: Any = MISSING
+    ranker: dict[str, RankerConfig] = MISSING
+    metric: MetricGrid = field(default_factory=MetricGrid)
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
+    check: CheckConfig = field(default_factory=CheckConfig)
+    cache_dir: str = "runs/cache/scores"
+
+
+def register_configs() -> None:
+    """Register the schemas and the resolvers ``${project_root:}`` and ``${shared_data:}``."""
+    cs = ConfigStore.instance()
+    cs.store(name="base_config", node=Config)
+    cs.store(group="dataset", name="base_synthetic", node=SyntheticDataset)
+    cs.store(group="dataset", name="base_letor", node=LetorDataset)
+    cs.store(group="dataset", name="base_trec", node=TrecDataset)
+    cs.store(group="dataset", name="base_table", node=TableDataset)
+    cs.store(group="metric", name="base_grid", node=MetricGrid)
+    cs.store(group="tracking", name="base_tracking", node=TrackingConfig)
+    if not OmegaConf.has_resolver("project_root"):
+        OmegaConf.register_new_resolver("project_root", lambda: str(PROJECT_ROOT))
+    if not OmegaConf.has_resolver("shared_data"):
+        OmegaConf.register_new_resolver("shared_data", lambda: str(shared_data_dir()))

@@ -1,0 +1,45 @@
+"""``python -m harness [overrides]``: the Hydra entry point, a thin shell over run_study."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig
+
+from harness.app.callbacks import PARENT_ENV, parent_run_file
+from harness.app.config import register_configs
+from harness.app.study import run_study
+from harness.errors import HarnessError
+from harness.paths import PROJECT_ROOT
+
+log = logging.getLogger("harness")
+
+register_configs()
+
+
+@hydra.main(version_base="1.3", config_path=str(PROJECT_ROOT / "conf"), config_name="config")
+def _main(cfg: DictConfig) -> None:
+    hc = HydraConfig.get()
+    parent = None
+    label = ""
+    if hc.mode == RunMode.MULTIRUN:
+        path = parent_run_file(hc.sweep.dir)
+        parent = path.read_text().strip() if path.is_file() else os.environ.get(PARENT_ENV)
+        label = f"{hc.job.num}:{hc.job.override_dirname}" if hc.job.override_dirname \
+            else str(hc.job.num)
+    try:
+        run_study(cfg, Path(hc.runtime.output_dir), parent_run_id=parent, job_label=label)
+    except HarnessError as exc:  # bad input or a failed check: one clear line, no traceback
+        log.error("%s", exc)
+        sys.exit(2)
+
+
+def main() -> None:
+    """Console-script entry point (``harness``)."""
+    _main()

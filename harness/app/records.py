@@ -1,0 +1,194 @@
+"""Files a study writes to its output dir, and the MLflow log plan built from them."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+import harness
+from harness.datasets import Dataset
+from harness.metrics import Metric
+from harness.paths import PROJECT_ROOT, project_path
+from harness.reporting import STATS, ecdf_figure, summarize
+from harness.tracking import LogPlan, RunRecord, configure_requests, execute, resolve_tracking_uri
+from harness.tracking.plan import PARAM_LIMIT
+
+__all__ = ["write_outputs", "log_study", "flatten", "git_commit"]
+
+log = logging.getLogger("harness")
+
+
+def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """Nested config -> ``{"a.b.c": "value"}``; lists become JSON text."""
+    out: dict[str, str] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            out.update(flatten(value, name + "."))
+        else:
+            out[name] = json.dumps(value) if isinstance(value, (list, tuple, dict)) else str(value)
+    return out
+
+
+def git_commit() -> str:
+    """HEAD of the checkout (``-dirty`` when tracked files changed), or 'unknown'."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, check=True,
+                              capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=PROJECT_ROOT, capture_output=True, text=True,
+                               timeout=10).stdout.strip()
+        return head + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def write_outputs(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
+                  results: Mapping[str, Any], out: Path) -> dict[str, Any]:
+    """Write every result file to ``out``; returns their paths by role."""
+    from harness.app.study import check_table, dump_json, metric_key_map
+
+    resamples = int(cfg.get("tracking", {}).get("bootstrap_resamples", 2000))
+    seed = int(cfg.get("seed", 0))
+    written: dict[str, Any] = {"per_query": {}, "summary": {}}
+    (out / "per_query").mkdir(parents=True, exist_ok=True)
+    frames = []
+    for name, r in results.items():
+        path = out / "per_query" / f"{name}.parquet"
+        r.per_query.reset_index().to_parquet(path, index=False)
+        written["per_query"][name] = path
+        summary = summarize(r.per_query, resamples=resamples, seed=seed)
+        written["summary"][name] = summary
+        frames.append(summary.rename_axis("variant").reset_index().assign(ranker=name))
+    table = pd.concat(frames, ignore_index=True)[["ranker", "variant", *STATS]]
+    table.to_csv(out / "summary.csv", index=False)
+    written["summary_csv"] = out / "summary.csv"
+    checks = check_table(results)
+    checks.to_csv(out / "sklearn_check.csv", index=False)
+    written["check_csv"] = out / "sklearn_check.csv"
+    written["keys_json"] = dump_json(out / "metric_keys.json", metric_key_map(metrics))
+    (out / "config_resolved.yaml").write_text(yaml.safe_dump(dict(cfg), sort_keys=False))
+    written["config_yaml"] = out / "config_resolved.yaml"
+    written["dataset_json"] = dump_json(out / "dataset.json", dataset.summary() | {
+        "source": dataset.source})
+    if cfg.get("tracking", {}).get("figures", True):
+        fig_dir = out / "figures"
+        for m in metrics:
+            ecdf_figure({name: r.per_query[m.display_name] for name, r in results.items()},
+                        m.display_name, fig_dir / f"{m.key}.png")
+        written["figures"] = fig_dir
+    return written
+
+
+def _params(cfg: Mapping[str, Any], out: Path) -> tuple[dict[str, str], Path | None]:
+    params = flatten(cfg)
+    overflow = {k: v for k, v in params.items() if len(v) > PARAM_LIMIT}
+    if not overflow:
+        return params, None
+    path = out / "params_overflow.json"
+    path.write_text(json.dumps(overflow, indent=1))
+    for k in overflow:
+        params[k] = f"(longer than {PARAM_LIMIT} characters: see artifact params_overflow.json)"
+    return params, path
+
+
+def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
+              results: Mapping[str, Any], written: Mapping[str, Any], out: Path, *,
+              parent_run_id: str | None, job_label: str, failed: bool) -> dict[str, str]:
+    """Build the log plan, save it as pending, send it. Raises SystemExit(3) when the
+    tracking store cannot be reached (the results stay on disk and the plan stays pending)."""
+    tcfg = cfg.get("tracking", {})
+    configure_requests(int(tcfg.get("timeout_s", 5)), int(tcfg.get("max_retries", 1)))
+    uri = resolve_tracking_uri(tcfg.get("uri"))
+    experiment = tcfg.get("experiment") or cfg.get("study", "default")
+    params, overflow = _params(cfg, out)
+    common_tags = {"harness.version": harness.__version__, "git.commit": git_commit(),
+                   "dataset.digest": dataset.digest, "dataset.name": dataset.name,
+                   "study": str(cfg.get("study", "default"))}
+    if job_label:
+        common_tags["job"] = job_label
+    dataset_info = {"name": dataset.name, "digest": dataset.digest, "source": dataset.source,
+                    "profile": json.dumps(dataset.summary())}
+    job_files = [[str(written["summary_csv"]), ""], [str(written["check_csv"]), ""],
+                 [str(written["keys_json"]), ""], [str(written["config_yaml"]), "config"],
+                 [str(written["dataset_json"]), ""]]
+    hydra_dir = out / ".hydra"
+    if hydra_dir.is_dir():
+        job_files.append([str(hydra_dir), "config/hydra"])
+    if "figures" in written:
+        job_files.append([str(written["figures"]), "figures"])
+    if overflow is not None:
+        job_files.append([str(overflow), ""])
+    records: list[RunRecord] = []
+    if parent_run_id is None:
+        job_key = "job"
+        records.append(RunRecord(
+            key="job", name=f"{cfg.get('study', 'default')}", tags=common_tags | {
+                "harness.role": "job"}, params=params,
+            metrics=_job_metrics(metrics, results, written), artifacts=job_files,
+            dataset=dataset_info, status="FAILED" if failed else "FINISHED"))
+    else:  # a sweep: the job's files go to the sweep's parent run, under job_<label>/
+        job_key = None
+        prefix = f"jobs/{job_label or os.getpid()}"
+        records.append(RunRecord(
+            key="sweep", name="sweep", run_id=parent_run_id, attach_only=True,
+            artifacts=[[p, f"{prefix}/{d}".rstrip("/")] for p, d in job_files]))
+    for name, r in results.items():
+        summary: pd.DataFrame = written["summary"][name]
+        ranker_metrics = {f"{m.key}.{stat}": float(summary.at[m.display_name, stat])
+                          for m in metrics for stat in STATS}
+        checked = [c for c in r.checks if c.status == "checked"]
+        ranker_metrics["sklearn_check.n_variants_checked"] = float(len(checked))
+        ranker_metrics["sklearn_check.n_variants_not_checked"] = float(len(r.checks) - len(checked))
+        if checked:
+            ranker_metrics["sklearn_check.max_abs_diff"] = max(c.max_abs_diff for c in checked)
+            ranker_metrics["sklearn_check.n_queries_checked"] = float(sum(c.n_checked
+                                                                          for c in checked))
+        label = f"{name} [{job_label}]" if job_label else name
+        records.append(RunRecord(
+            key=f"ranker:{name}", name=label, parent=job_key, parent_run_id=parent_run_id,
+            tags=common_tags | {"harness.role": "ranker", "ranker.name": name,
+                                "ranker.kind": r.spec.kind, "ranker.cache_key": r.cache_key},
+            params=params | {"ranker_name": name},
+            metrics={k: v for k, v in ranker_metrics.items() if v == v},  # drop NaN
+            artifacts=[[str(written["per_query"][name]), ""]], dataset=dataset_info,
+            status="FAILED" if failed else "FINISHED"))
+    plan = LogPlan(tracking_uri=uri, experiment=experiment,
+                   artifact_root=str(project_path(tcfg.get("artifact_root", "runs/artifacts"))),
+                   runs=records)
+    marker = project_path(tcfg.get("pending_dir", "runs/pending")) / (
+        f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{out.name}.json")
+    plan.save(marker)
+    t = time.perf_counter()
+    try:
+        ids = execute(plan, marker)
+    except Exception as exc:  # the store is down or refused: keep everything for a replay
+        log.error("could not log to MLflow at %s (%s: %s). Results are in %s; the log plan "
+                  "is pending in %s; replay it with: python -m harness.sync", uri,
+                  type(exc).__name__, str(exc).splitlines()[0][:300] if str(exc) else "",
+                  out, marker)
+        raise SystemExit(3) from exc
+    log.info("logged to MLflow (%s, experiment %r) in %.1fs", uri, experiment,
+             time.perf_counter() - t)
+    return ids
+
+
+def _job_metrics(metrics: list[Metric], results: Mapping[str, Any],
+                 written: Mapping[str, Any]) -> dict[str, float]:
+    out = {}
+    for name in results:
+        summary = written["summary"][name]
+        for m in metrics:
+            value = float(summary.at[m.display_name, "mean"])
+            if value == value:
+                out[f"{name}.{m.key}.mean"] = value
+    return out

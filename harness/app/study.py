@@ -1,0 +1,234 @@
+"""Run a study: dataset x rankers x metric variants, checked, written to disk, then logged.
+
+:func:`run_study` takes a plain config (a DictConfig or a dict of the same shape), so it is
+testable without Hydra's runtime. Order of work:
+
+1. :func:`validate` builds every metric, ranker spec and dataset option, failing before any
+   data is read;
+2. each ranker scores the dataset (from the score cache when possible) and is evaluated on
+   every variant; the sklearn cross-check runs on the variants sklearn can express;
+3. per-query tables, summaries, the check table and figures are written to the output dir;
+4. a log plan is saved to the pending folder and sent to MLflow; a failure to reach the
+   store leaves the plan for ``python -m harness.sync``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+from harness.datasets import DATASETS, Dataset, load_dataset
+from harness.errors import HarnessError, InputError, MetricDefinitionError
+from harness.metrics import Metric, evaluate, parse_metric
+from harness.metrics.sklearn_check import CheckResult, check_against_sklearn
+from harness.paths import project_path
+from harness.rankers import RANKERS, RankerSpec, score
+
+__all__ = ["StudyResult", "CheckFailed", "validate", "build_metrics", "run_study"]
+
+log = logging.getLogger("harness")
+
+_GRID_AXES = ("name", "gain", "discount", "k", "ties", "ideal")
+_NAME_OK = re.compile(r"^[A-Za-z0-9_.-]+$")
+_PATH_OPTIONS = ("test_path", "train_path", "qrels_path", "run_path", "path")
+
+
+class CheckFailed(HarnessError):
+    """The sklearn cross-check found a difference above the tolerance."""
+
+
+@dataclass
+class RankerResult:
+    spec: RankerSpec
+    cache_key: str
+    cache_hit: bool
+    per_query: pd.DataFrame
+    checks: list[CheckResult]
+    seconds: float
+
+
+@dataclass
+class StudyResult:
+    """What a study produced; ``output_dir`` holds it on disk whatever MLflow did."""
+
+    dataset: Dataset
+    metrics: list[Metric]
+    rankers: dict[str, RankerResult]
+    output_dir: Path
+    run_ids: dict[str, str]
+    check_failures: list[str]
+
+
+def _plain(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(cfg, DictConfig):
+        return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+    return dict(cfg)
+
+
+def _as_list(value: Any) -> list[Any]:
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return [value]
+
+
+def build_metrics(grid: Mapping[str, Any]) -> list[Metric]:
+    """Every variant of a metric grid (the product of its axes) plus its ``extra`` names."""
+    axes = {a: _as_list(grid.get(a)) for a in _GRID_AXES}
+    common = {"empty": grid.get("empty", "zero"), "max_label": grid.get("max_label")}
+    out: list[Metric] = []
+    for combo in itertools.product(*axes.values()):
+        opts = dict(zip(_GRID_AXES, combo))
+        try:
+            m = Metric(opts.pop("name"), **opts, **common)
+        except MetricDefinitionError as exc:
+            raise MetricDefinitionError(f"metric grid {dict(zip(_GRID_AXES, combo))}: {exc}"
+                                        ) from None
+        if m not in out:
+            out.append(m)
+    for text in grid.get("extra") or []:
+        try:
+            m = parse_metric(text)
+        except MetricDefinitionError as exc:
+            raise MetricDefinitionError(f"metric.extra {text!r}: {exc}") from None
+        if m not in out:
+            out.append(m)
+    if not out:
+        raise MetricDefinitionError("the metric grid is empty")
+    return out
+
+
+def _ranker_specs(rankers: Mapping[str, Any]) -> list[RankerSpec]:
+    if not rankers:
+        raise InputError("no ranker configured", column="ranker")
+    specs = []
+    for name, options in rankers.items():
+        if not _NAME_OK.match(str(name)):
+            raise InputError(f"ranker name {name!r} may hold only letters, digits, _ . -",
+                             column="ranker")
+        opts = {k: v for k, v in dict(options).items() if k != "kind" and v not in (None, {})}
+        kind = options.get("kind")
+        if kind not in RANKERS:
+            raise InputError(f"ranker {name!r}: unknown kind {kind!r}; known: "
+                             f"{', '.join(RANKERS)}", column=f"ranker.{name}.kind")
+        for required in {"feature": ["feature"], "column": ["column"], "run_file": ["path"],
+                         "mlflow_model": ["uri"]}.get(kind, []):
+            if opts.get(required) is None:
+                raise InputError(f"ranker {name!r} (kind {kind}) needs option {required!r}",
+                                 column=f"ranker.{name}.{required}")
+        if "path" in opts:
+            opts["path"] = str(project_path(opts["path"]))
+        specs.append(RankerSpec(name=str(name), kind=kind, options=opts))
+    return specs
+
+
+def validate(cfg: DictConfig | Mapping[str, Any]) -> tuple[list[Metric], list[RankerSpec],
+                                                          dict[str, Any]]:
+    """Check everything that can be checked without data; return the parsed pieces."""
+    c = _plain(cfg)
+    metrics = build_metrics(c["metric"])
+    specs = _ranker_specs(c["ranker"])
+    ds = dict(c["dataset"])
+    if ds.get("kind") not in DATASETS:
+        raise InputError(f"unknown dataset kind {ds.get('kind')!r}; known: "
+                         f"{', '.join(DATASETS)}", column="dataset.kind")
+    for key in _PATH_OPTIONS:
+        if ds.get(key):
+            ds[key] = str(project_path(ds[key]))
+    check = c.get("check", {})
+    if check.get("sklearn", "fail") not in ("fail", "warn", "off"):
+        raise InputError(f"check.sklearn must be fail, warn or off; got {check['sklearn']!r}",
+                         column="check.sklearn")
+    for key, choices in (("nan_scores", ("error", "last")), ("missing", ("exclude", "zero"))):
+        value = c["metric"].get(key, choices[0])
+        if value not in choices:
+            raise InputError(f"metric.{key} must be one of {choices}; got {value!r}",
+                             column=f"metric.{key}")
+    return metrics, specs, ds
+
+
+def run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
+              parent_run_id: str | None = None, job_label: str = "") -> StudyResult:
+    """Evaluate every ranker on every variant, write results, log them; see module doc."""
+    from harness.app.records import log_study, write_outputs
+
+    metrics, specs, ds_options = validate(cfg)
+    c = _plain(cfg)
+    t0 = time.perf_counter()
+    kind = ds_options.pop("kind")
+    dataset = load_dataset(kind, **ds_options)
+    log.info("dataset %s (%s): %d test queries, %d judgments, digest %s…", dataset.name, kind,
+             dataset.test["qid"].nunique(), len(dataset.qrels), dataset.digest[:12])
+    cache_dir = project_path(c.get("cache_dir", "runs/cache/scores"))
+    grid = c["metric"]
+    results: dict[str, RankerResult] = {}
+    for i, spec in enumerate(specs, start=1):
+        t = time.perf_counter()
+        run, key, hit = score(spec, dataset, cache_dir)
+        per_query = evaluate(run, dataset.qrels, metrics, nan_scores=grid.get("nan_scores",
+                             "error"), missing=grid.get("missing", "exclude"))
+        checks = ([] if c.get("check", {}).get("sklearn", "fail") == "off"
+                  else check_against_sklearn(run, dataset.qrels, metrics, per_query))
+        results[spec.name] = RankerResult(spec, key, hit, per_query, checks,
+                                          time.perf_counter() - t)
+        log.info("[%d/%d] ranker %s: %d variants x %d queries in %.2fs (scores %s)", i,
+                 len(specs), spec.name, len(metrics), len(per_query), time.perf_counter() - t,
+                 "cached" if hit else "computed")
+    failures = _check_failures(results, float(c.get("check", {}).get("tolerance", 1e-9)))
+    mode = c.get("check", {}).get("sklearn", "fail")
+    output_dir.mkdir(parents=True, exist_ok=True)
+    written = write_outputs(c, dataset, metrics, results, output_dir)
+    log.info("results written to %s", output_dir)
+    run_ids: dict[str, str] = {}
+    if c.get("tracking", {}).get("enabled", True):
+        run_ids = log_study(c, dataset, metrics, results, written, output_dir,
+                            parent_run_id=parent_run_id, job_label=job_label,
+                            failed=bool(failures) and mode == "fail")
+    log.info("study done in %.1fs", time.perf_counter() - t0)
+    result = StudyResult(dataset, metrics, results, output_dir, run_ids, failures)
+    if failures:
+        message = "sklearn cross-check: " + "; ".join(failures)
+        if mode == "fail":
+            raise CheckFailed(message + " (set check.sklearn=warn to only warn)")
+        log.warning(message)
+    return result
+
+
+def _check_failures(results: Mapping[str, RankerResult], tolerance: float) -> list[str]:
+    out = []
+    for name, r in results.items():
+        for c in r.checks:
+            if c.failed(tolerance):
+                out.append(f"ranker {name}, variant {c.variant}: |ours - sklearn| = "
+                           f"{c.max_abs_diff:.3g} > {tolerance:g} at qid {c.worst_qid!r}")
+    return out
+
+
+def check_table(results: Mapping[str, RankerResult]) -> pd.DataFrame:
+    """One row per (ranker, variant) of the sklearn cross-check."""
+    rows = [{"ranker": name, "variant": c.variant, "status": c.status, "reason": c.reason,
+             "n_checked": c.n_checked, "n_not_checked": c.n_not_checked,
+             "max_abs_diff": c.max_abs_diff, "worst_qid": None if c.worst_qid is None
+             else str(c.worst_qid)}
+            for name, r in results.items() for c in r.checks]
+    return pd.DataFrame(rows, columns=["ranker", "variant", "status", "reason", "n_checked",
+                                       "n_not_checked", "max_abs_diff", "worst_qid"])
+
+
+def metric_key_map(metrics: list[Metric]) -> dict[str, str]:
+    """MLflow key -> display name (logged as an artifact)."""
+    return {m.key: m.display_name for m in metrics}
+
+
+def dump_json(path: Path, data: Any) -> Path:
+    path.write_text(json.dumps(data, indent=1, sort_keys=True, default=str))
+    return path

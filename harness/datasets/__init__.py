@@ -1,0 +1,29 @@
+"""Datasets by registry name: ``synthetic``, ``letor``, ``trec``, ``table``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from harness.datasets.base import Dataset, content_digest
+from harness.datasets.files import load_letor, load_table, load_trec
+from harness.datasets.synthetic import make_synthetic
+from harness.errors import InputError
+
+__all__ = ["DATASETS", "Dataset", "content_digest", "load_dataset"]
+
+#: kind -> loader taking the config's options as keyword arguments. Never a ``_target_``.
+DATASETS: Mapping[str, Callable[..., Dataset]] = {
+    "synthetic": make_synthetic,
+    "letor": load_letor,
+    "trec": load_trec,
+    "table": load_table,
+}
+
+
+def load_dataset(kind: str, **options: Any) -> Dataset:
+    """Build the dataset of registry kind ``kind`` from its options."""
+    if kind not in DATASETS:
+        raise InputError(f"unknown dataset kind {kind!r}; known: {', '.join(DATASETS)}",
+                         column="dataset.kind")
+    return DATASETS[kind](**options)

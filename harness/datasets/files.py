@@ -1,0 +1,142 @@
+"""Datasets read from files: LETOR/SVMlight, TREC qrels + run, and plain tables."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.datasets import load_svmlight_file
+
+from harness.data.trec import read_qrels, read_run
+from harness.datasets.base import Dataset, content_digest
+from harness.errors import InputError
+
+__all__ = ["load_letor", "load_trec", "load_table"]
+
+
+def _existing(path: str | Path, what: str) -> Path:
+    p = Path(path).expanduser().resolve()
+    if not p.is_file():
+        raise InputError(f"{what} file not found: {p}", column=what)
+    return p
+
+
+def _letor_split(path: Path, query_file: Path | None, n_features: int | None,
+                 split: str) -> tuple[pd.DataFrame, int]:
+    try:
+        X, y, qid = load_svmlight_file(str(path), n_features=n_features, query_id=True)
+    except ValueError as exc:
+        raise InputError(f"cannot read {path} as SVMlight: {exc}", table=path.name) from None
+    if query_file is not None:
+        sizes = np.loadtxt(query_file, dtype=np.int64, ndmin=1)
+        if sizes.sum() != X.shape[0] or (sizes <= 0).any():
+            raise InputError(
+                f"group file {query_file.name} counts {int(sizes.sum())} rows in "
+                f"{len(sizes)} queries but {path.name} has {X.shape[0]} rows",
+                table=query_file.name)
+        qid = np.repeat(np.arange(len(sizes)), sizes)
+    elif not np.any(qid):
+        raise InputError(f"{path.name} has no qid: fields and no group file was given",
+                         table=path.name, column="qid")
+    else:
+        if (np.diff(qid) != 0).sum() + 1 != len(np.unique(qid)):
+            raise InputError(f"{path.name}: rows of a query must be consecutive",
+                             table=path.name, column="qid")
+    qid_text = np.char.add(f"{split}-", qid.astype(str))
+    within = _position_within(qid)
+    frame = pd.DataFrame({
+        "qid": qid_text,
+        "docid": np.char.add("d", within.astype(str)),
+        "split": split,
+        "label": y.astype(np.int64) if np.all(y == np.round(y)) else y,
+    })
+    dense = X.toarray()
+    feats = pd.DataFrame(dense, columns=[f"f{i + 1}" for i in range(dense.shape[1])])
+    return pd.concat([frame, feats], axis=1), dense.shape[1]
+
+
+def _position_within(qid: np.ndarray) -> np.ndarray:
+    starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
+    sizes = np.diff(np.r_[starts, len(qid)])
+    return np.arange(len(qid)) - np.repeat(starts, sizes)
+
+
+def load_letor(*, name: str, test_path: str, train_path: str | None = None,
+               query_files: bool = True, n_features: int | None = None) -> Dataset:
+    """Read SVMlight files (with ``qid:`` or a LightGBM ``<file>.query`` group file)."""
+    test = _existing(test_path, "test_path")
+
+    def group(p: Path) -> Path | None:
+        q = p.with_name(p.name + ".query")
+        return q if query_files and q.is_file() else None
+
+    parts, sources = [], [str(test)]
+    test_df, width = _letor_split(test, group(test), n_features, "test")
+    if train_path:
+        train = _existing(train_path, "train_path")
+        train_df, w2 = _letor_split(train, group(train), n_features or width, "train")
+        if w2 != width:  # the wider file sets the width
+            test_df, width = _letor_split(test, group(test), w2, "test")
+        parts.append(train_df)
+        sources.append(str(train))
+    docs = pd.concat([test_df, *parts], ignore_index=True)
+    features = tuple(c for c in docs.columns if c.startswith("f") and c[1:].isdigit())
+    docs[list(features)] = docs[list(features)].fillna(0.0)
+    qrels = docs.loc[docs["split"] == "test", ["qid", "docid", "label"]].reset_index(drop=True)
+    return Dataset(name=name, kind="letor", docs=docs, qrels=qrels, features=features,
+                   digest=content_digest(docs, qrels), source=";".join(sources))
+
+
+def load_trec(*, name: str, qrels_path: str, run_path: str) -> Dataset:
+    """Judgments from a qrels file; candidates (and feature ``run_score``) from a run file."""
+    qpath, rpath = _existing(qrels_path, "qrels_path"), _existing(run_path, "run_path")
+    qrels = read_qrels(qpath)
+    run = read_run(rpath)
+    labels = qrels.set_index(["qid", "docid"])["label"]
+    idx = pd.MultiIndex.from_frame(run[["qid", "docid"]])
+    label = labels.reindex(idx).to_numpy()
+    docs = pd.DataFrame({
+        "qid": run["qid"].to_numpy(), "docid": run["docid"].to_numpy(), "split": "test",
+        "label": np.where(np.isnan(label.astype(float)), 0, label).astype(np.int64),
+        "run_score": run["score"].to_numpy(),
+    })
+    judged_qids = set(qrels["qid"])
+    docs = docs[docs["qid"].isin(judged_qids)].reset_index(drop=True)
+    return Dataset(name=name, kind="trec", docs=docs, qrels=qrels, features=("run_score",),
+                   digest=content_digest(docs, qrels), source=f"{qpath};{rpath}")
+
+
+def load_table(*, name: str, path: str, qid: str = "qid", docid: str = "docid",
+               label: str = "label", split: str | None = None,
+               features: Sequence[str] | None = None) -> Dataset:
+    """A parquet or CSV table with named columns (renamed to qid, docid, label, split)."""
+    p = _existing(path, "path")
+    if p.suffix in (".parquet", ".pq"):
+        raw = pd.read_parquet(p)
+    elif p.suffix in (".csv", ".tsv"):
+        raw = pd.read_csv(p, sep="\t" if p.suffix == ".tsv" else ",")
+    else:
+        raise InputError(f"table {p.name}: expected .parquet, .csv or .tsv", table=p.name)
+    wanted = {qid: "qid", docid: "docid", label: "label"}
+    if split:
+        wanted[split] = "split"
+    missing = [c for c in wanted if c not in raw.columns]
+    if missing:
+        raise InputError(f"table {p.name} lacks column(s) {missing}; it has "
+                         f"{list(raw.columns)}", table=p.name, column=missing[0])
+    docs = raw.rename(columns=wanted)
+    if not split:
+        docs["split"] = "test"
+    if features is None:
+        features = [c for c in docs.columns if c not in ("qid", "docid", "label", "split")
+                    and pd.api.types.is_numeric_dtype(docs[c])]
+    absent = [f for f in features if f not in docs.columns]
+    if absent:
+        raise InputError(f"table {p.name} lacks feature column(s) {absent}", table=p.name,
+                         column=absent[0])
+    docs = docs[["qid", "docid", "split", "label", *features]].reset_index(drop=True)
+    qrels = docs.loc[docs["split"] == "test", ["qid", "docid", "label"]].reset_index(drop=True)
+    return Dataset(name=name, kind="table", docs=docs, qrels=qrels, features=tuple(features),
+                   digest=content_digest(docs, qrels), source=str(p))

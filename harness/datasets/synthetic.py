@@ -1,0 +1,68 @@
+"""A seeded synthetic learning-to-rank dataset whose features carry tunable signal."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from harness.datasets.base import Dataset, content_digest
+from harness.errors import InputError
+
+__all__ = ["make_synthetic"]
+
+
+def make_synthetic(
+    *,
+    name: str = "synthetic",
+    n_queries: int = 400,
+    n_train_queries: int = 400,
+    min_docs: int = 10,
+    max_docs: int = 60,
+    label_probs: Sequence[float] = (0.55, 0.25, 0.12, 0.06, 0.02),
+    signal: Sequence[float] = (1.5, 0.8, 0.4, 0.0),
+    round_features: int | None = 2,
+    seed: int = 0,
+) -> Dataset:
+    """Generate queries with graded labels ``0..len(label_probs)-1`` and noisy features.
+
+    Each query has a uniform number of documents in ``[min_docs, max_docs]``; labels are
+    drawn from ``label_probs``; feature ``f{j}`` is ``signal[j] * label + N(0, 1)``, rounded to
+    ``round_features`` decimals so equal scores (ties) occur as in real systems.
+    """
+    if n_queries < 1 or n_train_queries < 0:
+        raise InputError(f"n_queries must be >= 1 and n_train_queries >= 0, got "
+                         f"{n_queries} and {n_train_queries}", column="n_queries")
+    if not 1 <= min_docs <= max_docs:
+        raise InputError(f"need 1 <= min_docs <= max_docs, got {min_docs}, {max_docs}",
+                         column="min_docs")
+    probs = np.asarray(label_probs, dtype=float)
+    if probs.ndim != 1 or len(probs) < 2 or (probs < 0).any() or not np.isclose(probs.sum(), 1):
+        raise InputError(f"label_probs must be >= 2 probabilities summing to 1, got "
+                         f"{list(label_probs)}", column="label_probs")
+    rng = np.random.default_rng(seed)
+    total_q = n_queries + n_train_queries
+    sizes = rng.integers(min_docs, max_docs + 1, size=total_q)
+    qid = np.repeat(np.arange(total_q), sizes)
+    within = np.arange(len(qid)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    labels = rng.choice(len(probs), size=len(qid), p=probs)
+    docs = pd.DataFrame({
+        "qid": pd.array([f"q{i:05d}" for i in range(total_q)])[qid],
+        "docid": [f"d{j:04d}" for j in within],
+        "split": np.where(qid < n_queries, "test", "train"),
+        "label": labels.astype(np.int64),
+    })
+    features = []
+    for j, s in enumerate(signal):
+        values = s * labels + rng.normal(size=len(qid))
+        if round_features is not None:
+            values = np.round(values, round_features)
+        docs[f"f{j}"] = values
+        features.append(f"f{j}")
+    qrels = docs.loc[docs["split"] == "test", ["qid", "docid", "label"]].reset_index(drop=True)
+    source = (f"synthetic(seed={seed}, n_queries={n_queries}, n_train_queries={n_train_queries},"
+              f" docs={min_docs}-{max_docs}, label_probs={list(probs)}, signal={list(signal)},"
+              f" round_features={round_features})")
+    return Dataset(name=name, kind="synthetic", docs=docs, qrels=qrels,
+                   features=tuple(features), digest=content_digest(docs, qrels), source=source)

@@ -1,0 +1,112 @@
+"""Per-query (segmented) sorting on padded matrices, bucketed by list length.
+
+Rows are grouped by query: query ``i`` owns rows ``starts[i] : starts[i] + n[i]``. numpy has
+no segmented sort, and one global ``lexsort`` over (query, score) sorts n log n of the whole
+table. Sorting each query's row of a padded matrix along ``axis=1`` is several times faster
+(short rows, SIMD sorts). Queries are bucketed by the power of two above their length, so
+padding never more than doubles the work, however heavy-tailed the lengths are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Layout", "segment_argsort", "duplicate_within", "group_by_query"]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each query's rows go in the padded matrices of its length bucket: per bucket,
+    the query indices, the width, the flat row indices, their flat cell in the matrix and
+    the start row of their query."""
+
+    starts: np.ndarray
+    n: np.ndarray
+    buckets: tuple[tuple[np.ndarray, int, np.ndarray, np.ndarray, np.ndarray], ...]
+
+    @classmethod
+    def of(cls, starts: np.ndarray, n: np.ndarray) -> Layout:
+        buckets = []
+        for qidx, width in _buckets(n):
+            rows, mrow, col = _layout(starts, n, qidx)
+            buckets.append((qidx, width, rows, mrow * width + col, rows - col))
+        return cls(starts, n, tuple(buckets))
+
+    @property
+    def total(self) -> int:
+        return int(self.n.sum())
+
+
+def _buckets(n: np.ndarray) -> Iterator[tuple[np.ndarray, int]]:
+    """(query indices, padded width) per length class; empty queries are skipped."""
+    nz = n > 0
+    if not nz.any():
+        return
+    widths = np.ones(len(n), dtype=np.int64)
+    widths[nz] = 1 << np.ceil(np.log2(n[nz])).astype(np.int64)
+    widths = np.maximum(widths, 8)
+    for w in np.unique(widths[nz]):
+        yield np.flatnonzero(nz & (widths == w)), int(w)
+
+
+def _layout(starts: np.ndarray, n: np.ndarray, qidx: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Flat row indices of the queries ``qidx`` (in order), and their (matrix row, column)."""
+    counts = n[qidx]
+    total = int(counts.sum())
+    offsets = np.cumsum(counts) - counts
+    mrow = np.repeat(np.arange(len(qidx)), counts)
+    col = np.arange(total) - offsets[mrow]
+    return starts[qidx][mrow] + col, mrow, col
+
+
+def segment_argsort(layout: Layout, keys: Sequence[np.ndarray], *, stable: bool) -> np.ndarray:
+    """Permutation that sorts each query's rows by ``keys`` (ascending; last key primary,
+    as :func:`numpy.lexsort`). Queries stay in place: ``perm[starts[i]:starts[i]+n[i]]``
+    holds query ``i``'s rows in order. ``stable`` keeps equal keys in row order.
+
+    The primary key must be float without NaN. Padding must sort after every row, so each
+    query's rows fill the first columns of its sorted row: it is +inf (the fast case for
+    numpy's SIMD sorts) unless a primary key is +inf itself, then NaN.
+    """
+    total = layout.total
+    perm = np.arange(total, dtype=np.int64)
+    pad = np.nan if np.isposinf(keys[-1]).any() else np.inf
+    for qidx, width, rows, flat, row_start in layout.buckets:
+        whole = len(rows) == total
+        mats = []
+        for i, key in enumerate(keys):
+            primary = i == len(keys) - 1
+            m = np.full(len(qidx) * width, pad if primary else 0, dtype=key.dtype)
+            m[flat] = key if whole else key[rows]
+            mats.append(m.reshape(len(qidx), width))
+        if len(mats) == 1:
+            order = np.argsort(mats[0], axis=1, kind="stable" if stable else None)
+        else:
+            order = np.lexsort(mats, axis=-1)
+        perm[rows] = order.reshape(-1)[flat] + row_start
+    return perm
+
+
+def duplicate_within(layout: Layout, codes: np.ndarray) -> bool:
+    """Whether some query holds the same code twice (codes >= 0)."""
+    total = layout.total
+    for qidx, width, rows, flat, _ in layout.buckets:
+        m = np.tile(-1 - np.arange(width, dtype=np.int64), len(qidx))
+        m[flat] = codes if len(rows) == total else codes[rows]
+        m = m.reshape(len(qidx), width)
+        m.sort(axis=1)
+        if (m[:, 1:] == m[:, :-1]).any():
+            return True
+    return False
+
+
+def group_by_query(q: np.ndarray, n_queries: int) -> np.ndarray | None:
+    """Stable permutation grouping rows by query code, or None when already grouped."""
+    if len(q) < 2 or bool(np.all(q[1:] >= q[:-1])):
+        return None
+    small = q.astype(np.uint16) if n_queries < (1 << 16) else q
+    return np.argsort(small, kind="stable")

@@ -1,0 +1,194 @@
+"""Rankers by registry name, and the on-disk score cache.
+
+A ranker turns a :class:`~harness.datasets.Dataset` into a run: a DataFrame ``qid``,
+``docid``, ``score`` over the test split (or, for ``run_file``, the file's own rows).
+Rankers are chosen by ``kind`` from :data:`RANKERS`; nothing is imported or instantiated
+from a name taken out of the configuration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.data.trec import read_run
+from harness.datasets import Dataset
+from harness.errors import InputError
+
+__all__ = ["RANKERS", "ESTIMATORS", "RankerSpec", "score", "cache_key"]
+
+CACHE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class RankerSpec:
+    """A configured ranker: its name in the study, registry kind and options."""
+
+    name: str
+    kind: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def option(self, key: str, default: Any = None) -> Any:
+        value = self.options.get(key, default)
+        return default if value is None else value
+
+    def require(self, key: str) -> Any:
+        value = self.options.get(key)
+        if value is None:
+            raise InputError(f"ranker {self.name!r} (kind {self.kind}) needs option {key!r}",
+                             column=f"ranker.{self.name}.{key}")
+        return value
+
+
+def _frame(test: pd.DataFrame, scores: np.ndarray) -> pd.DataFrame:
+    return pd.DataFrame({"qid": test["qid"].to_numpy(), "docid": test["docid"].to_numpy(),
+                         "score": np.asarray(scores, dtype=np.float64)})
+
+
+def _oracle(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
+    test = ds.test
+    return _frame(test, test["label"].to_numpy(dtype=float))
+
+
+def _random(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
+    test = ds.test
+    rng = np.random.default_rng(int(spec.option("seed", 0)))
+    return _frame(test, rng.random(len(test)))
+
+
+def _noisy_oracle(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
+    test = ds.test
+    sigma = float(spec.option("sigma", 1.0))
+    if sigma < 0:
+        raise InputError(f"sigma must be >= 0, got {sigma}", column=f"ranker.{spec.name}.sigma")
+    rng = np.random.default_rng(int(spec.option("seed", 0)))
+    return _frame(test, test["label"].to_numpy(dtype=float) + rng.normal(0, sigma, len(test)))
+
+
+def _column(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
+    key = "feature" if spec.kind == "feature" else "column"
+    name = spec.require(key)
+    pool = ds.features if spec.kind == "feature" else tuple(ds.docs.columns)
+    if name not in pool:
+        raise InputError(f"ranker {spec.name!r}: no {key} {name!r}; available: "
+                         f"{', '.join(map(str, pool))}", column=f"ranker.{spec.name}.{key}")
+    test = ds.test
+    return _frame(test, pd.to_numeric(test[name], errors="raise").to_numpy(dtype=float))
+
+
+def _estimators() -> dict[str, Callable[..., Any]]:
+    from sklearn.ensemble import HistGradientBoostingRegressor, RandomForestRegressor
+    from sklearn.linear_model import LinearRegression, Ridge
+
+    return {"hist_gradient_boosting": HistGradientBoostingRegressor,
+            "random_forest": RandomForestRegressor, "ridge": Ridge,
+            "linear": LinearRegression}
+
+
+ESTIMATORS = ("hist_gradient_boosting", "random_forest", "ridge", "linear")
+
+
+def _sklearn(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
+    name = spec.option("estimator", "hist_gradient_boosting")
+    table = _estimators()
+    if name not in table:
+        raise InputError(f"ranker {spec.name!r}: unknown estimator {name!r}; known: "
+                         f"{', '.join(table)}", column=f"ranker.{spec.name}.estimator")
+    params = dict(spec.option("params", {}) or {})
+    est = table[name](**params)
+    if "random_state" in est.get_params() and "random_state" not in params:
+        est.set_params(random_state=int(spec.option("seed", 0)))
+    train = ds.split("train")
+    if len(train) == 0:
+        raise InputError(f"ranker {spec.name!r} needs a train split; dataset {ds.name!r} "
+                         "has none", column=f"ranker.{spec.name}")
+    cols = list(spec.option("features", ds.features))
+    est.fit(train[cols].to_numpy(), train["label"].to_numpy(dtype=float))
+    test = ds.test
+    return _frame(test, est.predict(test[cols].to_numpy()))
+
+
+def _run_file(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
+    run = read_run(spec.require("path"))
+    qids = set(ds.test["qid"])
+    return run.loc[run["qid"].isin(qids), ["qid", "docid", "score"]].reset_index(drop=True)
+
+
+def _mlflow_model(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
+    import mlflow.pyfunc
+
+    uri = spec.require("uri")
+    model = mlflow.pyfunc.load_model(uri)
+    test = ds.test
+    cols = list(spec.option("features", ds.features))
+    pred = model.predict(test[cols])
+    return _frame(test, np.asarray(pred, dtype=float).reshape(-1))
+
+
+RANKERS: Mapping[str, Callable[[RankerSpec, Dataset], pd.DataFrame]] = {
+    "oracle": _oracle,
+    "random": _random,
+    "noisy_oracle": _noisy_oracle,
+    "feature": _column,
+    "column": _column,
+    "sklearn": _sklearn,
+    "run_file": _run_file,
+    "mlflow_model": _mlflow_model,
+}
+
+
+def _file_sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def cache_key(spec: RankerSpec, ds: Dataset) -> str:
+    """sha256 of (dataset digest, ranker kind and options, input files' digests)."""
+    extra: dict[str, Any] = {}
+    if spec.kind == "run_file":
+        extra["file"] = _file_sha256(spec.require("path"))
+    payload = json.dumps({"v": CACHE_VERSION, "dataset": ds.digest, "kind": spec.kind,
+                          "options": spec.options, "extra": extra}, sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def score(spec: RankerSpec, ds: Dataset, cache_dir: Path | None = None) -> tuple[pd.DataFrame,
+                                                                                 str, bool]:
+    """The ranker's run, from the cache when present. Returns (run, cache key, cache hit).
+
+    ``mlflow_model`` runs are not cached unless the URI pins a version (``models:/m/3`` or
+    ``runs:/...``), since an alias can move.
+    """
+    if spec.kind not in RANKERS:
+        raise InputError(f"unknown ranker kind {spec.kind!r} for ranker {spec.name!r}; known: "
+                         f"{', '.join(RANKERS)}", column=f"ranker.{spec.name}.kind")
+    key = cache_key(spec, ds)
+    cacheable = cache_dir is not None and (spec.kind != "mlflow_model" or _pinned(
+        str(spec.option("uri", ""))))
+    path = cache_dir / f"{key}.parquet" if cacheable and cache_dir else None
+    if path is not None and path.is_file():
+        return pd.read_parquet(path), key, True
+    run = RANKERS[spec.kind](spec, ds)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{np.random.default_rng().integers(1 << 30)}")
+        run.to_parquet(tmp, index=False)
+        tmp.replace(path)
+    return run, key, False
+
+
+def _pinned(uri: str) -> bool:
+    if uri.startswith("runs:/"):
+        return True
+    parts = uri.split("/")
+    return uri.startswith("models:/") and len(parts) >= 3 and parts[-1].isdigit()

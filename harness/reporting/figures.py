@@ -1,0 +1,41 @@
+"""Distribution figures: one ECDF line and histogram per ranker for a metric variant."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["ecdf_figure"]
+
+
+def ecdf_figure(values: Mapping[str, pd.Series], title: str, path: Path) -> Path:
+    """Save a PNG with the ECDF (left) and histogram (right) of each ranker's per-query
+    values of one metric variant."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_ecdf, ax_hist) = plt.subplots(1, 2, figsize=(9, 3.4), dpi=90)
+    bins = np.linspace(0, 1, 21)
+    finite = [v.dropna().to_numpy() for v in values.values()]
+    upper = max((float(f.max()) for f in finite if len(f)), default=1.0)
+    if upper > 1:
+        bins = np.linspace(0, upper, 21)
+    for (name, series), data in zip(values.items(), finite):
+        if not len(data):
+            continue
+        ax_ecdf.ecdf(data, label=f"{name} (mean {data.mean():.4f})")
+        ax_hist.hist(data, bins=bins, histtype="step", label=name)
+    ax_ecdf.set(xlabel=title, ylabel="share of queries <= x", title="ECDF")
+    ax_hist.set(xlabel=title, ylabel="queries", title="histogram")
+    ax_ecdf.legend(fontsize=7, loc="upper left")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path

@@ -1,0 +1,12 @@
+"""MLflow tracking: store set-up, log plans written to disk before sending, replay."""
+
+from harness.tracking.plan import LogPlan, RunRecord, execute
+from harness.tracking.store import (
+    configure_requests,
+    ensure_experiment,
+    project_path,
+    resolve_tracking_uri,
+)
+
+__all__ = ["LogPlan", "RunRecord", "configure_requests", "ensure_experiment", "execute",
+           "project_path", "resolve_tracking_uri"]

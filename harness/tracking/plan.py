@@ -1,0 +1,137 @@
+"""A log plan: everything one job sends to MLflow, as data written to disk first.
+
+The plan is saved as JSON in the pending folder *before* anything is sent. Executing it
+creates the runs (recording each run id back into the file, so a replay never duplicates a
+run), logs params, metrics, tags, inputs and artifacts in batches, and deletes the file when
+everything arrived. If the tracking server is unreachable the file stays, and
+``python -m harness.sync`` replays it later.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["RunRecord", "LogPlan", "execute", "PARAM_LIMIT"]
+
+PARAM_LIMIT = 6000  # MLflow truncates (or refuses) longer param values
+
+
+@dataclass
+class RunRecord:
+    """One MLflow run to create. ``parent`` names another record's ``key`` in the plan;
+    ``parent_run_id`` an existing run (a sweep's parent)."""
+
+    key: str
+    name: str
+    parent: str | None = None
+    parent_run_id: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    params: dict[str, str] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+    artifacts: list[list[str]] = field(default_factory=list)  # [local path, artifact dir]
+    dataset: dict[str, str] | None = None
+    status: str = "FINISHED"
+    run_id: str | None = None
+    attach_only: bool = False  # an existing run (run_id): only add artifacts, keep it open
+    done: bool = False
+
+
+@dataclass
+class LogPlan:
+    tracking_uri: str
+    experiment: str
+    artifact_root: str
+    runs: list[RunRecord]
+    created: float = field(default_factory=time.time)
+
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(asdict(self), indent=1, default=str))
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> LogPlan:
+        raw = json.loads(path.read_text())
+        raw["runs"] = [RunRecord(**r) for r in raw["runs"]]
+        return cls(**raw)
+
+    def run_id(self, key: str) -> str | None:
+        return next((r.run_id for r in self.runs if r.key == key), None)
+
+
+def _chunks(items: list[Any], size: int) -> list[list[Any]]:
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def execute(plan: LogPlan, marker: Path) -> dict[str, str]:
+    """Send the plan to MLflow; returns record key -> run id. Deletes ``marker`` on success.
+
+    Raises whatever MLflow raises when the store is unreachable; the marker then holds the
+    progress so far.
+    """
+    from mlflow.entities import Metric, Param, RunTag
+    from mlflow.tracking import MlflowClient
+
+    from harness.tracking.store import ensure_experiment
+
+    client = MlflowClient(tracking_uri=plan.tracking_uri)
+    exp_id = ensure_experiment(client, plan.experiment, plan.artifact_root)
+    now = int(time.time() * 1000)
+    for record in plan.runs:
+        if record.done:
+            continue
+        if record.attach_only and record.run_id:
+            for local, artifact_dir in record.artifacts:
+                _log_artifact(client, record.run_id, local, artifact_dir)
+            record.done = True
+            plan.save(marker)
+            continue
+        parent_id = record.parent_run_id or (plan.run_id(record.parent) if record.parent else None)
+        if record.run_id is None:
+            tags = dict(record.tags)
+            if parent_id:
+                tags["mlflow.parentRunId"] = parent_id
+            run = client.create_run(exp_id, run_name=record.name, tags=tags)
+            record.run_id = run.info.run_id
+            plan.save(marker)
+        run_id = record.run_id
+        params = [Param(k, v) for k, v in record.params.items()]
+        for chunk in _chunks(params, 100):
+            client.log_batch(run_id, params=chunk)
+        metrics = [Metric(k, float(v), now, 0) for k, v in record.metrics.items()]
+        for chunk in _chunks(metrics, 1000):
+            client.log_batch(run_id, metrics=chunk)
+        client.log_batch(run_id, tags=[RunTag(k, v) for k, v in record.tags.items()])
+        if record.dataset:
+            _log_dataset(client, run_id, record.dataset)
+        for local, artifact_dir in record.artifacts:
+            _log_artifact(client, run_id, local, artifact_dir)
+        client.set_terminated(run_id, status=record.status)
+        record.done = True
+        plan.save(marker)
+    marker.unlink(missing_ok=True)
+    return {r.key: r.run_id or "" for r in plan.runs}
+
+
+def _log_artifact(client: Any, run_id: str, local: str, artifact_dir: str) -> None:
+    if Path(local).is_dir():
+        client.log_artifacts(run_id, local, artifact_dir or None)
+    else:
+        client.log_artifact(run_id, local, artifact_dir or None)
+
+
+def _log_dataset(client: Any, run_id: str, info: dict[str, str]) -> None:
+    from mlflow.entities import Dataset, DatasetInput, InputTag
+
+    dataset = Dataset(name=info["name"], digest=info["digest"][:32],
+                      source_type="harness", source=info["source"],
+                      schema=info.get("schema"), profile=info.get("profile"))
+    tags = [InputTag("mlflow.data.context", "evaluation"),
+            InputTag("harness.digest", info["digest"])]
+    client.log_inputs(run_id, datasets=[DatasetInput(dataset=dataset, tags=tags)])
