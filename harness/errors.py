@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["HarnessError", "InputError", "MetricDefinitionError", "FormulaError"]
+__all__ = ["HarnessError", "InputError", "MetricDefinitionError", "FormulaError",
+           "TrackingUnavailable"]
 
 
 class HarnessError(Exception):
@@ -55,3 +56,9 @@ class MetricDefinitionError(HarnessError, ValueError):
 
 class FormulaError(MetricDefinitionError):
     """A gain or discount formula that is malformed, not allowed or too costly."""
+
+
+class TrackingUnavailable(HarnessError):
+    """The MLflow store could not be reached; results are on disk and the log plan pending."""
+
+    exit_code = 3

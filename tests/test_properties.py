@@ -471,3 +471,17 @@ def test_nan_scores_last_is_a_score_below_all_others(data, draw) -> None:  # noq
         np.testing.assert_allclose(a[column].to_numpy(dtype=float),
                                    b[column].to_numpy(dtype=float), rtol=0, atol=ATOL,
                                    err_msg=column)
+
+
+def test_random_ties_use_the_whole_seed() -> None:
+    # ten tied documents with distinct exp2 gains: the DCG identifies the order; seeds that
+    # differ only in digits above the 16th are distinct definitions (distinct keys) and must
+    # not share one shuffle
+    run = pd.DataFrame({"qid": "q", "docid": [f"d{i}" for i in range(10)], "score": 0.0,
+                        "label": list(range(10))})
+    for seed in (1, 2, 3):
+        a = Metric("dcg", ties="random", seed=seed)
+        b = Metric("dcg", ties="random", seed=seed + 10**16)
+        assert a.key != b.key
+        out = evaluate(run, None, [a, b])
+        assert out[a.display_name].iloc[0] != out[b.display_name].iloc[0], seed

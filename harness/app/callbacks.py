@@ -11,7 +11,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-__all__ = ["SweepParentRun", "PARENT_ENV", "parent_run_file"]
+__all__ = ["SweepParentRun", "PARENT_ENV", "parent_run_file", "failed_job_file"]
 
 log = logging.getLogger("harness")
 PARENT_ENV = "HARNESS_PARENT_RUN_ID"
@@ -19,6 +19,13 @@ PARENT_ENV = "HARNESS_PARENT_RUN_ID"
 
 def parent_run_file(sweep_dir: str | Path) -> Path:
     return Path(sweep_dir) / ".mlflow_parent_run_id"
+
+
+def failed_job_file(sweep_dir: str | Path, job_num: int) -> Path:
+    """Marker a sweep job leaves when it failed cleanly (bad input, check, MLflow down)."""
+    path = Path(sweep_dir) / f".failed_job_{job_num}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 class SweepParentRun(Callback):
@@ -57,7 +64,14 @@ class SweepParentRun(Callback):
         log.info("sweep parent run %s in experiment %r", self.run_id, experiment)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        self._close("FINISHED")
+        failed = sorted(Path(config.hydra.sweep.dir).glob(".failed_job_*"))
+        self._close("FAILED" if failed else "FINISHED")
+        if failed:
+            codes = {int(p.read_text().split()[0]) for p in failed}
+            jobs = ", ".join(p.name.rsplit("_", 1)[1] for p in failed)
+            log.error("%d job(s) of the sweep failed: %s (see their logs above)", len(failed),
+                      jobs)
+            raise SystemExit(max(codes))
 
     def _close(self, status: str) -> None:
         if self.run_id is None:

@@ -12,7 +12,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from harness.app.callbacks import PARENT_ENV, parent_run_file
+from harness.app.callbacks import PARENT_ENV, failed_job_file, parent_run_file
 from harness.app.config import register_configs
 from harness.app.study import run_study
 from harness.errors import HarnessError
@@ -35,9 +35,13 @@ def _main(cfg: DictConfig) -> None:
             else str(hc.job.num)
     try:
         run_study(cfg, Path(hc.runtime.output_dir), parent_run_id=parent, job_label=label)
-    except HarnessError as exc:  # bad input or a failed check: one clear line, no traceback
+    except HarnessError as exc:  # bad input, a failed check, MLflow down: one clear line
         log.error("%s", exc)
-        sys.exit(2)
+        code = getattr(exc, "exit_code", 2)
+        if hc.mode != RunMode.MULTIRUN:
+            sys.exit(code)
+        # let the other jobs of the sweep run; the sweep callback exits non-zero at the end
+        failed_job_file(hc.sweep.dir, hc.job.num).write_text(f"{code}\n{exc}\n")
 
 
 def main() -> None:

@@ -15,6 +15,7 @@ import pandas as pd
 import yaml
 
 import harness
+from harness.errors import TrackingUnavailable
 from harness.datasets import Dataset
 from harness.metrics import Metric
 from harness.paths import PROJECT_ROOT, project_path
@@ -104,7 +105,7 @@ def _params(cfg: Mapping[str, Any], out: Path) -> tuple[dict[str, str], Path | N
 def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
               results: Mapping[str, Any], written: Mapping[str, Any], out: Path, *,
               parent_run_id: str | None, job_label: str, failed: bool) -> dict[str, str]:
-    """Build the log plan, save it as pending, send it. Raises SystemExit(3) when the
+    """Build the log plan, save it as pending, send it. Raises TrackingUnavailable when the
     tracking store cannot be reached (the results stay on disk and the plan stays pending)."""
     tcfg = cfg.get("tracking", {})
     configure_requests(int(tcfg.get("timeout_s", 5)), int(tcfg.get("max_retries", 1)))
@@ -138,7 +139,7 @@ def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
             dataset=dataset_info, status="FAILED" if failed else "FINISHED"))
     else:  # a sweep: the job's files go to the sweep's parent run, under job_<label>/
         job_key = None
-        prefix = f"jobs/{job_label or os.getpid()}"
+        prefix = f"jobs/{job_label.split(':', 1)[0] if job_label else os.getpid()}"
         records.append(RunRecord(
             key="sweep", name="sweep", run_id=parent_run_id, attach_only=True,
             artifacts=[[p, f"{prefix}/{d}".rstrip("/")] for p, d in job_files]))
@@ -172,11 +173,11 @@ def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
     try:
         ids = execute(plan, marker)
     except Exception as exc:  # the store is down or refused: keep everything for a replay
-        log.error("could not log to MLflow at %s (%s: %s). Results are in %s; the log plan "
-                  "is pending in %s; replay it with: python -m harness.sync", uri,
-                  type(exc).__name__, str(exc).splitlines()[0][:300] if str(exc) else "",
-                  out, marker)
-        raise SystemExit(3) from exc
+        reason = str(exc).splitlines()[0][:300] if str(exc) else ""
+        raise TrackingUnavailable(
+            f"could not log to MLflow at {uri} ({type(exc).__name__}: {reason}). Results are "
+            f"in {out}; the log plan is pending in {marker}; replay it with: "
+            "python -m harness.sync") from exc
     log.info("logged to MLflow (%s, experiment %r) in %.1fs", uri, experiment,
              time.perf_counter() - t)
     return ids

@@ -186,6 +186,16 @@ def _check_int(option: str, value: Any, *, low: int, allow_none: bool = False) -
     return int(value)
 
 
+def _validate_options(values: dict[str, Any]) -> None:
+    _normalize_gain(values["gain"])
+    _normalize_discount(values["discount"])
+    _check_choice("ideal", values["ideal"], IDEAL_MODES)
+    _check_choice("ties", values["ties"], TIE_MODES)
+    _check_int("seed", values["seed"], low=0)
+    _check_choice("empty", values["empty"], EMPTY_POLICIES)
+    _check_int("level", values["level"], low=1)
+
+
 @dataclass(frozen=True, init=False)
 class Metric:
     """A ranking-metric definition: every choice that changes the number, made explicit.
@@ -298,6 +308,7 @@ class Metric:
             opt: (val if val is not _UNSET else preset.get(opt, _DEFAULTS[opt]))
             for opt, val in given.items()
         }
+        _validate_options(values)  # every value must be valid, even where it has no effect
         values = {
             opt: (val if opt in _RELEVANT[canonical] else _DEFAULTS[opt])
             for opt, val in values.items()

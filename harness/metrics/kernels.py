@@ -45,7 +45,8 @@ class Cache(dict[tuple[Any, ...], Any]):
 def _gains(prep: Prepared, metric: Metric, labels: np.ndarray, cache: Cache,
            which: str) -> np.ndarray:
     def make() -> np.ndarray:
-        g = metric.gain_function()(labels)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            g = metric.gain_function()(labels)
         bad = ~np.isfinite(g) | (g < 0)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
@@ -66,7 +67,8 @@ def _gain_text(metric: Metric) -> str:
 
 def _discounts(metric: Metric, length: int, cache: Cache) -> np.ndarray:
     def make() -> np.ndarray:
-        d = np.asarray(metric.discount_function()(np.arange(length)), dtype=np.float64)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            d = np.asarray(metric.discount_function()(np.arange(length)), dtype=np.float64)
         bad = ~np.isfinite(d) | (d < 0)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
@@ -232,7 +234,8 @@ def _err(prep: Prepared, metric: Metric, r: Ranking, length: int) -> tuple[np.nd
                                                                            np.ndarray]:
     nq = prep.n_queries
     top = metric.max_label if metric.max_label is not None else prep.max_label
-    stop = (np.exp2(r.label) - 1.0) / np.exp2(top)
+    with np.errstate(over="ignore", invalid="ignore"):
+        stop = (np.exp2(r.label) - 1.0) / np.exp2(top)
     if (stop > 1).any() or not np.isfinite(stop).all():
         i = int(np.flatnonzero((stop > 1) | ~np.isfinite(stop))[0])
         raise InputError(

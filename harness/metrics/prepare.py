@@ -8,6 +8,7 @@ the same tie mode shares that order.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -216,7 +217,7 @@ class Prepared:
 
 def _seeded_hash(qid: pd.Series, docid: pd.Series, seed: int) -> np.ndarray:
     """A per-row pseudo-random key that depends on (seed, qid, docid) only."""
-    hash_key = f"{seed:016d}"[-16:]
+    hash_key = hashlib.sha256(f"harness-ties-{seed}".encode()).hexdigest()[:16]
     hq = pd.util.hash_array(np.asarray(qid, dtype=object), hash_key=hash_key)
     hd = pd.util.hash_array(np.asarray(docid, dtype=object), hash_key=hash_key)
     with np.errstate(over="ignore"):

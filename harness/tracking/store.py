@@ -32,20 +32,24 @@ def configure_requests(timeout_s: int, max_retries: int) -> None:
 
 
 def ensure_experiment(client: object, name: str, artifact_root: str) -> str:
-    """Id of experiment ``name``, created (with its artifact location) if absent.
+    """Id of experiment ``name``, created if absent.
 
-    Safe when several processes race: a loser of the race reads the winner's experiment.
+    With a local store (SQLite or files) artifacts go under ``artifact_root``; a tracking
+    server keeps its own artifact store. Safe when several processes race: a loser of the
+    race reads the winner's experiment.
     """
     from mlflow.exceptions import MlflowException
 
+    uri = str(getattr(client, "tracking_uri", "") or "")
+    remote = uri.startswith(("http://", "https://", "databricks"))
     for attempt in range(5):
         exp = client.get_experiment_by_name(name)  # type: ignore[attr-defined]
         if exp is not None:
             return str(exp.experiment_id)
-        location = project_path(artifact_root) / name
+        location = None if remote else (project_path(artifact_root) / name).as_uri()
         try:
             return str(client.create_experiment(  # type: ignore[attr-defined]
-                name, artifact_location=location.as_uri()))
+                name, artifact_location=location))
         except MlflowException:
             time.sleep(0.2 * (attempt + 1))
     raise RuntimeError(f"could not create or find MLflow experiment {name!r}")
