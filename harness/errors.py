@@ -12,6 +12,13 @@ __all__ = ["HarnessError", "InputError", "MetricDefinitionError", "FormulaError"
            "TrackingUnavailable"]
 
 
+def plain(value: Any) -> Any:
+    """A numpy scalar as the Python value it holds (so messages read ``11``, not
+    ``np.int64(11)``)."""
+    item = getattr(value, "item", None)
+    return item() if callable(item) and getattr(value, "ndim", 1) == 0 else value
+
+
 class HarnessError(Exception):
     """Base class of every exception harness raises on purpose."""
 
@@ -40,7 +47,7 @@ class InputError(HarnessError, ValueError):
         if column is not None:
             where.append(f"column {column!r}")
         if qid is not None:
-            where.append(f"qid {qid!r}")
+            where.append(f"qid {plain(qid)!r}")
         if row is not None:
             where.append(f"row {row}")
         super().__init__(f"{message} ({', '.join(where)})" if where else message)

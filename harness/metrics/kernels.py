@@ -141,7 +141,7 @@ def _dcg_family(prep: Prepared, metric: Metric, r: Ranking, length: int,
     disc = _discounts(metric, length, cache)
     rows = r.head(metric.k)  # only the top k rows are touched
     if r.gid is None:
-        labels = r.label if rows is None else r.label[rows]
+        labels = r.label if rows is None else r.grouped_label[r.perm[rows]]
         _gains(prep, metric, prep.label, cache, "run")  # validates every label's gain once
         gains = metric.gain_function()(labels)
     else:

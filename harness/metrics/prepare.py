@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.errors import InputError
+from harness.errors import InputError, plain
 from harness.metrics.segments import Layout, duplicate_within, group_by_query, segment_argsort
 
 __all__ = ["Prepared", "Ranking", "Ideal", "prepare"]
@@ -65,7 +65,7 @@ def _first_bad(df: pd.DataFrame, mask: np.ndarray, what: str, column: str, table
     if mask.any():
         row = int(np.flatnonzero(mask)[0])
         raise InputError(
-            f"{int(mask.sum())} {what} value(s), first {df[column].iloc[row]!r}", table=table,
+            f"{int(mask.sum())} {what} value(s), first {plain(df[column].iloc[row])!r}", table=table,
             column=column, qid=_qid_at(df, row), row=row,
         )
 
@@ -93,12 +93,17 @@ class Ranking:
     perm: np.ndarray  # grouped-row index per ranked row
     q: np.ndarray  # query code per ranked row
     pos: np.ndarray  # 0-based rank within the query
-    label: np.ndarray  # label per ranked row (0 where unjudged)
+    grouped_label: np.ndarray  # labels in grouped-row order (``label`` ranks them)
     # tie groups (only for ties="average" when ties exist): id per row, start and size
     gid: np.ndarray | None = None
     gstart: np.ndarray | None = None
     gsize: np.ndarray | None = None
     _heads: dict[int, np.ndarray] = field(default_factory=dict)
+
+    @cached_property
+    def label(self) -> np.ndarray:
+        """Label per ranked row (0 where unjudged)."""
+        return self.grouped_label[self.perm]
 
     def head(self, k: int | None) -> np.ndarray | None:
         """Indices of the ranked rows within the top ``k`` (None: all rows)."""
@@ -160,12 +165,13 @@ class Prepared:
 
     @cached_property
     def layout(self) -> Layout:
-        return Layout.of(np.cumsum(self.n_docs) - self.n_docs, self.n_docs)
+        return Layout.of(np.cumsum(self.n_docs) - self.n_docs, self.n_docs, self.q, self.pos)
 
     @cached_property
     def pos(self) -> np.ndarray:
         """0-based position of each grouped row within its query."""
-        return np.arange(len(self.q), dtype=np.int64) - np.repeat(self.starts, self.n_docs)
+        starts = np.cumsum(self.n_docs) - self.n_docs
+        return np.arange(len(self.q), dtype=np.int64) - starts[self.q]
 
     @property
     def max_len(self) -> int:
@@ -201,17 +207,19 @@ class Prepared:
             else:  # pragma: no cover - Metric validates ties
                 raise AssertionError(ties)
             perm = segment_argsort(self.layout, [second, neg], stable=True)
-        ranking = Ranking(perm=perm, q=self.q, pos=self.pos, label=self.label[perm])
+        ranking = Ranking(perm=perm, q=self.q, pos=self.pos, grouped_label=self.label)
         if ties == "average" and len(perm):
             s = neg[perm]
             boundary = np.empty(len(perm), dtype=bool)
             boundary[0] = True
-            boundary[1:] = (self.q[1:] != self.q[:-1]) | (s[1:] != s[:-1])
-            if not boundary.all():  # some ties: keep the groups
-                gstart = np.flatnonzero(boundary)
-                ranking.gid = np.cumsum(boundary) - 1
+            np.not_equal(s[1:], s[:-1], out=boundary[1:])
+            boundary[self.starts[self.n_docs > 0]] = True  # a query starts a group
+            gstart = np.flatnonzero(boundary)
+            if len(gstart) < len(perm):  # some ties: keep the groups
+                gsize = np.diff(np.append(gstart, len(perm)))
+                ranking.gid = np.repeat(np.arange(len(gstart)), gsize)
                 ranking.gstart = gstart
-                ranking.gsize = np.diff(np.append(gstart, len(perm)))
+                ranking.gsize = gsize
         return ranking
 
 
@@ -226,12 +234,11 @@ def _seeded_hash(qid: pd.Series, docid: pd.Series, seed: int) -> np.ndarray:
 
 def _duplicates(q: np.ndarray, d: np.ndarray, n_docs: int) -> np.ndarray:
     """Boolean mask of rows whose (q, d) pair occurred on an earlier row."""
-    key = q.astype(np.int64) * np.int64(max(n_docs, 1)) + d
-    order = np.argsort(key, kind="stable")
-    sk = key[order]
-    dup_sorted = np.zeros(len(key), dtype=bool)
-    dup_sorted[1:] = sk[1:] == sk[:-1]
-    mask = np.zeros(len(key), dtype=bool)
+    order = np.lexsort((d, q))  # stable: the first occurrence keeps its place
+    sq, sd = q[order], d[order]
+    dup_sorted = np.zeros(len(q), dtype=bool)
+    dup_sorted[1:] = (sq[1:] == sq[:-1]) & (sd[1:] == sd[:-1])
+    mask = np.zeros(len(q), dtype=bool)
     mask[order[dup_sorted]] = True
     return mask
 
@@ -243,33 +250,97 @@ def _factorize_qid(qid: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         change = np.empty(len(values), dtype=bool)
         change[0] = True
         np.not_equal(values[1:], values[:-1], out=change[1:])
-        return np.cumsum(change) - 1, values[change]
+        first = np.flatnonzero(change)
+        counts = np.diff(np.append(first, len(values)))
+        return np.repeat(np.arange(len(first)), counts), values[first]
     codes, uniques = pd.factorize(qid, sort=True)
     return codes, np.asarray(uniques)
 
 
-def _docid_codes(docid: pd.Series) -> tuple[np.ndarray, int]:
-    """Codes that are equal exactly when docids are: non-negative integer docids are their
-    own codes (no hashing); anything else is factorised."""
+def _docid_codes(docid: pd.Series) -> tuple[np.ndarray, int, bool]:
+    """Codes for the duplicate check: (codes, code range, exact).
+
+    Non-negative integer docids are their own codes. Arrow-backed strings get a 64-bit hash
+    read straight from the Arrow buffers (equal strings, equal codes; ``exact`` is False
+    because unequal strings may collide, so a duplicate it shows is re-checked exactly).
+    Anything else is factorised.
+    """
     if pd.api.types.is_integer_dtype(docid) and len(docid):
         values = docid.to_numpy(dtype=np.int64)
         low, high = int(values.min()), int(values.max())
         if low >= 0 and high < (1 << 40):
-            return values, high + 1
+            return values, high + 1, True
+    hashed = _arrow_string_hash(docid)
+    if hashed is not None:
+        return hashed, 0, False
     codes, uniques = pd.factorize(docid)
-    return codes, len(uniques)
+    return codes, len(uniques), True
+
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _arrow_string_hash(docid: pd.Series) -> np.ndarray | None:
+    """64-bit hash of each string of an Arrow-backed column, or None if not applicable."""
+    import pyarrow as pa
+
+    if not isinstance(docid.dtype, pd.StringDtype) and not (
+            isinstance(docid.dtype, pd.ArrowDtype) and pa.types.is_string(
+                docid.dtype.pyarrow_dtype)):
+        return None
+    try:
+        arr = pa.array(docid)
+    except (TypeError, pa.ArrowException):
+        return None
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if arr.null_count or not (pa.types.is_string(arr.type) or pa.types.is_large_string(
+            arr.type)):
+        return None
+    _, off_buf, data_buf = arr.buffers()
+    off_type = np.int64 if pa.types.is_large_string(arr.type) else np.int32
+    offsets = np.frombuffer(off_buf, dtype=off_type)[arr.offset: arr.offset + len(arr) + 1]
+    offsets = offsets.astype(np.int64)
+    lengths = np.diff(offsets)
+    longest = int(lengths.max()) if len(lengths) else 0
+    if longest > 256:
+        return None
+    words = -(-longest // 8)
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0,
+                                                                                      np.uint8)
+    padded = np.zeros(int(offsets[-1]) + 8 * words + 8, dtype=np.uint8)
+    padded[: int(offsets[-1]) - int(offsets[0])] = data[int(offsets[0]): int(offsets[-1])]
+    window = np.ndarray(shape=(len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
+    start = offsets[:-1] - offsets[0]
+    h = lengths.astype(np.uint64) * _MIX
+    with np.errstate(over="ignore"):
+        for j in range(words):
+            left = np.clip(lengths - 8 * j, 0, 8).astype(np.uint64)
+            mask = np.where(left >= 8, np.uint64(0xFFFFFFFFFFFFFFFF),
+                            (np.uint64(1) << (np.uint64(8) * left)) - np.uint64(1))
+            mixed = (h ^ (window[start + 8 * j] & mask)) * _MIX
+            mixed ^= mixed >> np.uint64(29)
+            h = np.where(left > 0, mixed, h)  # a string's hash ignores the column's others
+    return h.view(np.int64)
 
 
 def _check_unique_pairs(df: pd.DataFrame, table: str, q: np.ndarray, d: np.ndarray,
-                        n_queries: int, n_docids: int) -> Layout:
-    """Raise on a duplicate (qid, docid): a fast per-query test, then the exact row."""
+                        n_queries: int, n_docids: int, exact: bool = True
+                        ) -> tuple[Layout, np.ndarray]:
+    """Raise on a duplicate (qid, docid): a fast per-query test, then the exact row. With
+    inexact codes (hashes), a duplicate found is confirmed on factorised docids first."""
     grouping = group_by_query(q, n_queries)
     gq, gd = (q, d) if grouping is None else (q[grouping], d[grouping])
     counts = np.bincount(gq, minlength=n_queries)
-    layout = Layout.of(np.cumsum(counts) - counts, counts)
+    starts = np.cumsum(counts) - counts
+    pos = np.arange(len(gq), dtype=np.int64) - starts[gq]
+    layout = Layout.of(starts, counts, gq, pos)
     if duplicate_within(layout, gd):
+        if not exact:
+            d, uniques = pd.factorize(df["docid"])
+            n_docids = len(uniques)
         _raise_duplicates(df, q, d, n_docids, table)
-    return layout
+    return layout, pos
 
 
 def prepare(
@@ -343,8 +414,8 @@ def prepare(
         in_judged = np.bincount(jq, minlength=len(quniq)) > 0
     else:
         rq, quniq = _factorize_qid(run_qid)
-        rd, n_d = _docid_codes(run_doc)
-        run_layout = _check_unique_pairs(run, "run", rq, rd, len(quniq), n_d)
+        rd, n_d, exact = _docid_codes(run_doc)
+        run_layout = _check_unique_pairs(run, "run", rq, rd, len(quniq), n_d, exact)
         judged_row = run_label >= 0
         if judged_row.all():
             r_label, jq, j_label = run_label, rq, run_label
@@ -397,7 +468,7 @@ def prepare(
         max_label=top,
     )
     if identity and qrels is None:  # the duplicate check laid out these very rows
-        prepared.__dict__["layout"] = run_layout
+        prepared.__dict__["layout"], prepared.__dict__["pos"] = run_layout
     return prepared
 
 
@@ -414,7 +485,7 @@ def _raise_duplicates(df: pd.DataFrame, q: np.ndarray, d: np.ndarray, n_d: int,
     if dup.any():
         row = int(np.flatnonzero(dup)[0])
         raise InputError(
-            f"duplicate (qid, docid) pair: docid {df['docid'].iloc[row]!r} appears more than "
+            f"duplicate (qid, docid) pair: docid {plain(df['docid'].iloc[row])!r} appears more than "
             f"once ({int(dup.sum())} duplicate row(s) in all)",
             table=table, column="docid", qid=df["qid"].iloc[row], row=row,
         )

@@ -28,7 +28,17 @@ class Layout:
     buckets: tuple[tuple[np.ndarray, int, np.ndarray, np.ndarray, np.ndarray], ...]
 
     @classmethod
-    def of(cls, starts: np.ndarray, n: np.ndarray) -> Layout:
+    def of(cls, starts: np.ndarray, n: np.ndarray, q: np.ndarray | None = None,
+           pos: np.ndarray | None = None) -> Layout:
+        """Layout of grouped rows. With ``q`` and ``pos`` (query code and position of each
+        row) given, a table whose padding to the longest query at most doubles it gets one
+        matrix, built without any per-row index arithmetic beyond ``q * width + pos``."""
+        total = int(n.sum())
+        width = max(int(n.max()) if len(n) else 1, 1)
+        if q is not None and pos is not None and len(n) * width <= 2 * total + 4096:
+            qidx = np.arange(len(n))
+            rows = np.arange(total)
+            return cls(starts, n, ((qidx, width, rows, q * width + pos, rows - pos),))
         buckets = []
         for qidx, width in _buckets(n):
             rows, mrow, col = _layout(starts, n, qidx)
@@ -73,7 +83,8 @@ def segment_argsort(layout: Layout, keys: Sequence[np.ndarray], *, stable: bool)
     numpy's SIMD sorts) unless a primary key is +inf itself, then NaN.
     """
     total = layout.total
-    perm = np.arange(total, dtype=np.int64)
+    single = len(layout.buckets) == 1 and len(layout.buckets[0][2]) == total
+    perm = np.empty(total, dtype=np.int64) if single else np.arange(total, dtype=np.int64)
     pad = np.nan if np.isposinf(keys[-1]).any() else np.inf
     for qidx, width, rows, flat, row_start in layout.buckets:
         whole = len(rows) == total
@@ -87,7 +98,10 @@ def segment_argsort(layout: Layout, keys: Sequence[np.ndarray], *, stable: bool)
             order = np.argsort(mats[0], axis=1, kind="stable" if stable else None)
         else:
             order = np.lexsort(mats, axis=-1)
-        perm[rows] = order.reshape(-1)[flat] + row_start
+        if single:
+            np.add(order.reshape(-1)[flat], row_start, out=perm)
+        else:
+            perm[rows] = order.reshape(-1)[flat] + row_start
     return perm
 
 

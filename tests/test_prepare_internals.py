@@ -1,0 +1,87 @@
+"""The fast paths of input preparation agree with the plain definitions they replace."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import harness
+from harness.metrics.prepare import _arrow_string_hash, _docid_codes
+from harness.metrics.segments import Layout, duplicate_within, segment_argsort
+
+TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(TEXT, min_size=1, max_size=40), st.integers(0, 5))
+def test_string_hash_equal_for_equal_strings(values: list[str], cut: int) -> None:
+    """Equal strings get equal codes whatever their length, bytes or Arrow offset."""
+    series = pd.Series(values + values, dtype="str")
+    codes = _arrow_string_hash(series)
+    assert codes is not None
+    n = len(values)
+    assert np.array_equal(codes[:n], codes[n:])
+    # a sliced column (non-zero Arrow offset) hashes the same strings the same way
+    sliced = pd.Series(pd.array(values + values, dtype="str")[cut:])
+    assert np.array_equal(_arrow_string_hash(sliced), codes[cut:])
+    # distinct strings of this sample get distinct codes (64-bit: no collision expected)
+    distinct = {v: c for v, c in zip(values, codes[:n])}
+    assert len(set(distinct.values())) == len(distinct)
+
+
+def test_string_hash_distinguishes_prefixes_and_lengths() -> None:
+    values = ["", "a", "a\x00", "ab", "abcdefgh", "abcdefghi", "abcdefgh\x00", "é", "e\u0301"]
+    codes = _arrow_string_hash(pd.Series(values, dtype="str"))
+    assert len(set(codes.tolist())) == len(values)
+
+
+def test_docid_codes_kinds() -> None:
+    ints = pd.Series([5, 3, 9])
+    codes, span, exact = _docid_codes(ints)
+    assert codes.tolist() == [5, 3, 9] and span == 10 and exact
+    objs = pd.Series(["x", "y", "x"], dtype=object)
+    codes, span, exact = _docid_codes(objs)
+    assert exact and codes[0] == codes[2] != codes[1] and span == 2
+
+
+@pytest.mark.parametrize("dtype", ["str", object, "int64"])
+def test_duplicates_found_for_every_docid_kind(dtype: object) -> None:
+    docids = ["10", "11", "12", "11"] if dtype != "int64" else [10, 11, 12, 11]
+    run = pd.DataFrame({"qid": [1, 1, 1, 1], "docid": pd.Series(docids, dtype=dtype),
+                        "score": [1.0, 2.0, 3.0, 4.0], "label": [0, 1, 0, 1]})
+    with pytest.raises(harness.InputError, match=r"duplicate .*'?11'?.*qid 1.*row 3"):
+        harness.evaluate(run, metrics="ndcg")
+
+
+def test_same_docid_in_two_queries_is_fine() -> None:
+    run = pd.DataFrame({"qid": [1, 2], "docid": pd.Series(["d", "d"], dtype="str"),
+                        "score": [1.0, 2.0], "label": [1, 0]})
+    assert harness.evaluate(run, metrics="P@1")["P@1"].tolist() == [1.0, 0.0]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=30), st.integers(0, 2**32 - 1))
+def test_segment_argsort_matches_lexsort(sizes: list[int], seed: int) -> None:
+    """Per-query sorting on padded matrices (one or many buckets) equals a global lexsort."""
+    rng = np.random.default_rng(seed)
+    n = np.array(sizes)
+    starts = np.cumsum(n) - n
+    q = np.repeat(np.arange(len(n)), n)
+    pos = np.arange(n.sum()) - starts[q]
+    key = rng.integers(0, 5, n.sum()).astype(float)
+    second = rng.integers(0, 3, n.sum())
+    expected = np.lexsort((key, q))  # stable: ties keep row order
+    expected2 = np.lexsort((second, key, q))
+    for layout in (Layout.of(starts, n), Layout.of(starts, n, q, pos)):
+        assert np.array_equal(segment_argsort(layout, [key], stable=True), expected)
+        assert np.array_equal(segment_argsort(layout, [second, key], stable=True), expected2)
+        codes = rng.permutation(n.sum())
+        assert not duplicate_within(layout, codes)
+        if n.max() > 1:
+            i = int(np.argmax(n))
+            codes[starts[i] + 1] = codes[starts[i]]
+            assert duplicate_within(layout, codes)
