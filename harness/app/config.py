@@ -29,7 +29,7 @@ class SyntheticDataset:
     max_docs: int = 60
     label_probs: list[float] = field(default_factory=lambda: [0.55, 0.25, 0.12, 0.06, 0.02])
     signal: list[float] = field(default_factory=lambda: [1.5, 0.8, 0.4, 0.0])
-    round_features: Optional[int] = 2
+    round_features: Optional[int] = 1
     seed: int = 0
 
 

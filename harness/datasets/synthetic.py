@@ -62,7 +62,7 @@ def make_synthetic(
         features.append(f"f{j}")
     qrels = docs.loc[docs["split"] == "test", ["qid", "docid", "label"]].reset_index(drop=True)
     source = (f"synthetic(seed={seed}, n_queries={n_queries}, n_train_queries={n_train_queries},"
-              f" docs={min_docs}-{max_docs}, label_probs={list(probs)}, signal={list(signal)},"
+              f" docs={min_docs}-{max_docs}, label_probs={[float(p) for p in probs]}, signal={[float(s) for s in signal]},"
               f" round_features={round_features})")
     return Dataset(name=name, kind="synthetic", docs=docs, qrels=qrels,
                    features=tuple(features), digest=content_digest(docs, qrels), source=source)

@@ -80,15 +80,21 @@ def check_against_sklearn(run: pd.DataFrame, qrels: pd.DataFrame | None,
             continue
         gains = labels if m.gain == "linear" else np.where(labels > 0, np.exp2(labels) - 1, 0)
         eligible = n >= 2
+        filters = [("a single document", n >= 2)]
         if m.ideal == "judged":
-            eligible &= complete
+            filters.append(("relevant documents not retrieved (ideal=judged)", complete))
         if m.ties != "average":
-            eligible &= ~tied
+            filters.append((f"tied scores (sklearn averages ties; ties={m.ties})", ~tied))
         if m.empty != "zero":
-            eligible &= (gains > 0).any(axis=1)
+            filters.append((f"no relevant document (empty={m.empty})",
+                            (gains > 0).any(axis=1)))
+        for _, ok in filters:
+            eligible &= ok
         if not eligible.any():
+            why = "; ".join(f"{int((~ok).sum())} with {what}" for what, ok in filters
+                            if (~ok).any())
             results.append(CheckResult(m.display_name, "not checked",
-                                       "no query is expressible in sklearn", 0,
+                                       f"no query sklearn can express: {why}", 0,
                                        len(per_query), float("nan"), None))
             continue
         key = (m.gain, m.k)
