@@ -26,13 +26,14 @@ from typing import Any
 
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import MissingMandatoryValue
 
 from harness.datasets import DATASETS, Dataset, load_dataset
 from harness.errors import HarnessError, InputError, MetricDefinitionError
 from harness.metrics import Metric, evaluate, parse_metric
 from harness.metrics.sklearn_check import CheckResult, check_against_sklearn
 from harness.paths import project_path
-from harness.rankers import RANKERS, RankerSpec, score
+from harness.rankers import ESTIMATORS, RANKERS, RankerSpec, score
 
 __all__ = ["StudyResult", "CheckFailed", "validate", "build_metrics", "run_study"]
 
@@ -71,7 +72,13 @@ class StudyResult:
 
 def _plain(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(cfg, DictConfig):
-        return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+        try:
+            return OmegaConf.to_container(cfg, resolve=True,  # type: ignore[return-value]
+                                          throw_on_missing=True)
+        except MissingMandatoryValue as exc:
+            key = getattr(exc, "full_key", "") or "?"
+            raise InputError(f"config value {key} is required and not set; set it with "
+                             f"{key}=...", column=str(key)) from None
     return dict(cfg)
 
 
@@ -125,6 +132,12 @@ def _ranker_specs(rankers: Mapping[str, Any]) -> list[RankerSpec]:
             if opts.get(required) is None:
                 raise InputError(f"ranker {name!r} (kind {kind}) needs option {required!r}",
                                  column=f"ranker.{name}.{required}")
+        if opts.get("sigma") is not None and float(opts["sigma"]) < 0:
+            raise InputError(f"ranker {name!r}: sigma must be >= 0, got {opts['sigma']}",
+                             column=f"ranker.{name}.sigma")
+        if kind == "sklearn" and opts.get("estimator", "hist_gradient_boosting") not in ESTIMATORS:
+            raise InputError(f"ranker {name!r}: unknown estimator {opts['estimator']!r}; known: "
+                             f"{', '.join(ESTIMATORS)}", column=f"ranker.{name}.estimator")
         if "path" in opts:
             opts["path"] = str(project_path(opts["path"]))
         specs.append(RankerSpec(name=str(name), kind=kind, options=opts))

@@ -140,19 +140,21 @@ def _dcg_family(prep: Prepared, metric: Metric, r: Ranking, length: int,
     nq = prep.n_queries
     disc = _discounts(metric, length, cache)
     rows = r.head(metric.k)  # only the top k rows are touched
+    q, pos, _, labels = r.top(metric.k)
     if r.gid is None:
-        labels = r.label if rows is None else r.grouped_label[r.perm[rows]]
         _gains(prep, metric, prep.label, cache, "run")  # validates every label's gain once
-        gains = metric.gain_function()(labels)
+        gains = cache.get_or(("top_gain", id(r), metric.k, metric.gain),
+                             lambda: metric.gain_function()(labels))
     else:
         def group_means() -> np.ndarray:  # mean gain per tie group
             full = _gains(prep, metric, prep.label, cache, "run")[r.perm]
             return np.add.reduceat(full, r.gstart) / r.gsize
 
-        means = cache.get_or(("group_mean", id(r), metric.gain), group_means)
-        gains = means[r.gid] if rows is None else means[r.gid[rows]]
-    pos = r.pos if rows is None else r.pos[rows]
-    q = r.q if rows is None else r.q[rows]
+        def top_means() -> np.ndarray:
+            means = cache.get_or(("group_mean", id(r), metric.gain), group_means)
+            return means[r.gid] if rows is None else means[r.gid[rows]]
+
+        gains = cache.get_or(("top_gain", id(r), metric.k, metric.gain), top_means)
     dcg = np.bincount(q, weights=gains * disc[pos], minlength=nq)
     if metric.name == "dcg":
         return dcg, np.zeros(nq, dtype=bool)

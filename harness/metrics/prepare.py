@@ -99,6 +99,7 @@ class Ranking:
     gstart: np.ndarray | None = None
     gsize: np.ndarray | None = None
     _heads: dict[int, np.ndarray] = field(default_factory=dict)
+    _tops: dict[int, tuple[np.ndarray, ...]] = field(default_factory=dict)
 
     @cached_property
     def label(self) -> np.ndarray:
@@ -112,6 +113,19 @@ class Ranking:
         if k not in self._heads:
             self._heads[k] = np.flatnonzero(self.pos < k)
         return self._heads[k]
+
+    def top(self, k: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(query code, position, grouped-row index, label) of the top-``k`` ranked rows,
+        gathered once per k and shared by every metric with that cut-off."""
+        key = -1 if k is None else k
+        if key not in self._tops:
+            rows = self.head(k)
+            if rows is None:
+                self._tops[key] = (self.q, self.pos, self.perm, self.label)
+            else:
+                perm = self.perm[rows]
+                self._tops[key] = (self.q[rows], self.pos[rows], perm, self.grouped_label[perm])
+        return self._tops[key]
 
     def group_mean(self, values: np.ndarray) -> np.ndarray:
         """Per row, the mean of ``values`` over its tie group (identity without groups)."""
@@ -192,16 +206,27 @@ class Prepared:
 
     def _rank(self, ties: str, seed: int) -> Ranking:
         neg = -self.score
-        if ties in ("average", "input"):
-            perm = segment_argsort(self.layout, [neg], stable=ties == "input")
+        if ties in ("input", "optimistic", "pessimistic"):
+            # reorder only within the tie groups of the score order: a stable sort on
+            # (group, secondary key), which is nearly sorted already, so timsort is ~linear
+            base = self.ranking("average")
+            if base.gid is None:  # no ties: every rule gives the score order
+                return Ranking(perm=base.perm, q=self.q, pos=self.pos, grouped_label=self.label)
+            if ties == "input":
+                second = base.perm
+            else:
+                codes = _label_codes(self.label)
+                second = (codes if ties == "pessimistic" else codes.max() - codes)[base.perm]
+            span = np.int64(int(second.max()) + 1)
+            order = np.argsort(base.gid.astype(np.int64) * span + second, kind="stable")
+            return Ranking(perm=base.perm[order], q=self.q, pos=self.pos,
+                           grouped_label=self.label)
+        if ties == "average":
+            perm = segment_argsort(self.layout, [neg], stable=False)
         else:
             if ties == "docid":
                 codes, _ = pd.factorize(self.docid.astype(str), sort=True)
                 second = -codes[self.row].astype(np.int64)
-            elif ties == "optimistic":
-                second = -self.label
-            elif ties == "pessimistic":
-                second = self.label
             elif ties == "random":
                 second = _seeded_hash(self.qid_values, self.docid, seed)[self.row]
             else:  # pragma: no cover - Metric validates ties
@@ -221,6 +246,14 @@ class Prepared:
                 ranking.gstart = gstart
                 ranking.gsize = gsize
         return ranking
+
+
+def _label_codes(labels: np.ndarray) -> np.ndarray:
+    """Non-negative integers ordered as the labels are."""
+    if len(labels) and labels.min() >= 0 and labels.max() < 2**31 and np.all(
+            labels == np.floor(labels)):
+        return labels.astype(np.int64)
+    return np.unique(labels, return_inverse=True)[1].astype(np.int64)
 
 
 def _seeded_hash(qid: pd.Series, docid: pd.Series, seed: int) -> np.ndarray:

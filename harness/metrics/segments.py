@@ -105,15 +105,22 @@ def segment_argsort(layout: Layout, keys: Sequence[np.ndarray], *, stable: bool)
     return perm
 
 
+_PAD = np.iinfo(np.int64).max
+
+
 def duplicate_within(layout: Layout, codes: np.ndarray) -> bool:
-    """Whether some query holds the same code twice (codes >= 0)."""
+    """Whether some query holds the same code twice. A code equal to the padding value
+    (int64 max) twice also counts: callers with hashed codes re-check exactly."""
     total = layout.total
     for qidx, width, rows, flat, _ in layout.buckets:
-        m = np.tile(-1 - np.arange(width, dtype=np.int64), len(qidx))
+        m = np.full(len(qidx) * width, _PAD, dtype=np.int64)
         m[flat] = codes if len(rows) == total else codes[rows]
         m = m.reshape(len(qidx), width)
         m.sort(axis=1)
-        if (m[:, 1:] == m[:, :-1]).any():
+        same = m[:, 1:] == m[:, :-1]
+        if same.any() and (same & (m[:, 1:] != _PAD)).any():
+            return True
+        if same.any() and (codes == _PAD).sum() > 1:  # real codes equal to the padding
             return True
     return False
 
