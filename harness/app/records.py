@@ -53,6 +53,25 @@ def git_commit() -> str:
         return "unknown"
 
 
+VERSIONED = ("numpy", "pandas", "scipy", "scikit-learn", "pyarrow", "matplotlib", "mlflow",
+             "hydra-core", "omegaconf")
+
+
+def environment() -> dict[str, Any]:
+    """Python, platform and the versions of the packages that shape the numbers."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    packages = {"harness": harness.__version__}
+    for name in VERSIONED:
+        try:
+            packages[name] = version(name)
+        except PackageNotFoundError:
+            packages[name] = "not installed"
+    return {"python": platform.python_version(), "platform": platform.platform(),
+            "packages": packages}
+
+
 def write_outputs(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
                   results: Mapping[str, Any], out: Path) -> dict[str, Any]:
     """Write every result file to ``out``; returns their paths by role."""
@@ -81,6 +100,7 @@ def write_outputs(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric
     written["config_yaml"] = out / "config_resolved.yaml"
     written["dataset_json"] = dump_json(out / "dataset.json", dataset.summary() | {
         "source": dataset.source})
+    written["environment_json"] = dump_json(out / "environment.json", environment())
     if cfg.get("tracking", {}).get("figures", True):
         fig_dir = out / "figures"
         for m in metrics:
@@ -121,7 +141,7 @@ def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
                     "profile": json.dumps(dataset.summary())}
     job_files = [[str(written["summary_csv"]), ""], [str(written["check_csv"]), ""],
                  [str(written["keys_json"]), ""], [str(written["config_yaml"]), "config"],
-                 [str(written["dataset_json"]), ""]]
+                 [str(written["dataset_json"]), ""], [str(written["environment_json"]), ""]]
     hydra_dir = out / ".hydra"
     if hydra_dir.is_dir():
         job_files.append([str(hydra_dir), "config/hydra"])
@@ -161,7 +181,10 @@ def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
                                 "ranker.kind": r.spec.kind, "ranker.cache_key": r.cache_key},
             params=params | {"ranker_name": name},
             metrics={k: v for k, v in ranker_metrics.items() if v == v},  # drop NaN
-            artifacts=[[str(written["per_query"][name]), ""]], dataset=dataset_info,
+            artifacts=[[str(written["per_query"][name]), ""], [str(written["config_yaml"]),
+                                                                "config"],
+                       [str(written["environment_json"]), ""], [str(written["keys_json"]), ""]],
+            dataset=dataset_info,
             status="FAILED" if failed else "FINISHED"))
     plan = LogPlan(tracking_uri=uri, experiment=experiment,
                    artifact_root=str(project_path(tcfg.get("artifact_root", "runs/artifacts"))),
