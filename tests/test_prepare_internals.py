@@ -21,13 +21,14 @@ TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",))
 def test_string_hash_equal_for_equal_strings(values: list[str], cut: int) -> None:
     """Equal strings get equal codes whatever their length, bytes or Arrow offset."""
     series = pd.Series(values + values, dtype="str")
-    codes = _arrow_string_hash(series)
-    assert codes is not None
+    result = _arrow_string_hash(series)
+    assert result is not None
+    codes = result[0]
     n = len(values)
     assert np.array_equal(codes[:n], codes[n:])
     # a sliced column (non-zero Arrow offset) hashes the same strings the same way
     sliced = pd.Series(pd.array(values + values, dtype="str")[cut:])
-    assert np.array_equal(_arrow_string_hash(sliced), codes[cut:])
+    assert np.array_equal(_arrow_string_hash(sliced)[0], codes[cut:])
     # distinct strings of this sample get distinct codes (64-bit: no collision expected)
     distinct = {v: c for v, c in zip(values, codes[:n])}
     assert len(set(distinct.values())) == len(distinct)
@@ -35,8 +36,12 @@ def test_string_hash_equal_for_equal_strings(values: list[str], cut: int) -> Non
 
 def test_string_hash_distinguishes_prefixes_and_lengths() -> None:
     values = ["", "a", "a\x00", "ab", "abcdefgh", "abcdefghi", "abcdefgh\x00", "é", "e\u0301"]
-    codes = _arrow_string_hash(pd.Series(values, dtype="str"))
+    codes, exact = _arrow_string_hash(pd.Series(values, dtype="str"))
     assert len(set(codes.tolist())) == len(values)
+    assert not exact  # "abcdefghi" is longer than 7 bytes: hashed
+    short = ["", "a", "a\x00", "ab", "abcdefg", "é", "e\u0301"]
+    codes, exact = _arrow_string_hash(pd.Series(short, dtype="str"))
+    assert exact and len(set(codes.tolist())) == len(short) and (codes >= 0).all()
 
 
 def test_docid_codes_kinds() -> None:
@@ -85,3 +90,33 @@ def test_segment_argsort_matches_lexsort(sizes: list[int], seed: int) -> None:
             i = int(np.argmax(n))
             codes[starts[i] + 1] = codes[starts[i]]
             assert duplicate_within(layout, codes)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(1, 30), min_size=1, max_size=12), st.integers(0, 2**32 - 1),
+       st.integers(1, 8))
+def test_contender_ranking_equals_full_ranking(sizes: list[int], seed: int, k: int) -> None:
+    """Ranking only the rows that can reach the top k gives the same value as ranking all
+    rows, for every metric and tie rule (scores drawn from few values, so ties straddle k)."""
+    from harness.metrics.kernels import Cache, compute
+    from harness.metrics.prepare import prepare
+
+    rng = np.random.default_rng(seed)
+    n = int(sum(sizes))
+    run = pd.DataFrame({
+        "qid": np.repeat(np.arange(len(sizes)), sizes),
+        "docid": [f"d{i}" for i in range(n)],
+        "score": rng.integers(0, 4, n).astype(float),
+        "label": rng.integers(0, 4, n),
+    })
+    prep = prepare(run, None)
+    for ties in ("average", "input", "docid", "optimistic", "pessimistic", "random"):
+        for name in ("dcg", "ndcg", "mndcg", "ap", "rr", "precision", "recall", "err"):
+            for top in (k, k + 3):
+                m = harness.Metric(name, k=k, ties=ties, ideal="retrieved" if name in (
+                    "ap", "recall", "ndcg") and seed % 2 else "judged")
+                full, empty_full = compute(prep, m, Cache())
+                part, empty_part = compute(prep, m, Cache(), top=top)
+                np.testing.assert_allclose(part, full, rtol=0, atol=1e-12,
+                                           err_msg=f"{m.display_name} top={top}")
+                assert np.array_equal(empty_part, empty_full)

@@ -114,8 +114,9 @@ def evaluate(
         "n_relevant": np.bincount(prep.judged_q, weights=prep.judged_label >= level,
                                   minlength=prep.n_queries).astype(np.int64),
     }
+    tops = _contender_limits(mlist, prep)
     for m in mlist:
-        values, empty = compute(prep, m, cache)
+        values, empty = compute(prep, m, cache, top=tops.get((m.ties, m.seed)))
         columns[m.display_name] = _apply_empty(values, empty, m.empty)
     out = pd.DataFrame(columns, index=prep.qids)
     if weights is not None:
@@ -123,6 +124,18 @@ def evaluate(
     out.attrs["missing_qids"] = list(prep.missing_qids) if missing == "exclude" else []
     out.attrs["unjudged_qids"] = list(prep.unjudged_qids)
     return out
+
+
+def _contender_limits(metrics: list[Metric], prep: Any) -> dict[tuple[str, int], int]:
+    """Per tie rule, the largest cut-off when every metric using it has one that is short
+    next to the lists: those metrics then rank only the rows that can reach it."""
+    limits: dict[tuple[str, int], int | None] = {}
+    for m in metrics:
+        key = (m.ties, m.seed)
+        current = limits.get(key, 0)
+        limits[key] = None if m.k is None or current is None else max(current, m.k)
+    mean_len = float(prep.n_docs.mean()) if prep.n_queries else 0.0
+    return {key: k for key, k in limits.items() if k is not None and 4 * k <= mean_len}
 
 
 def _apply_empty(values: np.ndarray, empty: np.ndarray, policy: str) -> np.ndarray:

@@ -105,9 +105,14 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return out
 
 
-def compute(prep: Prepared, metric: Metric, cache: Cache) -> tuple[np.ndarray, np.ndarray]:
-    """Per-query values of ``metric`` (before the empty policy) and the empty mask."""
-    r = prep.ranking(metric.ties, metric.seed)
+def compute(prep: Prepared, metric: Metric, cache: Cache, top: int | None = None
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Per-query values of ``metric`` (before the empty policy) and the empty mask.
+
+    ``top`` (>= the metric's k) ranks only the rows that can reach the top ``top``; the
+    caller passes one value for all metrics of a tie rule so they share one ranking.
+    """
+    r = prep.ranking(metric.ties, metric.seed, top=top)
     nq = prep.n_queries
     length = max(prep.max_len, metric.k or 0)
     if metric.name in ("dcg", "ndcg", "mndcg"):
@@ -120,8 +125,8 @@ def compute(prep: Prepared, metric: Metric, cache: Cache) -> tuple[np.ndarray, n
                              minlength=nq)
     if metric.ideal == "judged" or metric.name in ("rr", "precision"):
         n_rel = judged_rel
-    else:
-        n_rel = np.bincount(r.q, weights=rel, minlength=nq)
+    else:  # relevant among every retrieved document, not only the ranked contenders
+        n_rel = np.bincount(prep.q, weights=prep.label >= metric.level, minlength=nq)
     empty = n_rel == 0
     if metric.name in ("precision", "recall"):
         hits = _topk_sum(r, r.group_mean(rel), metric.k, nq)
@@ -130,9 +135,9 @@ def compute(prep: Prepared, metric: Metric, cache: Cache) -> tuple[np.ndarray, n
         den = np.full(nq, float(metric.k)) if metric.k is not None else prep.n_docs.astype(float)
         return _ratio(hits, den), empty
     if metric.name == "ap":
-        return _ratio(_topk_sum(r, _ap_terms(r, rel, prep.n_docs), metric.k, nq), n_rel), empty
+        return _ratio(_topk_sum(r, _ap_terms(r, rel, r.n), metric.k, nq), n_rel), empty
     # rr: a cascade whose stop probability is the binary relevance
-    return _cascade(r, rel, prep.n_docs, metric.k, nq, binary=True), empty
+    return _cascade(r, rel, r.n, metric.k, nq, binary=True), empty
 
 
 def _dcg_family(prep: Prepared, metric: Metric, r: Ranking, length: int,
@@ -147,8 +152,10 @@ def _dcg_family(prep: Prepared, metric: Metric, r: Ranking, length: int,
                              lambda: metric.gain_function()(labels))
     else:
         def group_means() -> np.ndarray:  # mean gain per tie group
-            full = _gains(prep, metric, prep.label, cache, "run")[r.perm]
-            return np.add.reduceat(full, r.gstart) / r.gsize
+            _gains(prep, metric, prep.label, cache, "run")  # validates every label's gain
+            with np.errstate(over="ignore", invalid="ignore"):
+                ranked = metric.gain_function()(r.label)
+            return np.add.reduceat(ranked, r.gstart) / r.gsize
 
         def top_means() -> np.ndarray:
             means = cache.get_or(("group_mean", id(r), metric.gain), group_means)
@@ -244,7 +251,7 @@ def _err(prep: Prepared, metric: Metric, r: Ranking, length: int) -> tuple[np.nd
             f"ERR needs labels <= max_label ({top:g}) and < 1024; got label {r.label[i]!r}",
             column="label", qid=prep.qids[r.q[i]])
     empty = np.bincount(prep.judged_q, weights=prep.judged_label > 0, minlength=nq) == 0
-    return _cascade(r, stop, prep.n_docs, metric.k, nq, binary=False), empty
+    return _cascade(r, stop, r.n, metric.k, nq, binary=False), empty
 
 
 def _cascade(r: Ranking, stop: np.ndarray, n_docs: np.ndarray, k: int | None, nq: int,

@@ -94,6 +94,7 @@ class Ranking:
     q: np.ndarray  # query code per ranked row
     pos: np.ndarray  # 0-based rank within the query
     grouped_label: np.ndarray  # labels in grouped-row order (``label`` ranks them)
+    n: np.ndarray  # rows per query in this ranking (all, or those that can reach the top k)
     # tie groups (only for ties="average" when ties exist): id per row, start and size
     gid: np.ndarray | None = None
     gstart: np.ndarray | None = None
@@ -168,6 +169,7 @@ class Prepared:
     unjudged_qids: pd.Index  # run queries with no judgment
     max_label: float
     _rankings: dict[tuple[str, int], Ranking] = field(default_factory=dict)
+    _contenders: dict[int, Prepared] = field(default_factory=dict)
 
     @property
     def n_queries(self) -> int:
@@ -198,11 +200,46 @@ class Prepared:
             return Ideal(self.judged_q, self.judged_label)
         return Ideal(self.q, self.label)
 
-    def ranking(self, ties: str, seed: int = 0) -> Ranking:
+    def ranking(self, ties: str, seed: int = 0, top: int | None = None) -> Ranking:
+        """Rows ranked under a tie rule. With ``top``, only the rows that can reach the top
+        ``top`` positions are ranked (see :meth:`contenders`): exact for every metric cut at
+        ``k <= top``, for every tie rule."""
+        if top is not None:
+            return self.contenders(top).ranking(ties, seed)
         key = (ties, seed if ties == "random" else 0)
         if key not in self._rankings:
             self._rankings[key] = self._rank(ties, seed)
         return self._rankings[key]
+
+    def contenders(self, top: int) -> Prepared:
+        """The rows scoring at least their query's ``top``-th highest score.
+
+        Every document that any tie rule can place in the top ``top`` is among them, and so
+        is every member of a tie group reaching into the top ``top``; rows above keep their
+        ranks. Selected per query with :func:`numpy.partition` on the padded matrices.
+        """
+        if top in self._contenders:
+            return self._contenders[top]
+        neg = -self.score
+        threshold = np.full(self.n_queries, np.inf)
+        total = self.layout.total
+        for qidx, width, rows, flat, _ in self.layout.buckets:
+            if width <= top:
+                continue
+            m = np.full(len(qidx) * width, np.inf)
+            m[flat] = neg if len(rows) == total else neg[rows]
+            threshold[qidx] = np.partition(m.reshape(len(qidx), width), top - 1,
+                                           axis=1)[:, top - 1]
+        keep = np.flatnonzero(neg <= threshold[self.q])
+        sub = Prepared(
+            qids=self.qids, q=self.q[keep], row=self.row[keep], score=self.score[keep],
+            label=self.label[keep], docid=self.docid, qid_values=self.qid_values,
+            judged_q=self.judged_q, judged_label=self.judged_label,
+            n_docs=np.bincount(self.q[keep], minlength=self.n_queries),
+            n_judged=self.n_judged, missing_qids=self.missing_qids,
+            unjudged_qids=self.unjudged_qids, max_label=self.max_label)
+        self._contenders[top] = sub
+        return sub
 
     def _rank(self, ties: str, seed: int) -> Ranking:
         neg = -self.score
@@ -211,7 +248,8 @@ class Prepared:
             # (group, secondary key), which is nearly sorted already, so timsort is ~linear
             base = self.ranking("average")
             if base.gid is None:  # no ties: every rule gives the score order
-                return Ranking(perm=base.perm, q=self.q, pos=self.pos, grouped_label=self.label)
+                return Ranking(perm=base.perm, q=self.q, pos=self.pos, grouped_label=self.label,
+                               n=self.n_docs)
             if ties == "input":
                 second = base.perm
             else:
@@ -220,7 +258,7 @@ class Prepared:
             span = np.int64(int(second.max()) + 1)
             order = np.argsort(base.gid.astype(np.int64) * span + second, kind="stable")
             return Ranking(perm=base.perm[order], q=self.q, pos=self.pos,
-                           grouped_label=self.label)
+                           grouped_label=self.label, n=self.n_docs)
         if ties == "average":
             perm = segment_argsort(self.layout, [neg], stable=False)
         else:
@@ -232,7 +270,8 @@ class Prepared:
             else:  # pragma: no cover - Metric validates ties
                 raise AssertionError(ties)
             perm = segment_argsort(self.layout, [second, neg], stable=True)
-        ranking = Ranking(perm=perm, q=self.q, pos=self.pos, grouped_label=self.label)
+        ranking = Ranking(perm=perm, q=self.q, pos=self.pos, grouped_label=self.label,
+                          n=self.n_docs)
         if ties == "average" and len(perm):
             s = neg[perm]
             boundary = np.empty(len(perm), dtype=bool)
@@ -305,7 +344,8 @@ def _docid_codes(docid: pd.Series) -> tuple[np.ndarray, int, bool]:
             return values, high + 1, True
     hashed = _arrow_string_hash(docid)
     if hashed is not None:
-        return hashed, 0, False
+        codes, exact = hashed
+        return codes, 0, exact
     codes, uniques = pd.factorize(docid)
     return codes, len(uniques), True
 
@@ -313,8 +353,12 @@ def _docid_codes(docid: pd.Series) -> tuple[np.ndarray, int, bool]:
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
-def _arrow_string_hash(docid: pd.Series) -> np.ndarray | None:
-    """64-bit hash of each string of an Arrow-backed column, or None if not applicable."""
+def _arrow_string_hash(docid: pd.Series) -> tuple[np.ndarray, bool] | None:
+    """Codes of an Arrow-backed string column read from its buffers: (codes, exact).
+
+    Strings of at most 7 bytes are packed into one int64 with their length in the top byte:
+    exact codes. Longer ones get a 64-bit hash (equal strings, equal codes). None when the
+    column is not Arrow-backed text."""
     import pyarrow as pa
 
     if not isinstance(docid.dtype, pd.StringDtype) and not (
@@ -345,6 +389,11 @@ def _arrow_string_hash(docid: pd.Series) -> np.ndarray | None:
     padded[: int(offsets[-1]) - int(offsets[0])] = data[int(offsets[0]): int(offsets[-1])]
     window = np.ndarray(shape=(len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
     start = offsets[:-1] - offsets[0]
+    if longest <= 7:  # exact: the bytes themselves, and the length above them
+        left = lengths.astype(np.uint64)
+        mask = (np.uint64(1) << (np.uint64(8) * left)) - np.uint64(1)
+        packed = (window[start] & mask) | (left << np.uint64(56))
+        return packed.view(np.int64), True
     h = lengths.astype(np.uint64) * _MIX
     with np.errstate(over="ignore"):
         for j in range(words):
@@ -354,7 +403,7 @@ def _arrow_string_hash(docid: pd.Series) -> np.ndarray | None:
             mixed = (h ^ (window[start + 8 * j] & mask)) * _MIX
             mixed ^= mixed >> np.uint64(29)
             h = np.where(left > 0, mixed, h)  # a string's hash ignores the column's others
-    return h.view(np.int64)
+    return h.view(np.int64), False
 
 
 def _check_unique_pairs(df: pd.DataFrame, table: str, q: np.ndarray, d: np.ndarray,
