@@ -34,6 +34,7 @@ from harness.metrics import Metric, evaluate, parse_metric
 from harness.metrics.sklearn_check import CheckResult, check_against_sklearn
 from harness.paths import project_path
 from harness.rankers import ESTIMATORS, RANKERS, RankerSpec, score
+from harness.tracking import resolve_tracking_uri
 
 __all__ = ["StudyResult", "CheckFailed", "validate", "build_metrics", "run_study"]
 
@@ -176,12 +177,21 @@ def run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
 
     metrics, specs, ds_options = validate(cfg)
     c = _plain(cfg)
+    for key in _PATH_OPTIONS:  # log the absolute paths that were read
+        if ds_options.get(key):
+            c["dataset"][key] = ds_options[key]
+    for spec in specs:
+        if "path" in spec.options:
+            c["ranker"][spec.name]["path"] = spec.options["path"]
     t0 = time.perf_counter()
     kind = ds_options.pop("kind")
     dataset = load_dataset(kind, **ds_options)
     log.info("dataset %s (%s): %d test queries, %d judgments, digest %s…", dataset.name, kind,
              dataset.test["qid"].nunique(), len(dataset.qrels), dataset.digest[:12])
     cache_dir = project_path(c.get("cache_dir", "runs/cache/scores"))
+    store = resolve_tracking_uri(c.get("tracking", {}).get("uri"))
+    specs = [RankerSpec(s.name, s.kind, {**s.options, "tracking_uri": s.options.get(
+        "tracking_uri", store)}) if s.kind == "mlflow_model" else s for s in specs]
     grid = c["metric"]
     results: dict[str, RankerResult] = {}
     for i, spec in enumerate(specs, start=1):

@@ -122,10 +122,30 @@ def _run_file(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
 
 
 def _mlflow_model(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
+    """Score with a logged model. ``models:/`` and ``runs:/`` URIs resolve against the
+    option ``tracking_uri`` (the study's store, filled in by the app), set only while the
+    model loads."""
+    import os
+
     import mlflow.pyfunc
 
     uri = spec.require("uri")
-    model = mlflow.pyfunc.load_model(uri)
+    store = spec.option("tracking_uri")
+    saved = {k: os.environ.get(k) for k in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")}
+    try:
+        if store:
+            os.environ["MLFLOW_TRACKING_URI"] = os.environ["MLFLOW_REGISTRY_URI"] = str(store)
+        model = mlflow.pyfunc.load_model(uri)
+    except Exception as exc:  # noqa: BLE001 - MLflow raises many kinds; name the ranker
+        raise InputError(f"ranker {spec.name!r}: cannot load model {uri!r} from "
+                         f"{store or 'the default MLflow store'}: {exc}",
+                         column=f"ranker.{spec.name}.uri") from None
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
     test = ds.test
     cols = list(spec.option("features", ds.features))
     pred = model.predict(test[cols])
