@@ -36,13 +36,15 @@ from harness.paths import project_path
 from harness.rankers import ESTIMATORS, RANKERS, RankerSpec, score
 from harness.tracking import resolve_tracking_uri
 
-__all__ = ["StudyResult", "CheckFailed", "validate", "build_metrics", "run_study"]
+__all__ = ["StudyResult", "CheckFailed", "validate", "build_metrics", "run_study",
+           "DATASET_PATH_OPTIONS"]
 
 log = logging.getLogger("harness")
 
 _GRID_AXES = ("name", "gain", "discount", "k", "ties", "ideal")
 _NAME_OK = re.compile(r"^[A-Za-z0-9_.-]+$")
-_PATH_OPTIONS = ("test_path", "train_path", "qrels_path", "run_path", "path")
+#: Dataset options that name files (resolved against the project, logged absolute).
+DATASET_PATH_OPTIONS = ("test_path", "train_path", "qrels_path", "run_path", "path")
 
 
 class CheckFailed(HarnessError):
@@ -145,17 +147,26 @@ def _ranker_specs(rankers: Mapping[str, Any]) -> list[RankerSpec]:
     return specs
 
 
-def validate(cfg: DictConfig | Mapping[str, Any]) -> tuple[list[Metric], list[RankerSpec],
-                                                          dict[str, Any]]:
-    """Check everything that can be checked without data; return the parsed pieces."""
+def validate(cfg: DictConfig | Mapping[str, Any], *, store: str | None = None
+             ) -> tuple[list[Metric], list[RankerSpec], dict[str, Any]]:
+    """Check everything that can be checked without data; return the parsed pieces.
+
+    ``mlflow_model`` rankers get the option ``tracking_uri`` (unless set): the configured
+    ``tracking.uri``, else ``store``, else :func:`~harness.tracking.resolve_tracking_uri`,
+    so ``models:/`` URIs resolve against the study's own store.
+    """
     c = _plain(cfg)
     metrics = build_metrics(c["metric"])
     specs = _ranker_specs(c["ranker"])
+    if any(s.kind == "mlflow_model" for s in specs):
+        uri = (c.get("tracking") or {}).get("uri") or store or resolve_tracking_uri(None)
+        specs = [RankerSpec(s.name, s.kind, {**s.options, "tracking_uri": s.options.get(
+            "tracking_uri") or uri}) if s.kind == "mlflow_model" else s for s in specs]
     ds = dict(c["dataset"])
     if ds.get("kind") not in DATASETS:
         raise InputError(f"unknown dataset kind {ds.get('kind')!r}; known: "
                          f"{', '.join(DATASETS)}", column="dataset.kind")
-    for key in _PATH_OPTIONS:
+    for key in DATASET_PATH_OPTIONS:
         if ds.get(key):
             ds[key] = str(project_path(ds[key]))
     check = c.get("check", {})
@@ -177,7 +188,7 @@ def run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
 
     metrics, specs, ds_options = validate(cfg)
     c = _plain(cfg)
-    for key in _PATH_OPTIONS:  # log the absolute paths that were read
+    for key in DATASET_PATH_OPTIONS:  # log the absolute paths that were read
         if ds_options.get(key):
             c["dataset"][key] = ds_options[key]
     for spec in specs:
@@ -189,9 +200,6 @@ def run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
     log.info("dataset %s (%s): %d test queries, %d judgments, digest %s…", dataset.name, kind,
              dataset.test["qid"].nunique(), len(dataset.qrels), dataset.digest[:12])
     cache_dir = project_path(c.get("cache_dir", "runs/cache/scores"))
-    store = resolve_tracking_uri(c.get("tracking", {}).get("uri"))
-    specs = [RankerSpec(s.name, s.kind, {**s.options, "tracking_uri": s.options.get(
-        "tracking_uri", store)}) if s.kind == "mlflow_model" else s for s in specs]
     grid = c["metric"]
     results: dict[str, RankerResult] = {}
     for i, spec in enumerate(specs, start=1):

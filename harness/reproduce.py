@@ -1,0 +1,486 @@
+"""``python -m harness.reproduce RUN_ID [RUN_ID ...]``: re-run a logged evaluation, compare bits.
+
+For every ranker run (a job or sweep run stands for its ranker children) the run's resolved
+config is fetched from MLflow, the dataset is rebuilt and its digest checked against the
+``dataset.digest`` tag, the ranker re-scores the data (never from the score cache) and every
+per-query value is compared bit for bit with the logged ``<ranker>.parquet``. Package
+versions logged with the run are compared with the current environment.
+
+Exit status: 0 when every run reproduces identically, 1 when any value differs, 2 for bad
+input (unknown run id, not a harness run, data changed since the run), 3 when the tracking
+store cannot be reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from harness.app import records
+from harness.app.study import DATASET_PATH_OPTIONS, validate
+from harness.datasets import Dataset, load_dataset
+from harness.errors import HarnessError, TrackingUnavailable
+from harness.metrics import evaluate
+from harness.metrics.evaluate import STAT_COLUMNS
+from harness.rankers import RankerSpec, cache_key, score
+from harness.tracking import resolve_tracking_uri
+
+__all__ = ["ReproduceError", "ReproResult", "reproduce_run", "ranker_run_ids", "format_result",
+           "main"]
+
+CONFIG_ARTIFACT = "config/config_resolved.yaml"
+ENV_ARTIFACT = "environment.json"
+DIFF_COLUMNS = ["variant", "qid", "logged", "now", "abs_diff"]
+N_EXAMPLES = 3
+
+
+class ReproduceError(HarnessError):
+    """A run cannot be reproduced: unknown id, not a harness run, data changed since."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class ReproResult:
+    """The outcome of reproducing one ranker run.
+
+    Attributes
+    ----------
+    run_id, ranker : the MLflow run id and the ranker's name in the study.
+    identical : True when the same queries and columns came back with every value equal bit
+        for bit (NaN equals NaN).
+    differences : DataFrame ``variant, qid, logged, now, abs_diff``, one row per differing
+        value (``variant`` is the column's display name; ``n_docs`` etc. are compared too).
+    env_changes : ``{name: (logged, now)}`` for each package (and ``python``, ``platform``)
+        whose version differs from the one logged; empty when all match or nothing was logged.
+    n_variants, n_queries : metric columns and queries compared.
+    missing_columns, extra_columns : columns logged but not recomputed, and the reverse.
+    missing_queries, extra_queries : qids logged but not recomputed, and the reverse.
+    notes : anything else worth knowing (no environment logged, code or cache key changed).
+    """
+
+    run_id: str
+    ranker: str
+    identical: bool
+    differences: pd.DataFrame
+    env_changes: dict[str, tuple[str, str]]
+    n_variants: int = 0
+    n_queries: int = 0
+    missing_columns: tuple[str, ...] = ()
+    extra_columns: tuple[str, ...] = ()
+    missing_queries: tuple[str, ...] = ()
+    extra_queries: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+# --------------------------------------------------------------------------------------
+# MLflow access
+
+
+def _client(tracking_uri: str | None) -> Any:
+    from mlflow.tracking import MlflowClient
+
+    uri = resolve_tracking_uri(tracking_uri)
+    if uri.startswith("sqlite:///"):  # do not create an empty store for a mistyped path
+        db = Path(uri[len("sqlite:///"):].split("?", 1)[0])
+        if not db.is_file():
+            raise ReproduceError(f"no MLflow store at {db} (tracking URI {uri})")
+    return MlflowClient(tracking_uri=uri)
+
+
+def _get_run(client: Any, run_id: str) -> Any:
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return client.get_run(run_id)
+    except MlflowException as exc:
+        if exc.error_code in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE"):
+            raise ReproduceError(f"run {run_id!r} not found in {client.tracking_uri}"
+                                 ) from None
+        raise TrackingUnavailable(f"cannot read run {run_id!r} from {client.tracking_uri}: "
+                                  f"{_first_line(exc)}") from None
+    except Exception as exc:  # connection refused, time-out, ...
+        raise TrackingUnavailable(f"cannot reach the tracking store {client.tracking_uri}: "
+                                  f"{type(exc).__name__}: {_first_line(exc)}") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
+
+
+def _download(client: Any, run_id: str, path: str, dst: Path, *,
+              required: bool = True) -> Path | None:
+    from mlflow.exceptions import MlflowException
+
+    folder, _, name = path.rpartition("/")
+    listed = {a.path for a in client.list_artifacts(run_id, folder or None)}
+    if path not in listed:
+        if required:
+            raise ReproduceError(f"run {run_id}: artifact {path!r} was not logged; it has "
+                                 f"{sorted(listed) or 'none'}")
+        return None
+    try:
+        return Path(client.download_artifacts(run_id, path, str(dst)))
+    except MlflowException as exc:
+        raise TrackingUnavailable(f"run {run_id}: cannot download {path!r}: "
+                                  f"{_first_line(exc)}") from None
+
+
+def ranker_run_ids(run_id: str, *, tracking_uri: str | None = None) -> list[str]:
+    """The ranker runs that ``run_id`` stands for.
+
+    Parameters
+    ----------
+    run_id : str
+        A ranker run (returned as is), or a job or sweep run (its ranker children).
+    tracking_uri : str, optional
+        The MLflow store; default :func:`harness.tracking.resolve_tracking_uri`.
+
+    Returns
+    -------
+    list of str
+        Ranker run ids, ordered by run name.
+
+    Raises
+    ------
+    ReproduceError
+        The run does not exist, is not a harness run, or has no ranker runs.
+    """
+    client = _client(tracking_uri)
+    run = _get_run(client, run_id)
+    role = run.data.tags.get("harness.role")
+    if role == "ranker":
+        return [run.info.run_id]
+    if role not in ("job", "sweep"):
+        raise ReproduceError(f"run {run_id} is not a harness run (tag harness.role is "
+                             f"{role!r}; expected ranker, job or sweep)")
+    children = client.search_runs(
+        [run.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{run.info.run_id}'",
+        max_results=10000)
+    rankers = sorted((r for r in children if r.data.tags.get("harness.role") == "ranker"),
+                     key=lambda r: (r.info.run_name or "", r.info.run_id))
+    if not rankers:
+        raise ReproduceError(f"{role} run {run_id} has no ranker runs to reproduce")
+    return [r.info.run_id for r in rankers]
+
+
+# --------------------------------------------------------------------------------------
+# reproduction
+
+
+def reproduce_run(run_id: str, *, tracking_uri: str | None = None) -> ReproResult:
+    """Re-run the evaluation of one ranker run and compare it bit for bit with its artifact.
+
+    The run's resolved config (``config/config_resolved.yaml``) is validated as the app
+    does; the dataset is rebuilt and its digest checked against the ``dataset.digest`` tag;
+    the ranker's cache key is checked against ``ranker.cache_key`` (it covers a run file's
+    sha256); the ranker re-scores the data and :func:`harness.evaluate` recomputes every
+    variant. The score cache is never read: a reproduction scores for real.
+
+    Parameters
+    ----------
+    run_id : str
+        An MLflow run with tag ``harness.role=ranker`` (see :func:`ranker_run_ids` for job
+        and sweep runs).
+    tracking_uri : str, optional
+        The MLflow store; default :func:`harness.tracking.resolve_tracking_uri` (the
+        ``$MLFLOW_TRACKING_URI``, else ``runs/mlflow.db``).
+
+    Returns
+    -------
+    ReproResult
+        ``identical`` is True when the same queries and columns came back with every value
+        equal bit for bit (the float64 bits; NaN equals NaN); ``differences`` lists each value
+        that is not, and ``env_changes`` the package versions that differ from the logged ones.
+
+    Raises
+    ------
+    ReproduceError
+        The run does not exist, is not a ranker run, lacks its artifacts, or its data (a
+        dataset file or a ranker's run file) changed since the run; the message names the
+        file.
+    TrackingUnavailable
+        The tracking store cannot be read.
+
+    Examples
+    --------
+    >>> result = reproduce_run("1d718a0e6e7e4b2aaf3fb8e2de5ffb32")  # doctest: +SKIP
+    >>> result.identical, result.env_changes  # doctest: +SKIP
+    (True, {})
+    """
+    client = _client(tracking_uri)
+    run = _get_run(client, run_id)
+    tags = run.data.tags
+    if tags.get("harness.role") != "ranker":
+        role = tags.get("harness.role")
+        hint = (f"; for a {role} run, reproduce each of ranker_run_ids({run_id!r})"
+                if role in ("job", "sweep") else "")
+        raise ReproduceError(f"run {run_id} is not a ranker run (tag harness.role is "
+                             f"{role!r}){hint}")
+    name = tags.get("ranker.name") or ""
+    with tempfile.TemporaryDirectory(prefix="harness-reproduce-") as tmp:
+        dst = Path(tmp)
+        cfg = yaml.safe_load(_download(client, run_id, CONFIG_ARTIFACT, dst).read_text())
+        logged = pd.read_parquet(_download(client, run_id, f"{name}.parquet", dst))
+        env_path = _download(client, run_id, ENV_ARTIFACT, dst, required=False)
+        logged_env = json.loads(env_path.read_text()) if env_path else None
+    if not isinstance(cfg, dict):
+        raise ReproduceError(f"run {run_id}: {CONFIG_ARTIFACT} does not hold a config mapping")
+    try:
+        metrics, specs, ds_options = validate(cfg, store=client.tracking_uri)
+    except HarnessError as exc:
+        raise ReproduceError(f"run {run_id}: its config no longer validates: {exc}") from None
+    spec = next((s for s in specs if s.name == name), None)
+    if spec is None:
+        raise ReproduceError(f"run {run_id}: ranker {name!r} is not in its config (rankers: "
+                             f"{', '.join(s.name for s in specs)})")
+    notes: list[str] = []
+    dataset = _dataset(run, ds_options)
+    _check_ranker(run, spec, dataset, notes)
+    grid = cfg.get("metric", {})
+    fresh, _, _ = score(spec, dataset, cache_dir=None)
+    now = evaluate(fresh, dataset.qrels, metrics, nan_scores=grid.get("nan_scores", "error"),
+                   missing=grid.get("missing", "exclude")).reset_index()
+    commit_then, commit_now = tags.get("git.commit", "unknown"), records.git_commit()
+    if commit_then != commit_now:
+        notes.append(f"code: git commit {_short(commit_then)} -> {_short(commit_now)}")
+    if logged_env is None:
+        notes.append("environment: not logged by this run")
+    return _compare(run_id, name, logged, now, _env_changes(logged_env), notes)
+
+
+def _short(commit: str) -> str:
+    head, dirty = commit.removesuffix("-dirty"), commit.endswith("-dirty")
+    return head[:12] + ("-dirty" if dirty else "")
+
+
+def _dataset(run: Any, options: dict[str, Any]) -> Dataset:
+    run_id, logged = run.info.run_id, run.data.tags.get("dataset.digest", "")
+    options = dict(options)
+    kind = options.pop("kind")
+    try:
+        dataset = load_dataset(kind, **options)
+    except HarnessError as exc:
+        raise ReproduceError(f"run {run_id}: the dataset cannot be rebuilt: {exc}") from None
+    if not logged:
+        raise ReproduceError(f"run {run_id} has no dataset.digest tag; is it a harness run?")
+    if dataset.digest == logged:
+        return dataset
+    files = [options[k] for k in DATASET_PATH_OPTIONS if options.get(k)]
+    if kind == "letor":  # LightGBM group files beside the data files count too
+        files += [f + ".query" for f in list(files) if Path(f + ".query").is_file()]
+    digests = f"dataset digest logged {logged[:12]}…, now {dataset.digest[:12]}…"
+    if not files:
+        raise ReproduceError(
+            f"run {run_id}: the {kind} dataset {dataset.name!r} is no longer generated the "
+            f"same ({digests}): the generator's code or options changed since the run")
+    started = (run.info.start_time or 0) / 1000
+    named = ", ".join(_describe_file(Path(f), started) for f in files)
+    raise ReproduceError(f"run {run_id}: the data changed since the run: {named} ({digests})")
+
+
+def _describe_file(path: Path, since: float) -> str:
+    if not path.exists():
+        return f"{path} (missing)"
+    mtime = path.stat().st_mtime
+    if mtime > since:
+        return f"{path} (modified {datetime.fromtimestamp(mtime):%Y-%m-%d %H:%M:%S}, after " \
+               "the run)"
+    return str(path)
+
+
+def _check_ranker(run: Any, spec: RankerSpec, dataset: Dataset, notes: list[str]) -> None:
+    run_id, logged = run.info.run_id, run.data.tags.get("ranker.cache_key", "")
+    try:
+        key = cache_key(spec, dataset)
+    except OSError as exc:
+        raise ReproduceError(f"run {run_id}: ranker {spec.name!r} cannot read its input: "
+                             f"{exc}") from None
+    if not logged or key == logged:
+        return
+    keys = f"cache key logged {logged[:12]}…, now {key[:12]}…"
+    if spec.kind == "run_file":
+        path = Path(str(spec.option("path")))
+        started = (run.info.start_time or 0) / 1000
+        raise ReproduceError(f"run {run_id}: the run file of ranker {spec.name!r} changed "
+                             f"since the run: {_describe_file(path, started)} ({keys})")
+    notes.append(f"ranker {spec.name!r}: {keys} (its options or the cache version changed "
+                 "since the run)")
+
+
+def _env_changes(logged: dict[str, Any] | None) -> dict[str, tuple[str, str]]:
+    if not logged:
+        return {}
+    current = records.environment()
+    then = {"python": logged.get("python"), "platform": logged.get("platform"),
+            **(logged.get("packages") or {})}
+    now = {"python": current.get("python"), "platform": current.get("platform"),
+           **(current.get("packages") or {})}
+    out = {}
+    for name in [*then, *(k for k in now if k not in then)]:
+        a, b = then.get(name), now.get(name)
+        if a != b:
+            out[name] = ("not logged" if a is None else str(a),
+                         "not installed" if b is None else str(b))
+    return out
+
+
+def _qids(frame: pd.DataFrame, which: str, run_id: str) -> pd.DataFrame:
+    if "qid" not in frame.columns:
+        raise ReproduceError(f"run {run_id}: the {which} per-query table has no qid column")
+    out = frame.assign(qid=frame["qid"].astype(str)).set_index("qid")
+    if not out.index.is_unique:
+        dup = out.index[out.index.duplicated()][0]
+        raise ReproduceError(f"run {run_id}: the {which} per-query table repeats qid {dup!r}")
+    return out
+
+
+def _values(column: pd.Series) -> np.ndarray:
+    if pd.api.types.is_integer_dtype(column) or pd.api.types.is_bool_dtype(column):
+        return column.to_numpy(dtype=np.int64)
+    if pd.api.types.is_numeric_dtype(column):
+        return column.to_numpy(dtype=np.float64)
+    return column.astype(str).to_numpy(dtype=object)
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elementwise bit equality; NaN equals NaN (any payload)."""
+    if a.dtype.kind == "f" or b.dtype.kind == "f":
+        if a.dtype.kind in "fi" and b.dtype.kind in "fi":
+            fa, fb = a.astype(np.float64), b.astype(np.float64)
+            return (fa.view(np.int64) == fb.view(np.int64)) | (np.isnan(fa) & np.isnan(fb))
+    return np.asarray(a == b, dtype=bool)
+
+
+def _compare(run_id: str, ranker: str, logged: pd.DataFrame, now: pd.DataFrame,
+             env_changes: dict[str, tuple[str, str]], notes: list[str]) -> ReproResult:
+    old, new = _qids(logged, "logged", run_id), _qids(now, "recomputed", run_id)
+    common_q = old.index.intersection(new.index, sort=False)
+    common_c = [c for c in old.columns if c in new.columns]
+    rows = []
+    for column in common_c:
+        a = _values(old.loc[common_q, column])
+        b = _values(new.loc[common_q, column])
+        bad = ~_same(a, b)
+        if not bad.any():
+            continue
+        numeric = a.dtype.kind in "fi" and b.dtype.kind in "fi"
+        for qid, x, y in zip(common_q[bad], a[bad], b[bad]):
+            diff = abs(float(y) - float(x)) if numeric else np.nan
+            rows.append({"variant": column, "qid": qid, "logged": x, "now": y,
+                         "abs_diff": diff})
+    differences = pd.DataFrame(rows, columns=DIFF_COLUMNS)
+    missing_c = tuple(c for c in old.columns if c not in new.columns)
+    extra_c = tuple(c for c in new.columns if c not in old.columns)
+    missing_q = tuple(old.index.difference(new.index, sort=False))
+    extra_q = tuple(new.index.difference(old.index, sort=False))
+    identical = differences.empty and not (missing_c or extra_c or missing_q or extra_q)
+    n_variants = sum(c not in STAT_COLUMNS and c != "weight" for c in common_c)
+    return ReproResult(run_id=run_id, ranker=ranker, identical=identical,
+                       differences=differences, env_changes=env_changes,
+                       n_variants=n_variants, n_queries=len(common_q),
+                       missing_columns=missing_c, extra_columns=extra_c,
+                       missing_queries=missing_q, extra_queries=extra_q, notes=tuple(notes))
+
+
+# --------------------------------------------------------------------------------------
+# report and CLI
+
+
+def _fmt(value: Any) -> str:
+    return repr(float(value)) if isinstance(value, (float, np.floating)) else str(value)
+
+
+def _listing(items: tuple[str, ...], limit: int = 5) -> str:
+    shown = ", ".join(map(str, items[:limit]))
+    return shown + (f", … ({len(items)} in all)" if len(items) > limit else "")
+
+
+def format_result(result: ReproResult) -> list[str]:
+    """The report lines of one reproduction (what the CLI prints)."""
+    head = f"run {result.run_id} (ranker {result.ranker}):"
+    size = f"{result.n_variants} variants x {result.n_queries} queries"
+    if result.identical:
+        lines = [f"{head} identical — {size}"]
+    else:
+        d = result.differences
+        n_bad = d["variant"].nunique() if not d.empty else 0
+        lines = [f"{head} DIFFERENT — {n_bad} column(s) with differing values; {size} "
+                 "compared"]
+        for variant, group in d.groupby("variant", sort=False):
+            diffs = group["abs_diff"].to_numpy(dtype=float)
+            finite = diffs[~np.isnan(diffs)]
+            worst = f"max |diff| {finite.max():.3g}" if finite.size else "max |diff| n/a"
+            if finite.size < diffs.size:
+                worst += f", {diffs.size - finite.size} with NaN on one side"
+            examples = ", ".join(f"{q}: {_fmt(x)} -> {_fmt(y)}" for q, x, y in zip(
+                group["qid"][:N_EXAMPLES], group["logged"][:N_EXAMPLES],
+                group["now"][:N_EXAMPLES]))
+            more = ", ..." if len(group) > N_EXAMPLES else ""
+            count = "1 query differs" if len(group) == 1 else f"{len(group)} queries differ"
+            lines.append(f"  {variant}: {count}, {worst} "
+                         f"({examples}{more})")
+        for label, items in (("columns logged but not recomputed", result.missing_columns),
+                             ("columns recomputed but not logged", result.extra_columns),
+                             ("queries logged but not recomputed", result.missing_queries),
+                             ("queries recomputed but not logged", result.extra_queries)):
+            if items:
+                lines.append(f"  {label}: {_listing(items)}")
+    if result.env_changes:
+        lines += [f"  environment: {name} {a} -> {b}"
+                  for name, (a, b) in result.env_changes.items()]
+    elif not any(n.startswith("environment:") for n in result.notes):
+        lines.append("  environment: same package versions")
+    lines += [f"  {note}" for note in result.notes]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m harness.reproduce``; returns the exit status (see the module doc)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m harness.reproduce",
+        description="Re-run logged evaluations and compare every per-query value bit for bit.")
+    parser.add_argument("run_ids", nargs="+", metavar="RUN_ID",
+                        help="a ranker run, or a job/sweep run (reproduces its ranker runs)")
+    parser.add_argument("--tracking-uri", default=None,
+                        help="MLflow store (default: $MLFLOW_TRACKING_URI, else "
+                             "sqlite:///<project>/runs/mlflow.db)")
+    args = parser.parse_args(argv)
+    from harness.tracking import configure_requests
+
+    configure_requests(5, 1)  # an unreachable server fails in seconds
+    uri = resolve_tracking_uri(args.tracking_uri)
+    status = 0
+    for given in args.run_ids:
+        try:
+            ids = ranker_run_ids(given, tracking_uri=uri)
+        except HarnessError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            status = max(status, getattr(exc, "exit_code", 2))
+            continue
+        for run_id in ids:
+            try:
+                result = reproduce_run(run_id, tracking_uri=uri)
+            except HarnessError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                status = max(status, getattr(exc, "exit_code", 2))
+                continue
+            print("\n".join(format_result(result)), flush=True)
+            if not result.identical:
+                status = max(status, 1)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
