@@ -123,7 +123,9 @@ class Config:
     study: str = "default"
     seed: int = 0
     dataset: Any = MISSING
-    ranker: dict[str, RankerConfig] = MISSING
+    # name -> RankerConfig; typed loosely here so `+ranker.new={kind:random}` works from the
+    # command line, and each entry is checked against RankerConfig by study.validate
+    ranker: dict[str, Any] = MISSING
     metric: MetricGrid = field(default_factory=MetricGrid)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     check: CheckConfig = field(default_factory=CheckConfig)

@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import MissingMandatoryValue
+from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from harness.datasets import DATASETS, Dataset, load_dataset
 from harness.errors import HarnessError, InputError, MetricDefinitionError
@@ -122,6 +122,7 @@ def _ranker_specs(rankers: Mapping[str, Any]) -> list[RankerSpec]:
         raise InputError("no ranker configured", column="ranker")
     specs = []
     for name, options in rankers.items():
+        options = _typed_ranker(str(name), options)
         if not _NAME_OK.match(str(name)):
             raise InputError(f"ranker name {name!r} may hold only letters, digits, _ . -",
                              column="ranker")
@@ -145,6 +146,22 @@ def _ranker_specs(rankers: Mapping[str, Any]) -> list[RankerSpec]:
             opts["path"] = str(project_path(opts["path"]))
         specs.append(RankerSpec(name=str(name), kind=kind, options=opts))
     return specs
+
+
+def _typed_ranker(name: str, options: Any) -> dict[str, Any]:
+    """Check one ranker entry against the RankerConfig schema (unknown keys, types)."""
+    from harness.app.config import RankerConfig
+
+    if not isinstance(options, Mapping):
+        raise InputError(f"ranker {name!r} must be a mapping of options, got {options!r}",
+                         column=f"ranker.{name}")
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(RankerConfig), dict(options))
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", "") or ""
+        raise InputError(f"ranker {name!r}: {str(exc).splitlines()[0]}",
+                         column=f"ranker.{name}{'.' + key if key else ''}") from None
+    return OmegaConf.to_container(merged)  # type: ignore[return-value]
 
 
 def validate(cfg: DictConfig | Mapping[str, Any], *, store: str | None = None
