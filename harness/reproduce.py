@@ -215,9 +215,10 @@ def reproduce_run(run_id: str, *, tracking_uri: str | None = None) -> ReproResul
 
     Examples
     --------
-    >>> result = reproduce_run("1d718a0e6e7e4b2aaf3fb8e2de5ffb32")  # doctest: +SKIP
-    >>> result.identical, result.env_changes  # doctest: +SKIP
-    (True, {})
+    It needs a logged run, so the example is not run as a doctest (the tests do it)::
+
+        result = reproduce_run("1d718a0e6e7e4b2aaf3fb8e2de5ffb32")
+        result.identical, result.env_changes   # (True, {}) when nothing changed
     """
     client = _client(tracking_uri)
     run = _get_run(client, run_id)

@@ -15,13 +15,13 @@ import pandas as pd
 import yaml
 
 import harness
-from harness.errors import TrackingUnavailable
+from harness.errors import HarnessError, TrackingUnavailable
 from harness.datasets import Dataset
 from harness.metrics import Metric
 from harness.paths import PROJECT_ROOT, project_path
 from harness.reporting import STATS, ecdf_figure, summarize
 from harness.tracking import LogPlan, RunRecord, configure_requests, execute, resolve_tracking_uri
-from harness.tracking.plan import PARAM_LIMIT
+from harness.tracking.plan import PARAM_LIMIT, close_open_runs, refused
 
 __all__ = ["write_outputs", "log_study", "flatten", "git_commit"]
 
@@ -175,6 +175,7 @@ def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
             ranker_metrics["sklearn_check.n_queries_checked"] = float(sum(c.n_checked
                                                                           for c in checked))
         label = f"{name} [{job_label}]" if job_label else name
+        extra = [[str(overflow), ""]] if overflow is not None else []
         records.append(RunRecord(
             key=f"ranker:{name}", name=label, parent=job_key, parent_run_id=parent_run_id,
             tags=common_tags | {"harness.role": "ranker", "ranker.name": name,
@@ -183,7 +184,8 @@ def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
             metrics={k: v for k, v in ranker_metrics.items() if v == v},  # drop NaN
             artifacts=[[str(written["per_query"][name]), ""], [str(written["config_yaml"]),
                                                                 "config"],
-                       [str(written["environment_json"]), ""], [str(written["keys_json"]), ""]],
+                       [str(written["environment_json"]), ""], [str(written["keys_json"]), ""],
+                       *extra],
             dataset=dataset_info,
             status="FAILED" if failed else "FINISHED"))
     plan = LogPlan(tracking_uri=uri, experiment=experiment,
@@ -197,6 +199,11 @@ def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
         ids = execute(plan, marker)
     except Exception as exc:  # the store is down or refused: keep everything for a replay
         reason = str(exc).splitlines()[0][:300] if str(exc) else ""
+        if refused(exc):
+            close_open_runs(plan)
+            raise HarnessError(
+                f"MLflow at {uri} refused the results ({type(exc).__name__}: {reason}). "
+                f"Results are in {out}; the log plan is kept in {marker}") from exc
         raise TrackingUnavailable(
             f"could not log to MLflow at {uri} ({type(exc).__name__}: {reason}). Results are "
             f"in {out}; the log plan is pending in {marker}; replay it with: "

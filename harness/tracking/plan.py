@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RunRecord", "LogPlan", "execute", "PARAM_LIMIT"]
+__all__ = ["RunRecord", "LogPlan", "execute", "refused", "close_open_runs", "PARAM_LIMIT"]
 
 PARAM_LIMIT = 6000  # MLflow truncates (or refuses) longer param values
 
@@ -119,6 +119,27 @@ def execute(plan: LogPlan, marker: Path) -> dict[str, str]:
     return {r.key: r.run_id or "" for r in plan.runs}
 
 
+def refused(exc: BaseException) -> bool:
+    """Whether MLflow answered and refused the request (bad value), as opposed to not
+    answering at all: a refused plan will not go through on a replay either."""
+    code = getattr(exc, "error_code", None)
+    return code in ("INVALID_PARAMETER_VALUE", "BAD_REQUEST", "INVALID_STATE",
+                    "RESOURCE_ALREADY_EXISTS", "RESOURCE_LIMIT_EXCEEDED")
+
+
+def close_open_runs(plan: LogPlan) -> None:
+    """Best effort after a refusal: mark runs the plan created but did not finish FAILED."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=plan.tracking_uri)
+    for record in plan.runs:
+        if record.run_id and not record.done and not record.attach_only:
+            try:
+                client.set_terminated(record.run_id, status="FAILED")
+            except Exception:  # noqa: BLE001 - nothing more to do
+                pass
+
+
 def _log_artifact(client: Any, run_id: str, local: str, artifact_dir: str) -> None:
     if Path(local).is_dir():
         client.log_artifacts(run_id, local, artifact_dir or None)
@@ -129,7 +150,8 @@ def _log_artifact(client: Any, run_id: str, local: str, artifact_dir: str) -> No
 def _log_dataset(client: Any, run_id: str, info: dict[str, str]) -> None:
     from mlflow.entities import Dataset, DatasetInput, InputTag
 
-    dataset = Dataset(name=info["name"], digest=info["digest"][:32],
+    name = info["name"] if len(info["name"]) <= 200 else info["name"][:199] + "…"
+    dataset = Dataset(name=name, digest=info["digest"][:32],  # MLflow caps name and digest
                       source_type="harness", source=info["source"],
                       schema=info.get("schema"), profile=info.get("profile"))
     tags = [InputTag("mlflow.data.context", "evaluation"),

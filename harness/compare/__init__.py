@@ -1,0 +1,47 @@
+"""Compare ranker versions of a sweep: paired tests per metric variant, the sensitivity of the
+ranker ordering to the metric definition, and reports (``python -m harness.compare``).
+
+Pure functions work on per-query tables (one per ranker, one column per variant):
+
+>>> import pandas as pd
+>>> from harness.compare import compare_table
+>>> a = pd.DataFrame({"qid": ["q1", "q2", "q3"], "nDCG@10": [0.9, 0.8, 0.7]})
+>>> b = pd.DataFrame({"qid": ["q1", "q2", "q3"], "nDCG@10": [0.5, 0.8, 0.6]})
+>>> row = compare_table({"a": a, "b": b}, resamples=100).iloc[0]
+>>> row["ranker_a"], row["ranker_b"], float(row["mean_diff"].round(4)), int(row["wins"])
+('a', 'b', 0.1667, 2)
+
+:func:`load_sweep` reads them, with provenance, from MLflow.
+"""
+
+from harness.compare.errors import (
+    CompareError,
+    DatasetMismatch,
+    NoOverlap,
+    RunNotFound,
+    TooFewRankers,
+    UnknownName,
+)
+from harness.compare.load import RankerVersion, Sweep, latest_parent_run, load_sweep
+from harness.compare.sensitivity import (
+    TIES_HOWTO,
+    Sensitivity,
+    kendall_matrix,
+    sensitivity,
+    tie_intervals,
+)
+from harness.compare.stats import (
+    CORRECTIONS,
+    TESTS,
+    adjust_pvalues,
+    compare_table,
+    holm,
+    paired_comparison,
+)
+from harness.compare.versions import RunInfo, group_versions, split_overrides
+
+__all__ = ["CORRECTIONS", "TESTS", "TIES_HOWTO", "CompareError", "DatasetMismatch", "NoOverlap",
+           "RankerVersion", "RunInfo", "RunNotFound", "Sensitivity", "Sweep", "TooFewRankers",
+           "UnknownName", "adjust_pvalues", "compare_table", "group_versions", "holm",
+           "kendall_matrix", "latest_parent_run", "load_sweep", "paired_comparison",
+           "sensitivity", "split_overrides", "tie_intervals"]

@@ -1,0 +1,114 @@
+"""``python -m harness.compare``: compare the ranker versions of a sweep and write a report.
+
+Examples
+--------
+Every pair of rankers of a sweep, Holm-corrected t-tests, report under runs/reports/::
+
+    python -m harness.compare --parent-run-id <id>
+
+Each ranker against a baseline, Benjamini-Hochberg, only the runs with k = 10::
+
+    python -m harness.compare --experiment default --filter "params.`metric.k` = '10'" \\
+        --baseline random --correction bh
+
+Bad input (an unknown run, runs of several datasets, no overlapping queries, a single
+ranker) prints one line and exits 2; an unreachable tracking server exits 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from harness.errors import HarnessError
+
+__all__ = ["main", "parser"]
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command-line interface."""
+    from harness.compare.stats import CORRECTIONS, TESTS
+
+    p = argparse.ArgumentParser(prog="python -m harness.compare",
+                                description="Compare the ranker versions of a sweep: paired "
+                                "tests per metric variant, sensitivity to the metric "
+                                "definition, and an HTML/Markdown/LaTeX report.")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--parent-run-id", help="a sweep's (or a job's) parent run id")
+    source.add_argument("--experiment", help="an experiment name (every ranker run in it, "
+                        "narrowed by --filter)")
+    p.add_argument("--filter", dest="filter_string", default=None,
+                   help="MLflow search_runs filter ANDed to the selection, e.g. "
+                   "\"params.`metric.k` = '10'\"")
+    p.add_argument("--tracking-uri", default=None,
+                   help="default: $MLFLOW_TRACKING_URI, else sqlite:///<project>/runs/mlflow.db")
+    p.add_argument("--baseline", default=None,
+                   help="compare every ranker with this one (a ranker name or version label) "
+                   "instead of every pair")
+    p.add_argument("--variants", nargs="+", default=None, metavar="VARIANT",
+                   help="variant display names to compare (default: all)")
+    p.add_argument("--correction", choices=CORRECTIONS, default="holm",
+                   help="multiple-testing correction (default: holm)")
+    p.add_argument("--family", choices=("variant", "all"), default="variant",
+                   help="comparisons corrected together: per variant (default) or all")
+    p.add_argument("--test", choices=TESTS, default="ttest",
+                   help="test whose corrected p-value marks significance (default: ttest)")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level (0.05)")
+    p.add_argument("--resamples", type=int, default=10_000,
+                   help="permutation-test sign flips and bootstrap resamples (10000)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the resampling (0)")
+    p.add_argument("--out-dir", default="runs/reports",
+                   help="reports go to <out-dir>/<experiment>/<parent id or timestamp>/ "
+                   "(default: runs/reports; relative to the project)")
+    p.add_argument("--no-log", action="store_true",
+                   help="do not log the report to the parent run")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the comparison; returns the exit code (0, 2 for bad input, 3 MLflow down)."""
+    args = parser().parse_args(argv)
+    try:
+        return _run(args)
+    except HarnessError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return int(getattr(exc, "exit_code", 2))
+
+
+def _run(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from harness.compare import compare_table, load_sweep, sensitivity
+    from harness.reporting.report import build_report, comparison_display, log_report, report_dir
+
+    sweep = load_sweep(args.tracking_uri, parent_run_id=args.parent_run_id,
+                       experiment=args.experiment, filter_string=args.filter_string)
+    baseline = sweep.resolve(args.baseline) if args.baseline else None
+    comparison = compare_table(sweep.per_query, args.variants, baseline,
+                               correction=args.correction, alpha=args.alpha, test=args.test,
+                               seed=args.seed, resamples=args.resamples, family=args.family)
+    sens = sensitivity(sweep.per_query, comparison, variants=args.variants)
+    n_queries = max(len(f) for f in sweep.per_query.values())
+    print(f"{sweep.experiment}: {len(sweep.versions)} ranker versions "
+          f"({', '.join(sweep.versions)}), {len(sweep.variants)} variants, up to {n_queries} "
+          f"queries of {sweep.dataset_name} ({sweep.dataset_digest[:12]})")
+    with pd.option_context("display.width", 250, "display.max_rows", None,
+                           "display.max_columns", None, "display.max_colwidth", 60):
+        print(comparison_display(comparison).to_string(index=False))
+    dropped = comparison[comparison["n_dropped"] > 0]
+    print(f"queries dropped in {len(dropped)} of {len(comparison)} comparisons"
+          + "".join(f"\n  {r.variant}, {r.ranker_a} vs {r.ranker_b}: {r.dropped}"
+                    for r in dropped.itertuples()))
+    for note in [*sweep.notes, *comparison.attrs["notes"], *sens.notes]:
+        print(f"- {note}")
+    out = report_dir(sweep, args.out_dir)
+    paths = build_report(sweep, comparison, sens, out)
+    print(f"report: {paths.html}\n        {paths.markdown}\n        {paths.latex}")
+    if args.no_log:
+        return 0
+    if sweep.parent_run_id is None:
+        print("report not logged to MLflow: the runs have no common parent run")
+        return 0
+    log_report(paths, sweep.tracking_uri, sweep.parent_run_id)
+    print(f"logged to run {sweep.parent_run_id} under report/")
+    return 0

@@ -1,0 +1,226 @@
+"""Does the metric definition change which ranker wins? Sensitivity of a sweep's variants.
+
+For every pair of variants, Kendall's tau between the ranker orderings (by mean); for every
+variant, the winner and its discriminative power (share of compared ranker pairs found
+significantly different after correction); and, where the sweep holds both tie extremes,
+each ranker's tie-sensitivity interval (optimistic - pessimistic).
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from harness.compare.stats import per_query_frame
+from harness.errors import MetricDefinitionError
+from harness.metrics import parse_metric
+from harness.metrics.evaluate import metric_columns
+
+__all__ = ["Sensitivity", "sensitivity", "kendall_matrix", "tie_intervals", "TIES_HOWTO"]
+
+#: What to do when the sweep has no optimistic/pessimistic pair of variants.
+TIES_HOWTO = ("tie-sensitivity interval not available: no two variants of the sweep differ "
+              "only in ties=optimistic/pessimistic; add both tie rules to the metric grid, "
+              "e.g. metric.ties=[optimistic,pessimistic] (or sweep -m "
+              "metric.ties=optimistic,pessimistic)")
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """Sensitivity of the ranker ordering to the metric variant.
+
+    Attributes
+    ----------
+    means : DataFrame
+        Mean per query of each ranker (columns) under each variant (rows); NaN where the
+        ranker lacks the variant.
+    winners : DataFrame
+        Per variant: ``winner`` (rankers sharing the top mean joined by " = "), its
+        ``mean``, the ``margin`` to the runner-up and the full ``order``.
+    tau : DataFrame
+        Kendall's tau-b between the orderings under two variants, over the rankers holding
+        both (NaN with fewer than two, or when an ordering is all ties).
+    power : DataFrame
+        Per variant: ``n_comparisons``, ``n_significant`` and their ratio
+        ``discriminative_power`` (empty when no comparison table was given).
+    ties : DataFrame
+        Per ranker and variant (named with ties=average): the ``optimistic`` and
+        ``pessimistic`` means, the ``interval`` (their difference), ``n_queries`` and
+        ``n_affected`` (queries whose value depends on the tie rule). Empty when the sweep
+        has no such pair; ``notes`` then says how to get it.
+    notes : tuple of str
+        Plain-language findings: whether the winner changes, what is missing.
+    """
+
+    means: pd.DataFrame
+    winners: pd.DataFrame
+    tau: pd.DataFrame
+    power: pd.DataFrame
+    ties: pd.DataFrame
+    notes: tuple[str, ...]
+
+    @property
+    def winner_changes(self) -> bool:
+        """True when no ranker is at the top (alone or tied) under every variant."""
+        return not _always_top(self.winners)
+
+
+def kendall_matrix(means: pd.DataFrame) -> pd.DataFrame:
+    """Kendall's tau-b (:func:`scipy.stats.kendalltau`) between every two rows of
+    ``means`` (variants x rankers), over the rankers with a value in both rows.
+
+    >>> m = pd.DataFrame({"a": [0.9, 0.1], "b": [0.5, 0.5], "c": [0.1, 0.9]},
+    ...                  index=["v1", "v2"])
+    >>> kendall_matrix(m).loc["v1", "v2"]
+    np.float64(-1.0)
+    """
+    variants = list(means.index)
+    tau = pd.DataFrame(np.nan, index=variants, columns=variants, dtype=np.float64)
+    values = means.to_numpy(dtype=np.float64)
+    for i, j in itertools.combinations_with_replacement(range(len(variants)), 2):
+        both = ~np.isnan(values[i]) & ~np.isnan(values[j])
+        if both.sum() < 2:
+            continue
+        with warnings.catch_warnings():  # a constant ordering: tau is undefined (NaN)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            t = stats.kendalltau(values[i][both], values[j][both]).statistic
+        tau.iat[i, j] = tau.iat[j, i] = t
+    return tau
+
+
+def _order(row: pd.Series) -> str:
+    """Labels by descending mean, joined by " > " or, for equal means, " = "."""
+    text = str(row.index[0])
+    for i in range(1, len(row)):
+        text += (" = " if row.iloc[i] == row.iloc[i - 1] else " > ") + str(row.index[i])
+    return text
+
+
+def _always_top(winners: pd.DataFrame) -> list[str]:
+    tops = [w.split(" = ") for w in winners["winner"]]
+    return [label for label in tops[0] if all(label in t for t in tops[1:])] if tops else []
+
+
+def _winner_note(winners: pd.DataFrame) -> str:
+    """Plain-language answer to: does the variant change which ranker wins?"""
+    always = _always_top(winners)
+    tied = [v for v, w in winners["winner"].items() if " = " in w]
+    if always:
+        text = f"{' and '.join(always)} wins under every variant ({len(winners)})"
+        return text + (f", tied at the top under {len(tied)} ({', '.join(tied[:4])}"
+                       f"{', ...' if len(tied) > 4 else ''})" if tied else "")
+    counts = winners["winner"].value_counts()
+    parts = [f"{w} under {n} ({', '.join(winners.index[winners['winner'] == w][:4])}"
+             f"{', ...' if n > 4 else ''})" for w, n in counts.items()]
+    return "the winner changes with the variant: " + "; ".join(parts)
+
+
+def _winners(means: pd.DataFrame) -> pd.DataFrame:
+    rows = {}
+    for variant, row in means.iterrows():
+        row = row.dropna().sort_values(ascending=False, kind="stable")
+        top = row[row == row.iloc[0]]
+        rest = row[row < row.iloc[0]]
+        rows[variant] = {"winner": " = ".join(top.index), "mean": float(row.iloc[0]),
+                         "margin": float(row.iloc[0] - rest.iloc[0]) if len(rest) else np.nan,
+                         "order": _order(row)}
+    return pd.DataFrame.from_dict(rows, orient="index", columns=["winner", "mean", "margin",
+                                                                  "order"])
+
+
+def tie_intervals(per_query: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Optimistic - pessimistic mean per ranker, for every variant the sweep holds under both
+    tie rules (and otherwise equal); empty when there is none.
+
+    >>> f = pd.DataFrame({"qid": ["q1", "q2"], "nDCG@5(ties=optimistic)": [1.0, 0.8],
+    ...                   "nDCG@5(ties=pessimistic)": [0.6, 0.8]})
+    >>> tie_intervals({"r": f})[["ranker", "variant", "interval", "n_affected"]]
+      ranker  variant  interval  n_affected
+    0      r   nDCG@5       0.2           1
+    """
+    rows = []
+    for label, frame in per_query.items():
+        frame = per_query_frame(frame)
+        columns = metric_columns(frame)
+        for column in columns:
+            try:
+                m = parse_metric(column)
+            except MetricDefinitionError:
+                continue
+            if m.ties != "optimistic":
+                continue
+            pessimistic = m.with_options(ties="pessimistic").display_name
+            if pessimistic not in columns:
+                continue
+            both = frame[[column, pessimistic]].dropna()
+            opt, pes = both[column], both[pessimistic]
+            rows.append({"ranker": label,
+                         "variant": m.with_options(ties="average").display_name,
+                         "optimistic": float(opt.mean()), "pessimistic": float(pes.mean()),
+                         "interval": float(opt.mean() - pes.mean()), "n_queries": len(both),
+                         "n_affected": int((np.abs(opt - pes) > 1e-12).sum())})
+    return pd.DataFrame(rows, columns=["ranker", "variant", "optimistic", "pessimistic",
+                                       "interval", "n_queries", "n_affected"])
+
+
+def sensitivity(per_query: Mapping[str, pd.DataFrame], comparison: pd.DataFrame | None = None,
+                *, variants: Sequence[str] | None = None) -> Sensitivity:
+    """Sensitivity of the ranker ordering to the metric definition.
+
+    Parameters
+    ----------
+    per_query : mapping of ranker label -> DataFrame
+        Per-query tables, as for :func:`harness.compare.compare_table`.
+    comparison : DataFrame, optional
+        A :func:`~harness.compare.compare_table` result; its ``significant`` column gives the
+        discriminative power of each variant (at its alpha, after its correction). Use an
+        all-pairs table (no baseline) for the classic definition over ranker pairs.
+    variants : sequence of str, optional
+        Default: every variant column of any table.
+
+    Returns
+    -------
+    Sensitivity
+
+    Notes
+    -----
+    A ranker's mean under a variant is over the queries it has a value for (the mean
+    MLflow logs). Kendall's tau-b counts concordant minus discordant ranker pairs over the
+    geometric mean of the untied pairs: 1 = the same ordering, -1 = reversed.
+    """
+    frames = {label: per_query_frame(f) for label, f in per_query.items()}
+    if variants is None:
+        variants = list(dict.fromkeys(c for f in frames.values() for c in metric_columns(f)))
+    means = pd.DataFrame({label: [float(f[v].mean()) if v in f.columns else np.nan
+                                  for v in variants] for label, f in frames.items()},
+                         index=list(variants), dtype=np.float64)
+    winners = _winners(means)
+    notes = []
+    notes.append(_winner_note(winners))
+    tau = kendall_matrix(means)
+    off = tau.to_numpy()[~np.eye(len(tau), dtype=bool)]
+    off = off[~np.isnan(off)]
+    if len(off):
+        notes.append(f"Kendall's tau between variant orderings: min {off.min():.3f}, "
+                     f"median {np.median(off):.3f}")
+    if comparison is not None and len(comparison):
+        grouped = comparison.groupby("variant", sort=False)["significant"]
+        power = pd.DataFrame({"n_comparisons": grouped.size(),
+                              "n_significant": grouped.sum().astype(int)})
+        power["discriminative_power"] = power["n_significant"] / power["n_comparisons"]
+    else:
+        power = pd.DataFrame(columns=["n_comparisons", "n_significant",
+                                      "discriminative_power"])
+        notes.append("discriminative power not computed: no comparison table given")
+    ties = tie_intervals({label: f[[c for c in f.columns if c in set(variants)]]
+                          for label, f in frames.items()})
+    if ties.empty:
+        notes.append(TIES_HOWTO)
+    return Sensitivity(means, winners, tau, power, ties, tuple(notes))
+

@@ -1,0 +1,338 @@
+"""Paired comparisons of rankers on per-query values, with multiple-testing correction.
+
+Every test is :mod:`scipy.stats`; this module aligns the queries, handles the degenerate
+cases scipy leaves undefined (all differences zero), and collects the numbers in one table.
+Only Holm's step-down correction is written here: scipy does not have it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from harness.compare.errors import CompareError, NoOverlap, TooFewRankers, UnknownName
+from harness.metrics.evaluate import metric_columns
+
+__all__ = ["CORRECTIONS", "TESTS", "TIE_TOLERANCE", "holm", "adjust_pvalues",
+           "align_pair", "paired_comparison", "compare_table", "per_query_frame"]
+
+#: Multiple-testing corrections: Holm's step-down (FWER) and Benjamini–Hochberg (FDR).
+CORRECTIONS = ("holm", "bh")
+#: Tests whose corrected p-value can decide significance.
+TESTS = ("ttest", "wilcoxon", "permutation")
+#: Per-query differences within this distance of 0 are ties (floating-point noise).
+TIE_TOLERANCE = 1e-12
+
+COLUMNS = ["variant", "ranker_a", "ranker_b", "n", "n_dropped", "dropped", "mean_a", "mean_b",
+           "mean_diff", "ci_low", "ci_high", "d_z", "wins", "ties", "losses", "p_ttest",
+           "p_wilcoxon", "p_permutation", "p_ttest_adj", "p_wilcoxon_adj",
+           "p_permutation_adj", "significant", "note"]
+
+
+def holm(pvalues: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Holm's step-down adjusted p-values (family-wise error rate).
+
+    Parameters
+    ----------
+    pvalues : sequence of float in [0, 1]
+        NaN entries stay NaN and do not count in the family size ``m``.
+
+    Returns
+    -------
+    ndarray
+        Adjusted p-values in the input order.
+
+    Notes
+    -----
+    With the p-values sorted ascending, ``p_(1) <= ... <= p_(m)``, the adjusted value of the
+    j-th is ``max_{i <= j} min(1, (m - i + 1) p_(i))`` (Holm 1979). Rejecting where the
+    adjusted value is below alpha is Holm's procedure at level alpha.
+
+    Examples
+    --------
+    >>> holm([0.01, 0.04, 0.03])
+    array([0.03, 0.06, 0.06])
+    """
+    p = np.asarray(pvalues, dtype=np.float64)
+    ok = ~np.isnan(p)
+    if np.any((p[ok] < 0) | (p[ok] > 1)):
+        raise ValueError(f"p-values must lie in [0, 1]; got {p[ok].min()} .. {p[ok].max()}")
+    out = np.full(p.shape, np.nan)
+    q = p[ok]
+    m = len(q)
+    if m:
+        order = np.argsort(q, kind="stable")
+        steps = np.maximum.accumulate((m - np.arange(m)) * q[order])
+        adjusted = np.empty(m)
+        adjusted[order] = np.minimum(steps, 1.0)
+        out[ok] = adjusted
+    return out
+
+
+def adjust_pvalues(pvalues: Sequence[float] | np.ndarray, method: str = "holm") -> np.ndarray:
+    """Adjusted p-values by ``method``: ``"holm"`` (:func:`holm`) or ``"bh"``
+    (:func:`scipy.stats.false_discovery_control`). NaN entries stay NaN and are left out of
+    the family.
+
+    >>> adjust_pvalues([0.01, 0.04, 0.03], "bh")
+    array([0.03, 0.04, 0.04])
+    """
+    if method not in CORRECTIONS:
+        raise CompareError(f"correction must be one of {', '.join(CORRECTIONS)}; got "
+                           f"{method!r}")
+    if method == "holm":
+        return holm(pvalues)
+    p = np.asarray(pvalues, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    ok = ~np.isnan(p)
+    if ok.any():
+        out[ok] = stats.false_discovery_control(p[ok], method="bh")
+    return out
+
+
+def _mean_last_axis(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(x, axis=axis)
+
+
+def _quietly(fn: Callable[[], Any], notes: list[str], what: str) -> Any:
+    """Call ``fn`` and turn scipy's RuntimeWarnings into notes of the comparison."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fn()
+    for w in caught:
+        text = f"{what}: {str(w.message).splitlines()[0]}"
+        if text not in notes:
+            notes.append(text)
+    return result
+
+
+def align_pair(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray, int, str]:
+    """The values of ``a`` and ``b`` on the queries both hold with a value, the number of
+    queries dropped and why (empty when none was).
+
+    >>> a = pd.Series([0.5, float("nan"), 0.9], index=["q1", "q2", "q3"])
+    >>> b = pd.Series([0.4, 0.6, 0.1], index=["q1", "q2", "q4"])
+    >>> x, y, n_dropped, why = align_pair(a, b)
+    >>> x, y, n_dropped
+    (array([0.5]), array([0.4]), 3)
+    >>> why
+    '3 queries: 1 only in a, 1 only in b, 1 without a value (NaN) in a or b'
+    """
+    if not a.index.is_unique or not b.index.is_unique:
+        raise CompareError("per-query values must have one row per query id")
+    only_a = a.index.difference(b.index)
+    only_b = b.index.difference(a.index)
+    common = a.index.intersection(b.index, sort=False)
+    x = a.loc[common].to_numpy(dtype=np.float64)
+    y = b.loc[common].to_numpy(dtype=np.float64)
+    missing = np.isnan(x) | np.isnan(y)
+    counts = ((len(only_a), "only in a"), (len(only_b), "only in b"),
+              (int(missing.sum()), "without a value (NaN) in a or b"))
+    n_dropped = sum(n for n, _ in counts)
+    dropped = (f"{n_dropped} queries: " + ", ".join(f"{n} {why}" for n, why in counts if n)
+               if n_dropped else "")
+    return x[~missing], y[~missing], n_dropped, dropped
+
+
+def paired_comparison(a: pd.Series, b: pd.Series, *, seed: int = 0, resamples: int = 10_000,
+                      confidence: float = 0.95) -> dict[str, Any]:
+    """Compare two rankers' per-query values of one metric variant, paired by query.
+
+    Parameters
+    ----------
+    a, b : Series indexed by query id
+        Per-query values; a query counts when both hold it with a non-NaN value.
+    seed : int, default 0
+        Seed of the permutation test and of the bootstrap (each gets its own generator).
+    resamples : int, default 10000
+        Sign flips of the permutation test and resamples of the bootstrap.
+    confidence : float, default 0.95
+        Level of the bootstrap interval of the mean difference.
+
+    Returns
+    -------
+    dict
+        ``n`` aligned queries; ``n_dropped`` and ``dropped`` (how many and why);
+        ``mean_a``, ``mean_b`` over the aligned queries; ``mean_diff`` (a - b) with the BCa
+        bootstrap interval ``ci_low``, ``ci_high`` (:func:`scipy.stats.bootstrap`); Cohen's
+        ``d_z``; ``wins``, ``ties``, ``losses`` of a; p-values ``p_ttest``
+        (:func:`scipy.stats.ttest_rel`), ``p_wilcoxon`` (:func:`scipy.stats.wilcoxon`) and
+        ``p_permutation`` (:func:`scipy.stats.permutation_test`); ``note``.
+
+    Notes
+    -----
+    With d the per-query differences a - b (values within ``TIE_TOLERANCE`` of 0 are
+    ties): ``d_z = mean(d) / sd(d)`` (ddof=1). The permutation test is the paired
+    randomization test: under H0 each difference is as likely to have either sign, so
+    ``permutation_test((d,), mean, permutation_type="samples")`` flips signs (exactly, over
+    all 2^n flips, when that is no more than ``resamples``). The Wilcoxon test drops zero
+    differences (``zero_method="wilcox"``). When every difference is zero, t and W are
+    undefined; their p-values are set to 1 and the note says so.
+
+    Examples
+    --------
+    >>> a = pd.Series([0.5, 0.7, 0.9, 0.4], index=["q1", "q2", "q3", "q4"])
+    >>> b = pd.Series([0.5, 0.6, 0.8, 0.2], index=["q1", "q2", "q3", "q5"])
+    >>> r = paired_comparison(a, b, resamples=100)
+    >>> r["n"], r["dropped"], (r["wins"], r["ties"], r["losses"])
+    (3, '2 queries: 1 only in a, 1 only in b', (2, 1, 0))
+    """
+    x, y, n_dropped, dropped = align_pair(a, b)
+    if not len(x):
+        raise NoOverlap(f"no query has a value for both ({dropped or 'both are empty'})")
+    d = x - y
+    d[np.abs(d) <= TIE_TOLERANCE] = 0.0
+    notes: list[str] = []
+    out: dict[str, Any] = {"n": len(d), "n_dropped": n_dropped, "dropped": dropped,
+                           "mean_a": float(x.mean()), "mean_b": float(y.mean()),
+                           "mean_diff": float(d.mean()), "wins": int((d > 0).sum()),
+                           "ties": int((d == 0).sum()), "losses": int((d < 0).sum())}
+    sd = float(np.std(d, ddof=1)) if len(d) > 1 else float("nan")
+    if sd == 0:
+        out["d_z"] = 0.0 if out["mean_diff"] == 0 else float(np.copysign(np.inf,
+                                                                           out["mean_diff"]))
+    else:
+        out["d_z"] = out["mean_diff"] / sd
+    if not np.any(d):
+        notes.append("all differences are zero: t-test and Wilcoxon p set to 1")
+        out.update(p_ttest=1.0, p_wilcoxon=1.0)
+    else:
+        out["p_ttest"] = float(_quietly(lambda: stats.ttest_rel(x, y).pvalue, notes, "t-test"))
+        out["p_wilcoxon"] = float(_quietly(lambda: stats.wilcoxon(d).pvalue, notes,
+                                           "Wilcoxon"))
+    perm = _quietly(lambda: stats.permutation_test(
+        (d,), _mean_last_axis, permutation_type="samples", vectorized=True,
+        n_resamples=resamples, rng=np.random.default_rng(seed)), notes, "permutation")
+    out["p_permutation"] = float(perm.pvalue)
+    out["ci_low"], out["ci_high"] = _bootstrap_interval(d, seed, resamples, confidence, notes)
+    out["note"] = "; ".join(notes)
+    return out
+
+
+def _bootstrap_interval(d: np.ndarray, seed: int, resamples: int, confidence: float,
+                        notes: list[str]) -> tuple[float, float]:
+    if len(d) < 2:
+        notes.append("one query: no bootstrap interval")
+        return float("nan"), float("nan")
+    if np.all(d == d[0]):  # every resample has the same mean
+        return float(d[0]), float(d[0])
+    for method in ("BCa", "percentile"):
+        res = _quietly(lambda: stats.bootstrap(
+            (d,), np.mean, n_resamples=resamples, confidence_level=confidence, method=method,
+            vectorized=True, rng=np.random.default_rng(seed)), notes, f"bootstrap ({method})")
+        low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+        if low == low and high == high:
+            return low, high
+        notes.append("BCa interval undefined (degenerate data): percentile interval used")
+    return float("nan"), float("nan")
+
+
+def per_query_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A per-query table indexed by query id (a ``qid`` column becomes the index)."""
+    if "qid" in frame.columns:
+        frame = frame.set_index("qid")
+    if not frame.index.is_unique:
+        raise CompareError("a per-query table has duplicate query ids")
+    return frame
+
+
+def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str] | None = None,
+                  baseline: str | None = None, *, correction: str = "holm",
+                  alpha: float = 0.05, test: str = "ttest", seed: int = 0,
+                  resamples: int = 10_000, confidence: float = 0.95,
+                  family: str = "variant") -> pd.DataFrame:
+    """Every ranker pair (or every ranker vs ``baseline``) under every variant.
+
+    Parameters
+    ----------
+    per_query : mapping of ranker label -> DataFrame
+        Per-query tables (``qid`` column or index; one column per variant display name).
+    variants : sequence of str, optional
+        Variants to compare; default every variant column of any table, in order. A variant
+        is compared between the rankers whose tables hold it.
+    baseline : str, optional
+        Compare each ranker with this one only (``ranker_b`` is the baseline).
+    correction : {'holm', 'bh'}, default 'holm'
+        Applied to each test's p-values within a family (see ``family``).
+    alpha : float, default 0.05
+        ``significant`` is ``p_<test>_adj < alpha``.
+    test : {'ttest', 'wilcoxon', 'permutation'}, default 'ttest'
+        The test whose corrected p-value decides ``significant``.
+    seed, resamples, confidence :
+        See :func:`paired_comparison`.
+    family : {'variant', 'all'}, default 'variant'
+        The comparisons corrected together: those of one variant (so each variant's
+        discriminative power is its own), or every row of the table.
+
+    Returns
+    -------
+    DataFrame
+        One row per (variant, ranker_a, ranker_b) with the columns of
+        :func:`paired_comparison`, the corrected p-values ``p_*_adj`` and ``significant``.
+        ``attrs`` holds the settings and the notes on variants left out.
+    """
+    if len(per_query) < 2:
+        names = ", ".join(per_query) or "none"
+        raise TooFewRankers(f"a comparison needs at least two ranker versions; got "
+                            f"{len(per_query)} ({names}): add rankers to the sweep, e.g. "
+                            "-m ranker=oracle,random")
+    for name, value, choices in (("correction", correction, CORRECTIONS),
+                                 ("test", test, TESTS), ("family", family, ("variant", "all"))):
+        if value not in choices:
+            raise CompareError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+    if not 0 < alpha < 1:
+        raise CompareError(f"alpha must lie in (0, 1); got {alpha}")
+    if int(resamples) < 1:
+        raise CompareError(f"resamples must be >= 1; got {resamples}")
+    frames = {label: per_query_frame(f) for label, f in per_query.items()}
+    if baseline is not None and baseline not in frames:
+        raise UnknownName(f"baseline {baseline!r} is not among the rankers: "
+                          f"{', '.join(frames)}")
+    known = list(dict.fromkeys(c for f in frames.values() for c in metric_columns(f)))
+    if variants is None:
+        variants = known
+    unknown = [v for v in variants if v not in known]
+    if unknown:
+        raise UnknownName(f"variant(s) {', '.join(map(repr, unknown))} not computed by any "
+                          f"ranker; known: {', '.join(known)}")
+    rows, notes = [], []
+    for variant in variants:
+        holders = [label for label, f in frames.items() if variant in f.columns]
+        if baseline is not None:
+            pairs = [(h, baseline) for h in holders if h != baseline] \
+                if baseline in holders else []
+        else:
+            pairs = list(itertools.combinations(holders, 2))
+        if not pairs:
+            notes.append(f"{variant}: computed for {', '.join(holders)} only; not compared")
+            continue
+        for ra, rb in pairs:
+            try:
+                r = paired_comparison(frames[ra][variant], frames[rb][variant], seed=seed,
+                                      resamples=int(resamples), confidence=confidence)
+            except NoOverlap as exc:
+                raise NoOverlap(f"{ra} vs {rb} under {variant}: {exc}; compare rankers "
+                                "evaluated on the same queries") from None
+            rows.append({"variant": variant, "ranker_a": ra, "ranker_b": rb} | r)
+    if not rows:
+        raise TooFewRankers("no variant was computed for two rankers: " + "; ".join(notes))
+    table = pd.DataFrame(rows)
+    groups = [np.arange(len(table))] if family == "all" else \
+        list(table.groupby("variant", sort=False).indices.values())
+    for t in TESTS:
+        adjusted = np.empty(len(table))
+        for idx in groups:
+            adjusted[idx] = adjust_pvalues(table[f"p_{t}"].to_numpy()[idx], correction)
+        table[f"p_{t}_adj"] = adjusted
+    table["significant"] = table[f"p_{test}_adj"] < alpha
+    table = table[COLUMNS]
+    table.attrs = {"correction": correction, "alpha": alpha, "test": test, "seed": seed,
+                   "resamples": int(resamples), "confidence": confidence, "family": family,
+                   "baseline": baseline, "notes": notes}
+    return table

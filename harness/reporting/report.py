@@ -1,0 +1,368 @@
+"""A comparison report: one self-contained HTML file, Markdown and LaTeX tables, CSVs, PNGs.
+
+Like ranx's ``Report``, the same comparison renders as a DataFrame, Markdown, LaTeX and
+HTML, with significance marks and win/tie/loss counts. The HTML needs nothing from the
+network: figures are embedded as base64 PNG and the style sheet is inline. Everything comes
+from a :class:`harness.compare.Sweep` (MLflow data) and the tables computed from it, so a
+report can be regenerated from the run ids alone.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from harness.paths import project_path
+
+if TYPE_CHECKING:
+    from harness.compare import Sensitivity, Sweep
+
+__all__ = ["ReportPaths", "build_report", "comparison_display", "means_display", "report_dir",
+           "log_report"]
+
+_STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px;color:#222}
+table{border-collapse:collapse;font-size:12px;margin:.6em 0}th,td{border:1px solid #ccc;
+padding:2px 6px;text-align:right}th{background:#f3f3f3}td:first-child{text-align:left}
+.note{color:#555;font-size:13px}img{max-width:100%;border:1px solid #eee;margin:.3em 0}
+pre{background:#f7f7f7;padding:.6em;font-size:11px;overflow-x:auto}"""
+
+
+@dataclass(frozen=True)
+class ReportPaths:
+    """Where :func:`build_report` wrote each file."""
+
+    directory: Path
+    html: Path
+    markdown: Path
+    latex: Path
+    figures: tuple[Path, ...]
+    tables: tuple[Path, ...]
+
+
+def _p(value: float) -> str:
+    return "" if value != value else f"{value:.3g}"
+
+
+def comparison_display(comparison: pd.DataFrame) -> pd.DataFrame:
+    """The comparison table formatted for reading: one row per (variant, pair), with
+    ``sig`` = ``*`` where the corrected p-value of the deciding test is below alpha.
+
+    >>> from harness.compare import compare_table
+    >>> a = pd.DataFrame({"qid": ["q1", "q2", "q3"], "nDCG@10": [0.9, 0.8, 0.7]})
+    >>> b = pd.DataFrame({"qid": ["q1", "q2", "q3"], "nDCG@10": [0.5, 0.8, 0.6]})
+    >>> comparison_display(compare_table({"a": a, "b": b}, resamples=100))[
+    ...     ["variant", "A", "B", "diff", "W/T/L", "sig"]]
+       variant  A  B     diff  W/T/L sig
+    0  nDCG@10  a  b  +0.1667  2/1/0
+    """
+    attrs = comparison.attrs
+    test, correction = attrs.get("test", "ttest"), attrs.get("correction", "holm")
+    c = comparison
+    return pd.DataFrame({
+        "variant": c["variant"], "A": c["ranker_a"], "B": c["ranker_b"], "n": c["n"],
+        "dropped": c["n_dropped"], "mean A": c["mean_a"].map("{:.4f}".format),
+        "mean B": c["mean_b"].map("{:.4f}".format),
+        "diff": c["mean_diff"].map("{:+.4f}".format),
+        "95% CI": [f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in zip(c["ci_low"], c["ci_high"])],
+        "d_z": c["d_z"].map("{:.2f}".format),
+        "W/T/L": [f"{w}/{t}/{lo}" for w, t, lo in zip(c["wins"], c["ties"], c["losses"])],
+        "p t": c["p_ttest"].map(_p), "p Wilcoxon": c["p_wilcoxon"].map(_p),
+        "p perm": c["p_permutation"].map(_p),
+        f"p adj ({test}, {correction})": c[f"p_{test}_adj"].map(_p),
+        "sig": np.where(c["significant"], "*", ""),
+    })
+
+
+def means_display(means: pd.DataFrame, comparison: pd.DataFrame) -> tuple[pd.DataFrame,
+                                                                            dict[str, str]]:
+    """ranx-style table: rankers (rows) x variants (columns), each mean followed by the
+    letters of the rankers it is significantly better than; returns it and the letters."""
+    letters = {label: chr(ord("a") + i) if i < 26 else f"r{i}"
+               for i, label in enumerate(means.columns)}
+    beats: dict[tuple[str, str], list[str]] = {}
+    for row in comparison[comparison["significant"]].itertuples():
+        winner, loser = ((row.ranker_a, row.ranker_b) if row.mean_diff > 0
+                         else (row.ranker_b, row.ranker_a))
+        beats.setdefault((winner, row.variant), []).append(letters[loser])
+    cells = {variant: {label: "" if means.at[variant, label] != means.at[variant, label]
+                       else f"{means.at[variant, label]:.4f}" + (
+                           "^" + "".join(sorted(beats[(label, variant)]))
+                           if (label, variant) in beats else "")
+                       for label in means.columns} for variant in means.index}
+    table = pd.DataFrame(cells)
+    table.index = [f"({letters[label]}) {label}" for label in table.index]
+    return table, letters
+
+
+def _markdown(df: pd.DataFrame, index: bool = False) -> str:
+    """A GitHub-flavoured Markdown table (``|`` in cells escaped)."""
+    if index:
+        df = df.reset_index()
+    def cell(v: Any) -> str:
+        return str(v).replace("|", "\\|").replace("\n", " ")
+    lines = ["| " + " | ".join(cell(c) for c in df.columns) + " |",
+             "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |"
+              for row in df.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
+        "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
+        "^": r"\textasciicircum{}"}
+
+
+def _tex(text: Any) -> str:
+    return re.sub(r"[\\&%$#_{}~^]", lambda m: _TEX[m.group()], str(text))
+
+
+def _latex(df: pd.DataFrame, caption: str, marks: bool = False) -> str:
+    def cell(v: Any) -> str:
+        text = str(v)
+        if marks and "^" in text:
+            number, _, sup = text.partition("^")
+            return f"{number}$^{{\\mathrm{{{sup}}}}}$"
+        return _tex(text)
+    body = df.map(cell)
+    body.columns = [_tex(c) for c in df.columns]
+    return body.to_latex(index=False, escape=False, caption=_tex(caption),
+                         column_format="l" * len(df.columns)) + "\n"
+
+
+def report_dir(sweep: Sweep, root: str | Path = "runs/reports") -> Path:
+    """``<root>/<experiment>/<parent run id, or a timestamp>``; a relative root resolves
+    against the project (:func:`harness.paths.project_path`)."""
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", sweep.experiment) or "experiment"
+    return project_path(root) / name / (sweep.parent_run_id or time.strftime("%Y%m%d-%H%M%S"))
+
+
+def _img(path: Path, alt: str) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", text)[:120]
+
+
+def _figures(sweep: Sweep, comparison: pd.DataFrame, sens: Sensitivity,
+             fig_dir: Path) -> dict[str, list[tuple[str, Path]]]:
+    from harness.compare.figures import (
+        distribution_figure,
+        paired_difference_figure,
+        png_bytes,
+        tau_heatmap,
+    )
+
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    out: dict[str, list[tuple[str, Path]]] = {"distributions": [], "differences": [],
+                                              "tau": []}
+    for i, variant in enumerate(sens.means.index):
+        path = fig_dir / f"distribution_{i:02d}_{_safe(variant)}.png"
+        out["distributions"].append((variant, distribution_figure(sweep.per_query, variant,
+                                                                  path)))
+    pairs = comparison[["ranker_a", "ranker_b"]].drop_duplicates().itertuples(index=False)
+    for i, (a, b) in enumerate(pairs):
+        path = fig_dir / f"difference_{i:02d}_{_safe(a)}_vs_{_safe(b)}.png"
+        path.write_bytes(png_bytes(paired_difference_figure(sweep.per_query, comparison, a, b)))
+        out["differences"].append((f"{a} vs {b}", path))
+    path = fig_dir / "kendall_tau.png"
+    path.write_bytes(png_bytes(tau_heatmap(sens.tau)))
+    out["tau"].append(("Kendall tau between variants", path))
+    return out
+
+
+def _tables(sweep: Sweep, comparison: pd.DataFrame, sens: Sensitivity
+            ) -> dict[str, tuple[str, pd.DataFrame, bool]]:
+    """Title, table and whether the index is shown, per section."""
+    means, letters = means_display(sens.means, comparison)
+    versions = pd.DataFrame([{"letter": letters[v.label], "label": v.label,
+                              "ranker": v.ranker, "kind": v.kind, "runs": len(v.run_ids),
+                              "cache key": v.cache_key[:12]} for v in sweep.versions.values()])
+    winners = sens.winners.assign(mean=sens.winners["mean"].map("{:.4f}".format),
+                                  margin=sens.winners["margin"].map(_p))
+    power = sens.power.assign(discriminative_power=sens.power["discriminative_power"].map(
+        "{:.2f}".format)) if len(sens.power) else sens.power
+    return {
+        "versions": ("Ranker versions", versions, False),
+        "means": ("Mean per query; superscripts: the rankers (letters) this one is "
+                  "significantly better than", means.T.rename_axis("variant"), True),
+        "comparison": ("Paired comparisons", comparison_display(comparison), False),
+        "winners": ("Winner per variant", winners.rename_axis("variant"), True),
+        "power": ("Discriminative power (share of compared pairs significant)",
+                  power.rename_axis("variant"), True),
+        "ties": ("Tie-sensitivity interval (optimistic - pessimistic mean)",
+                 sens.ties.round(4), False),
+        "tau": ("Kendall's tau between the ranker orderings", sens.tau.round(3), True),
+    }
+
+
+def _settings(sweep: Sweep, comparison: pd.DataFrame) -> list[tuple[str, str]]:
+    a = comparison.attrs
+    return [("experiment", sweep.experiment), ("parent run", sweep.parent_run_id or "none"),
+            ("filter", sweep.filter_string or "none"), ("tracking store", sweep.tracking_uri),
+            ("dataset", f"{sweep.dataset_name} (digest {sweep.dataset_digest})"),
+            ("significance", f"{a.get('test')} p-value, {a.get('correction')} correction per "
+                             f"{a.get('family')}, alpha {a.get('alpha')}"),
+            ("resampling", f"{a.get('resamples')} resamples (permutation sign flips and "
+                           f"bootstrap), seed {a.get('seed')}"),
+            ("baseline", str(a.get("baseline") or "none (all pairs)")),
+            ("generated", time.strftime("%Y-%m-%d %H:%M:%S %Z"))]
+
+
+def _notes(sweep: Sweep, comparison: pd.DataFrame, sens: Sensitivity) -> list[str]:
+    notes = list(sens.notes) + list(sweep.notes) + list(comparison.attrs.get("notes", []))
+    for row in comparison.itertuples():
+        if row.dropped:
+            notes.append(f"{row.variant}, {row.ranker_a} vs {row.ranker_b}: dropped "
+                         f"{row.dropped}")
+        if row.note:
+            notes.append(f"{row.variant}, {row.ranker_a} vs {row.ranker_b}: {row.note}")
+    if not comparison["n_dropped"].any():
+        notes.append("no query was dropped: every pair was compared on all its queries")
+    return notes
+
+
+def _provenance_tables(sweep: Sweep) -> dict[str, pd.DataFrame]:
+    p = sweep.provenance
+    label_of = {r["run_id"]: r["label"] for r in p["runs"]}
+    runs = pd.DataFrame(p["runs"])[["label", "run_id", "job", "cache_key"]]
+    envs = pd.DataFrame({f"environment {i + 1} ({len(e['runs'])} runs)":
+                         {"python": e["environment"].get("python", "?"),
+                          **e["environment"].get("packages", {})}
+                         for i, e in enumerate(p["environments"])})
+    varying = pd.DataFrame(p["params_varying"]).rename(index=label_of).rename_axis("run")
+    return {"runs": runs, "environments": envs.rename_axis("package"), "varying": varying}
+
+
+def build_report(sweep: Sweep, comparison: pd.DataFrame, sensitivity: Sensitivity,
+                 out_dir: str | Path) -> ReportPaths:
+    """Write the report of a comparison to ``out_dir``.
+
+    Parameters
+    ----------
+    sweep : Sweep
+        From :func:`harness.compare.load_sweep`.
+    comparison : DataFrame
+        From :func:`harness.compare.compare_table` on ``sweep.per_query``.
+    sensitivity : Sensitivity
+        From :func:`harness.compare.sensitivity`.
+    out_dir : path
+        Created if needed (see :func:`report_dir` for the conventional place).
+
+    Returns
+    -------
+    ReportPaths
+        ``report.html`` (self-contained), ``report.md``, ``report.tex``, the figures
+        (``figures/*.png``) and the CSV tables, plus ``provenance.json``.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    figures = _figures(sweep, comparison, sensitivity, out / "figures")
+    tables = _tables(sweep, comparison, sensitivity)
+    notes = _notes(sweep, comparison, sensitivity)
+    prov = _provenance_tables(sweep)
+    settings = _settings(sweep, comparison)
+    csvs = []
+    for name, frame in (("comparison", comparison), ("means", sensitivity.means),
+                        ("winners", sensitivity.winners), ("power", sensitivity.power),
+                        ("tie_intervals", sensitivity.ties), ("kendall_tau", sensitivity.tau)):
+        path = out / f"{name}.csv"
+        frame.to_csv(path, index=name not in ("comparison", "tie_intervals"))
+        csvs.append(path)
+    (out / "provenance.json").write_text(json.dumps(sweep.provenance, indent=1, default=str))
+    csvs.append(out / "provenance.json")
+    title = f"Ranker comparison: {sweep.experiment}"
+    ties_note = [n for n in sensitivity.notes if n.startswith("tie-sensitivity")]
+    # Markdown
+    md = [f"# {title}", "", *[f"- **{k}**: {v}" for k, v in settings], ""]
+    for key, (caption, frame, index) in tables.items():
+        if key == "ties" and frame.empty:
+            md += [f"## {caption}", "", ties_note[0] if ties_note else "", ""]
+            continue
+        md += [f"## {caption}", "", _markdown(frame, index), ""]
+        if key == "tau":
+            md += ["![Kendall tau heatmap](figures/kendall_tau.png)", ""]
+    md += ["## Notes", "", *[f"- {n}" for n in notes], "", "## Figures", ""]
+    md += [f"- [{name}](figures/{path.name})" for group in figures.values()
+           for name, path in group]
+    md += ["", "## Provenance", "", _markdown(prov["runs"]), "",
+           f"- git commits: {', '.join(sweep.provenance['git_commits'])}",
+           f"- harness versions: {', '.join(sweep.provenance['harness_versions'])}", "",
+           _markdown(prov["environments"], True), ""]
+    md_path = out / "report.md"
+    md_path.write_text("\n".join(md) + "\n")
+    # LaTeX
+    tex = [f"% {title}: tables (\\usepackage{{booktabs}}); generated by harness.compare\n"]
+    for key in ("means", "comparison", "winners", "power", "ties"):
+        caption, frame, index = tables[key]
+        if not frame.empty:
+            tex.append(_latex(frame.reset_index() if index else frame, caption,
+                              marks=key == "means"))
+    tex_path = out / "report.tex"
+    tex_path.write_text("\n".join(tex))
+    # HTML
+    body = [f"<h1>{html.escape(title)}</h1>", "<table>"]
+    body += [f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
+             for k, v in settings] + ["</table>"]
+    for key, (caption, frame, index) in tables.items():
+        body.append(f"<h2>{html.escape(caption)}</h2>")
+        if key == "ties" and frame.empty:
+            body.append(f'<p class="note">{html.escape(ties_note[0] if ties_note else "")}</p>')
+            continue
+        if key == "means":  # superscript marks: escape by hand, then let <sup> through
+            shown = frame.map(lambda v: "<sup>".join(map(html.escape, str(v).split("^", 1)))
+                              + ("</sup>" if "^" in str(v) else ""))
+            shown.index = [html.escape(str(i)) for i in shown.index]
+            shown.columns = [html.escape(str(c)) for c in shown.columns]
+            body.append(shown.to_html(index=index, border=0, escape=False))
+        else:
+            body.append(frame.to_html(index=index, border=0, na_rep=""))
+        if key == "tau":
+            body += [_img(p, n) for n, p in figures["tau"]]
+    body += ["<h2>Notes</h2><ul>", *[f"<li>{html.escape(n)}</li>" for n in notes], "</ul>"]
+    body.append("<h2>Per-query distributions per variant</h2>")
+    body += [_img(p, n) for n, p in figures["distributions"]]
+    body.append("<h2>Paired differences per comparison</h2>")
+    body += [_img(p, n) for n, p in figures["differences"]]
+    body += ["<h2>Provenance</h2>", prov["runs"].to_html(index=False, border=0),
+             f"<p>git commits: {html.escape(', '.join(sweep.provenance['git_commits']))}; "
+             f"harness versions: "
+             f"{html.escape(', '.join(sweep.provenance['harness_versions']))}</p>",
+             prov["environments"].to_html(border=0, na_rep="")]
+    if not prov["varying"].empty:
+        body += ["<h3>Params that differ between runs</h3>",
+                 prov["varying"].to_html(border=0, na_rep="")]
+    overrides = sweep.provenance["parent_tags"].get("sweep.overrides")
+    if overrides:
+        body.append(f"<p>sweep overrides: <code>{html.escape(overrides)}</code></p>")
+    body.append(f"<details><summary>resolved config of run "
+                f"{html.escape(sweep.provenance['config_run_id'])}</summary>"
+                f"<pre>{html.escape(sweep.provenance['config'])}</pre></details>")
+    html_path = out / "report.html"
+    html_path.write_text("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>"
+                         f"{html.escape(title)}</title><style>{_STYLE}</style></head><body>\n"
+                         + "\n".join(body) + "\n</body></html>\n")
+    return ReportPaths(out, html_path, md_path, tex_path,
+                       tuple(p for group in figures.values() for _, p in group), tuple(csvs))
+
+
+def log_report(paths: ReportPaths, tracking_uri: str, run_id: str) -> None:
+    """Log every file of the report to run ``run_id`` under ``report/``."""
+    from mlflow.tracking import MlflowClient
+
+    from harness.compare.load import mlflow_call
+
+    client = MlflowClient(tracking_uri=tracking_uri)
+    mlflow_call(lambda: client.log_artifacts(run_id, str(paths.directory), "report"),
+                tracking_uri, f"log the report to run {run_id}")
+

@@ -1,0 +1,290 @@
+"""Composing the Hydra configs in-process: every option of every group, and bad values.
+
+Each option of each config group under ``conf/`` must compose against the structured
+schema and pass :func:`harness.app.study.validate`. Bad values must fail before any data
+is read: at compose time (a misspelt key, a value of the wrong type) or in ``validate``
+(a value out of range or not among the choices), with a message naming the culprit.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import yaml
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException
+from omegaconf import DictConfig, OmegaConf
+
+import harness.paths
+from harness import InputError, Metric, MetricDefinitionError, parse_metric
+from harness.app.config import register_configs
+from harness.app.study import build_metrics, validate
+from harness.datasets import DATASETS
+from harness.rankers import RANKERS
+
+CONF = Path(harness.paths.PROJECT_ROOT) / "conf"
+
+
+def _compose(overrides: list[str]) -> DictConfig:
+    register_configs()
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
+        return compose("config", overrides=overrides)
+
+
+def _options(group: str) -> list[str]:
+    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+
+
+def _yaml(path: Path) -> dict[str, Any]:
+    return yaml.safe_load(path.read_text()) or {}
+
+
+def _ranker_names(option: str) -> list[str]:
+    """Ranker names of a ranker file, read with plain YAML (bundles list others as
+    defaults)."""
+    data = _yaml(CONF / "ranker" / f"{option}.yaml")
+    names = []
+    for entry in data.pop("defaults", []):
+        if entry != "_self_":
+            names += _ranker_names(entry)
+    return names + list(data)
+
+
+def _chain(exc: BaseException) -> str:
+    """The messages of an exception and of every exception it was raised from."""
+    parts = []
+    seen: BaseException | None = exc
+    while seen is not None:
+        parts.append(str(seen))
+        seen = seen.__cause__ or seen.__context__
+    return "\n".join(parts)
+
+
+@pytest.fixture(scope="module")
+def table_parquet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("table") / "docs.parquet"
+    pd.DataFrame({"qid": ["q1", "q1", "q2", "q2"], "docid": ["a", "b", "a", "c"],
+                  "label": [1, 0, 2, 0], "f1": [0.5, 0.1, 0.9, 0.3]}).to_parquet(path)
+    return path
+
+
+# --------------------------------------------------------------------------------------
+# every option composes and validates
+
+
+def test_the_groups_hold_the_documented_options() -> None:
+    assert set(_options("dataset")) >= {"synthetic", "lightgbm_sample", "cast2021_bm25",
+                                        "table"}
+    assert set(_options("ranker")) >= {"baselines", "oracle", "random", "noisy_oracle", "hgb",
+                                       "feature", "cast_runs"}
+    assert set(_options("metric")) >= {"default", "full_grid", "ndcg10", "trec_eval"}
+    assert set(_options("tracking")) == {"default", "off"}
+    assert set(_options("experiment")) >= {"cast2021", "lightgbm_sample", "metric_sweep"}
+
+
+def test_default_config_composes_and_validates() -> None:
+    cfg = _compose([])
+    metrics, specs, ds = validate(cfg)
+    assert ds["kind"] == "synthetic"
+    assert {s.name for s in specs} == set(_ranker_names("baselines"))
+    assert len(metrics) == 29
+    assert cfg.tracking.enabled is True and cfg.check.sklearn == "fail"
+
+
+@pytest.mark.parametrize("option", _options("dataset"))
+def test_every_dataset_option_composes_and_validates(option: str, table_parquet: Path) -> None:
+    overrides = [f"dataset={option}"]
+    if option == "table":
+        overrides.append(f"dataset.path={table_parquet}")
+    cfg = _compose(overrides)
+    _, _, ds = validate(cfg)
+    assert ds["kind"] in DATASETS
+    for key in ("test_path", "train_path", "qrels_path", "run_path", "path"):
+        if ds.get(key):  # shared-data paths resolve to files that exist
+            assert Path(ds[key]).is_absolute() and Path(ds[key]).is_file(), (key, ds[key])
+
+
+@pytest.mark.parametrize("option", _options("ranker"))
+def test_every_ranker_option_composes_and_validates(option: str) -> None:
+    cfg = _compose([f"ranker={option}"])
+    _, specs, _ = validate(cfg)
+    assert {s.name for s in specs} == set(_ranker_names(option))
+    assert all(s.kind in RANKERS for s in specs)
+    for s in specs:
+        if "path" in s.options:
+            assert Path(s.options["path"]).is_file(), s
+
+
+@pytest.mark.parametrize("option", _options("metric"))
+def test_every_metric_option_composes_and_validates(option: str) -> None:
+    cfg = _compose([f"metric={option}"])
+    metrics, _, _ = validate(cfg)
+    assert metrics and all(isinstance(m, Metric) for m in metrics)
+    assert len({m.key for m in metrics}) == len(metrics)
+
+
+@pytest.mark.parametrize("option", _options("tracking"))
+def test_every_tracking_option_composes_and_validates(option: str) -> None:
+    cfg = _compose([f"tracking={option}"])
+    validate(cfg)
+    assert cfg.tracking.enabled is (option != "off")
+
+
+@pytest.mark.parametrize("option", _options("experiment"))
+def test_every_experiment_composes_and_validates(option: str) -> None:
+    cfg = _compose([f"experiment={option}"])
+    metrics, specs, ds = validate(cfg)
+    assert cfg.study == option
+    if option == "cast2021":
+        assert ds["kind"] == "trec" and {s.name for s in specs} == {"bm25", "ance"}
+        assert len(metrics) == 7
+    if option == "lightgbm_sample":
+        assert ds["kind"] == "letor"
+    if option == "metric_sweep":
+        assert len(metrics) == 48
+
+
+def test_table_dataset_validates_with_a_real_parquet(table_parquet: Path) -> None:
+    cfg = _compose(["dataset=table", f"dataset.path={table_parquet}", "dataset.name=mine"])
+    _, _, ds = validate(cfg)
+    assert ds == {"kind": "table", "name": "mine", "path": str(table_parquet), "qid": "qid",
+                  "docid": "docid", "label": "label", "split": None, "features": None}
+
+
+# --------------------------------------------------------------------------------------
+# build_metrics: the product of the axes plus the extras
+
+
+def _grid(option: str) -> dict[str, Any]:
+    return OmegaConf.to_container(_compose([f"metric={option}"]).metric, resolve=True)
+
+
+def test_full_grid_has_48_variants() -> None:
+    metrics = build_metrics(_grid("full_grid"))
+    raw = _yaml(CONF / "metric" / "full_grid.yaml")  # read without Hydra
+    expected = {Metric(raw["name"], gain=g, discount=d, k=k, ties=t)
+                for g, d, k, t in itertools.product(raw["gain"], raw["discount"], raw["k"],
+                                                    raw["ties"])}
+    assert len(metrics) == 48 == len(expected)
+    assert set(metrics) == expected
+
+
+def test_default_grid_has_24_variants_plus_5_extras() -> None:
+    metrics = build_metrics(_grid("default"))
+    raw = _yaml(CONF / "metric" / "default.yaml")  # read without Hydra
+    assert raw["discount"] == ["log2"] and raw["ideal"] == ["judged"]
+    product = {Metric(n, gain=g, k=k, ties=t, empty=raw["empty"])
+               for n, g, k, t in itertools.product(raw["name"], raw["gain"], raw["k"],
+                                                   raw["ties"])}
+    extras = {parse_metric(x) for x in raw["extra"]}
+    assert len(product) == 24 and len(extras) == 5
+    assert len(metrics) == 29
+    assert set(metrics) == product | extras
+
+
+def test_one_value_axes_and_list_overrides() -> None:
+    assert build_metrics(_grid("ndcg10")) == [Metric("ndcg", k=10)]
+    cfg = _compose(["metric=ndcg10", "metric.k=[1,3,null]"])
+    metrics, _, _ = validate(cfg)
+    assert [m.k for m in metrics] == [1, 3, None]
+
+
+def test_duplicate_variants_are_kept_once() -> None:
+    grid = {"name": "ndcg", "gain": "exp2", "discount": "log2", "k": [10, 10],
+            "ties": "average", "ideal": "judged", "extra": ["ndcg@10"]}
+    assert build_metrics(grid) == [Metric("ndcg", k=10)]
+
+
+# --------------------------------------------------------------------------------------
+# bad values fail before any data is read, with a message that names them
+
+
+def test_k_zero_fails_in_validate() -> None:
+    cfg = _compose(["metric.k=0"])  # composes: the schema allows any k
+    with pytest.raises(MetricDefinitionError, match="k must be an int"):
+        validate(cfg)
+
+
+def test_unknown_tie_rule_fails_in_validate() -> None:
+    cfg = _compose(["metric.ties=foo"])
+    with pytest.raises(MetricDefinitionError, match=r"ties must be one of .*'foo'"):
+        validate(cfg)
+
+
+def test_unknown_extra_metric_fails_in_validate() -> None:
+    cfg = _compose(["metric.extra=[ndgc@10]"])
+    with pytest.raises(MetricDefinitionError, match="ndgc@10"):
+        validate(cfg)
+
+
+def test_misspelt_metric_key_fails_at_compose_time() -> None:
+    with pytest.raises(ConfigCompositionException) as info:
+        _compose(["metric.kk=5"])
+    assert "metric.kk" in _chain(info.value)
+
+
+def test_misspelt_dataset_key_fails_at_compose_time() -> None:
+    with pytest.raises(ConfigCompositionException) as info:
+        _compose(["dataset.n_querys=5"])
+    assert "dataset.n_querys" in _chain(info.value)
+
+
+def test_wrongly_typed_value_fails_at_compose_time() -> None:
+    with pytest.raises(ConfigCompositionException) as info:
+        _compose(["dataset.n_queries=abc"])
+    text = _chain(info.value)
+    assert "dataset.n_queries" in text and "Integer" in text and "'abc'" in text
+
+
+def test_unknown_ranker_kind_names_the_known_kinds() -> None:
+    cfg = _compose(["ranker.oracle.kind=magic"])
+    with pytest.raises(InputError, match="unknown kind 'magic'") as info:
+        validate(cfg)
+    assert all(kind in str(info.value) for kind in RANKERS)
+    assert info.value.column == "ranker.oracle.kind"
+
+
+def test_bad_check_mode_fails_in_validate() -> None:
+    cfg = _compose(["check.sklearn=maybe"])
+    with pytest.raises(InputError, match="check.sklearn must be fail, warn or off; got 'maybe'"):
+        validate(cfg)
+
+
+@pytest.mark.parametrize("key", ["nan_scores", "missing"])
+def test_bad_engine_options_fail_in_validate(key: str) -> None:
+    cfg = _compose([f"metric.{key}=bogus"])
+    with pytest.raises(InputError, match=f"metric.{key} must be one of"):
+        validate(cfg)
+
+
+def test_feature_ranker_without_feature_fails_in_validate() -> None:
+    cfg = _compose(["ranker=feature", "ranker.feature_f0.feature=null"])
+    with pytest.raises(InputError, match="needs option 'feature'"):
+        validate(cfg)
+
+
+# The schema's docstring (harness/app/config.py) promises that values with a range or a
+# set of choices are checked by validate() before any data is read; these three are not.
+
+
+def test_unknown_sklearn_estimator_fails_in_validate() -> None:
+    cfg = _compose(["ranker.hgb.estimator=magic"])
+    with pytest.raises(InputError, match="magic"):
+        validate(cfg)
+
+
+def test_negative_sigma_fails_in_validate() -> None:
+    cfg = _compose(["ranker=noisy_oracle", "ranker.noisy_oracle.sigma=-1"])
+    with pytest.raises(InputError, match="sigma"):
+        validate(cfg)
+
+
+def test_table_without_path_fails_in_validate() -> None:
+    cfg = _compose(["dataset=table"])  # dataset.path is mandatory ('???')
+    with pytest.raises(Exception, match="path") as info:
+        validate(cfg)
+    assert "???" not in str(info.value)

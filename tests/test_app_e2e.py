@@ -1,0 +1,447 @@
+"""The Hydra app end to end: ``python -m harness`` as a subprocess into a temporary MLflow store.
+
+Expected numbers are computed here without the app: the dataset is rebuilt with
+:func:`harness.datasets.load_dataset` from the options in ``conf/`` (read as plain YAML),
+each ranker is scored with :func:`harness.rankers.score` and evaluated with
+:func:`harness.evaluate`, and one variant is re-checked against sklearn's ``ndcg_score``.
+Every store, cache, output and pending folder lives under pytest's tmp dirs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from mlflow.tracking import MlflowClient
+
+import harness
+import harness.paths
+from harness import Metric, evaluate, parse_metric
+from harness.datasets import Dataset, load_dataset
+from harness.rankers import RankerSpec, score
+
+PROJECT = Path(harness.paths.PROJECT_ROOT)
+CONF = PROJECT / "conf"
+N_QUERIES = 60
+HGB_ITER = 20  # fewer boosting rounds than conf/ranker/hgb.yaml, to keep the run short
+TOL = 1e-12
+APP_TIMEOUT = 300
+
+
+# --------------------------------------------------------------------------------------
+# helpers
+
+
+def _yaml(path: Path) -> dict[str, Any]:
+    data = yaml.safe_load(path.read_text()) or {}
+    data.pop("defaults", None)
+    return data
+
+
+def _ranker_entries(option: str) -> dict[str, dict[str, Any]]:
+    """Rankers of conf/ranker/<option>.yaml (bundles pull in other files), plain YAML."""
+    raw = yaml.safe_load((CONF / "ranker" / f"{option}.yaml").read_text()) or {}
+    out: dict[str, dict[str, Any]] = {}
+    for entry in raw.pop("defaults", []):
+        if entry != "_self_":
+            out.update(_ranker_entries(entry))
+    out.update(raw)
+    return out
+
+
+def _default_metrics() -> list[Metric]:
+    raw = _yaml(CONF / "metric" / "default.yaml")
+    out = [Metric(n, gain=g, discount=d, k=k, ties=t, ideal=i, empty=raw.get("empty", "zero"))
+           for n, g, d, k, t, i in itertools.product(raw["name"], raw["gain"], raw["discount"],
+                                                      raw["k"], raw["ties"], raw["ideal"])]
+    out += [parse_metric(x) for x in raw.get("extra", [])]
+    return out
+
+
+def run_app(args: list[str], shared: Path) -> tuple[subprocess.CompletedProcess[str], float]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env["HARNESS_SHARED_DATA"] = str(shared)
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "harness", *args], cwd=PROJECT, env=env,
+                          capture_output=True, text=True, timeout=APP_TIMEOUT)
+    return proc, time.perf_counter() - t
+
+
+def _explain(proc: subprocess.CompletedProcess[str]) -> str:
+    return f"exit {proc.returncode}\n--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n" \
+           f"{proc.stderr[-4000:]}"
+
+
+@dataclass
+class Store:
+    root: Path
+    uri: str
+
+    def overrides(self, experiment: str) -> list[str]:
+        return [f"tracking.uri={self.uri}", f"tracking.experiment={experiment}",
+                f"tracking.pending_dir={self.root / 'pending'}",
+                f"tracking.artifact_root={self.root / 'artifacts'}",
+                f"cache_dir={self.root / 'cache'}"]
+
+    def client(self) -> MlflowClient:
+        return MlflowClient(tracking_uri=self.uri)
+
+    def runs(self, experiment: str) -> list[Any]:
+        client = self.client()
+        exp = client.get_experiment_by_name(experiment)
+        assert exp is not None, f"no experiment {experiment!r} in {self.uri}"
+        return client.search_runs([exp.experiment_id], max_results=1000)
+
+
+def _role(runs: list[Any], role: str) -> list[Any]:
+    return [r for r in runs if r.data.tags.get("harness.role") == role]
+
+
+def _download(client: MlflowClient, run_id: str, path: str, dst: Path) -> Path:
+    dst.mkdir(parents=True, exist_ok=True)
+    return Path(client.download_artifacts(run_id, path, str(dst)))
+
+
+def _artifact_paths(client: MlflowClient, run_id: str, path: str | None = None) -> set[str]:
+    return {a.path for a in client.list_artifacts(run_id, path)}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    root = tmp_path_factory.mktemp("e2e_store")
+    return Store(root, f"sqlite:///{root / 'mlflow.db'}")
+
+
+# --------------------------------------------------------------------------------------
+# (a) the main job: default metric grid, ranker=baselines, figures on
+
+
+BASELINE_ARGS = [f"dataset.n_queries={N_QUERIES}", f"dataset.n_train_queries={N_QUERIES}",
+                 "ranker=baselines", f"ranker.hgb.params.max_iter={HGB_ITER}"]
+
+
+@dataclass
+class Job:
+    proc: subprocess.CompletedProcess[str]
+    seconds: float
+    out: Path
+    experiment: str
+
+
+@pytest.fixture(scope="module")
+def baseline(store: Store, shared_data: Path) -> Job:
+    out = store.root / "out_a"
+    proc, seconds = run_app([*BASELINE_ARGS, *store.overrides("e2e_a"),
+                             f"hydra.run.dir={out}"], shared_data)
+    return Job(proc, seconds, out, "e2e_a")
+
+
+@dataclass
+class Expected:
+    dataset: Dataset
+    metrics: list[Metric]
+    runs: dict[str, pd.DataFrame]
+    per_query: dict[str, pd.DataFrame]
+
+
+@pytest.fixture(scope="module")
+def expected() -> Expected:
+    """The same study computed without the app."""
+    options = _yaml(CONF / "dataset" / "synthetic.yaml")
+    kind = options.pop("kind", "synthetic")
+    options.update(n_queries=N_QUERIES, n_train_queries=N_QUERIES)
+    ds = load_dataset(kind, **options)
+    metrics = _default_metrics()
+    runs, per_query = {}, {}
+    for name, entry in _ranker_entries("baselines").items():
+        opts = {k: v for k, v in entry.items() if k != "kind"}
+        if entry["kind"] == "sklearn":
+            opts["params"] = {**opts.get("params", {}), "max_iter": HGB_ITER}
+        run, _, hit = score(RankerSpec(name, entry["kind"], opts), ds, None)
+        assert not hit
+        runs[name] = run
+        per_query[name] = evaluate(run, ds.qrels, metrics)
+    return Expected(ds, metrics, runs, per_query)
+
+
+def test_main_job_exits_0_and_writes_its_files(baseline: Job, expected: Expected) -> None:
+    assert baseline.proc.returncode == 0, _explain(baseline.proc)
+    out = baseline.out
+    for name in expected.runs:
+        assert (out / "per_query" / f"{name}.parquet").is_file()
+    for f in ("summary.csv", "sklearn_check.csv", "metric_keys.json", "config_resolved.yaml",
+              "dataset.json"):
+        assert (out / f).is_file(), f
+    assert json.loads((out / "dataset.json").read_text())["digest"] == expected.dataset.digest
+
+
+def test_main_job_run_structure(baseline: Job, store: Store, expected: Expected) -> None:
+    assert baseline.proc.returncode == 0, _explain(baseline.proc)
+    runs = store.runs(baseline.experiment)
+    jobs, rankers = _role(runs, "job"), _role(runs, "ranker")
+    assert len(jobs) == 1 and len(runs) == 1 + len(expected.runs)
+    job = jobs[0]
+    assert job.info.status == "FINISHED"
+    assert {r.info.run_name for r in rankers} == set(expected.runs)
+    for r in rankers:
+        tags = r.data.tags
+        assert r.info.status == "FINISHED"
+        assert tags["mlflow.parentRunId"] == job.info.run_id
+        assert tags["ranker.name"] == r.info.run_name
+        assert tags["dataset.digest"] == expected.dataset.digest
+        assert tags["harness.version"] == harness.__version__
+        # the checkout's commit (the checkout may have moved on since the job ran)
+        assert re.fullmatch(r"[0-9a-f]{40}(-dirty)?", tags["git.commit"]), tags["git.commit"]
+        sha = tags["git.commit"].split("-")[0]
+        assert subprocess.run(["git", "merge-base", "--is-ancestor", sha, "HEAD"],
+                              cwd=PROJECT).returncode == 0
+        # the cache key names the cached scores, which equal the independent run
+        cached = pd.read_parquet(store.root / "cache" / f"{tags['ranker.cache_key']}.parquet")
+        pd.testing.assert_frame_equal(
+            cached.reset_index(drop=True), expected.runs[r.info.run_name].reset_index(drop=True),
+            check_dtype=False, check_exact=True)
+        inputs = r.inputs.dataset_inputs
+        assert len(inputs) == 1
+        assert inputs[0].dataset.digest == expected.dataset.digest[:32]
+        assert {t.key: t.value for t in inputs[0].tags}["harness.digest"] == \
+            expected.dataset.digest
+
+
+def test_logged_means_equal_the_independent_computation(baseline: Job, store: Store,
+                                                        expected: Expected) -> None:
+    assert baseline.proc.returncode == 0, _explain(baseline.proc)
+    runs = store.runs(baseline.experiment)
+    job = _role(runs, "job")[0]
+    by_name = {r.info.run_name: r for r in _role(runs, "ranker")}
+    checked = 0
+    for name, pq in expected.per_query.items():
+        logged = by_name[name].data.metrics
+        for m in expected.metrics:
+            values = pq[m.display_name].to_numpy(dtype=float)
+            assert not np.isnan(values).any(), (name, m)
+            mean = float(values.mean())
+            assert abs(logged[f"{m.key}.mean"] - mean) <= TOL, (name, m, logged[f"{m.key}.mean"],
+                                                                 mean)
+            assert abs(job.data.metrics[f"{name}.{m.key}.mean"] - mean) <= TOL
+            assert abs(logged[f"{m.key}.std"] - float(np.std(values, ddof=1))) <= 1e-9
+            assert abs(logged[f"{m.key}.median"] - float(np.median(values))) <= TOL
+            assert abs(logged[f"{m.key}.frac_zero"] - float(np.mean(values == 0))) <= TOL
+            assert logged[f"{m.key}.n_queries"] == N_QUERIES
+            assert logged[f"{m.key}.n_excluded"] == 0
+            assert logged[f"{m.key}.ci_low"] <= mean <= logged[f"{m.key}.ci_high"]
+            checked += 1
+    assert checked == len(expected.runs) * 29
+
+
+def test_per_query_artifacts(baseline: Job, store: Store, expected: Expected,
+                             tmp_path: Path) -> None:
+    assert baseline.proc.returncode == 0, _explain(baseline.proc)
+    client = store.client()
+    for r in _role(store.runs(baseline.experiment), "ranker"):
+        name = r.info.run_name
+        assert f"{name}.parquet" in _artifact_paths(client, r.info.run_id)
+        table = pd.read_parquet(_download(client, r.info.run_id, f"{name}.parquet",
+                                          tmp_path / name))
+        assert len(table) == N_QUERIES == expected.dataset.test["qid"].nunique()
+        names = [m.display_name for m in expected.metrics]
+        assert {"qid", "n_docs", "n_judged", "n_relevant", *names} <= set(table.columns)
+        mine = expected.per_query[name]
+        table = table.set_index("qid").loc[mine.index]
+        np.testing.assert_array_equal(table[["n_docs", "n_judged", "n_relevant"]].to_numpy(),
+                                      mine[["n_docs", "n_judged", "n_relevant"]].to_numpy())
+        np.testing.assert_allclose(table[names].to_numpy(dtype=float),
+                                   mine[names].to_numpy(dtype=float), rtol=0, atol=TOL)
+
+
+def test_job_run_files_figures_and_metric_keys(baseline: Job, store: Store,
+                                               expected: Expected, tmp_path: Path) -> None:
+    assert baseline.proc.returncode == 0, _explain(baseline.proc)
+    client = store.client()
+    job = _role(store.runs(baseline.experiment), "job")[0]
+    top = _artifact_paths(client, job.info.run_id)
+    assert {"summary.csv", "sklearn_check.csv", "metric_keys.json", "dataset.json", "config",
+            "figures"} <= top
+    figures = _artifact_paths(client, job.info.run_id, "figures")
+    assert figures == {f"figures/{m.key}.png" for m in expected.metrics}
+    assert len(list((baseline.out / "figures").glob("*.png"))) == len(expected.metrics)
+    keys = json.loads(_download(client, job.info.run_id, "metric_keys.json",
+                                tmp_path).read_text())
+    assert keys == {m.key: m.display_name for m in expected.metrics}
+
+
+def test_sklearn_check_table(baseline: Job, expected: Expected) -> None:
+    assert baseline.proc.returncode == 0, _explain(baseline.proc)
+    table = pd.read_csv(baseline.out / "sklearn_check.csv")
+    assert set(table["ranker"]) == set(expected.runs)
+    assert len(table) == len(expected.runs) * len(expected.metrics)
+    status = table.set_index(["ranker", "variant"])["status"]
+    reason = table.set_index(["ranker", "variant"])["reason"]
+    for name in expected.runs:
+        for m in expected.metrics:
+            s = status[(name, m.display_name)]
+            assert s in ("checked", "not checked")
+            if m.name != "ndcg":  # mnDCG, AP, RR, ...: sklearn has no such measure
+                assert s == "not checked", (name, m)
+                assert isinstance(reason[(name, m.display_name)], str) and \
+                    reason[(name, m.display_name)].strip()
+            elif m.ties == "average":  # every query is expressible in sklearn
+                assert s == "checked", (name, m)
+            elif name == "random":  # continuous scores: no ties, so ties=input is checkable
+                assert s == "checked", (name, m)
+    checked = table[table["status"] == "checked"]
+    assert len(checked) > 0
+    assert not checked["variant"].str.startswith("mnDCG").any()
+    assert (checked["n_checked"] > 0).all() and (checked["max_abs_diff"] <= 1e-9).all()
+    assert {"nDCG@10", "nDCG@10(gain=linear)"} <= set(checked["variant"])
+    assert table.loc[table["variant"].str.startswith("mnDCG"), "status"].eq(
+        "not checked").all()
+
+
+def test_ndcg_of_the_random_ranker_matches_sklearn_directly(expected: Expected) -> None:
+    """The check table's claim, re-done here with the public sklearn API."""
+    from sklearn.metrics import ndcg_score
+
+    run = expected.runs["random"].merge(expected.dataset.qrels, on=["qid", "docid"])
+    mine = expected.per_query["random"]
+    for qid, group in run.groupby("qid"):
+        gains = np.exp2(group["label"].to_numpy(dtype=float)) - 1
+        theirs = ndcg_score(gains[None, :], group["score"].to_numpy()[None, :], k=10)
+        assert abs(mine.at[qid, "nDCG@10"] - theirs) <= TOL, qid
+
+
+# --------------------------------------------------------------------------------------
+# (d) an identical second run reuses the score cache
+
+
+def test_second_identical_run_reuses_the_score_cache(baseline: Job, store: Store,
+                                                     shared_data: Path,
+                                                     expected: Expected) -> None:
+    assert baseline.proc.returncode == 0, _explain(baseline.proc)
+    cache = sorted((store.root / "cache").glob("*.parquet"))
+    assert len(cache) == len(expected.runs)
+    mtimes = {p: p.stat().st_mtime_ns for p in cache}
+    out = store.root / "out_d"
+    # same study; only where it is written differs (figures off to save time)
+    proc, _ = run_app([*BASELINE_ARGS, *store.overrides("e2e_d"), f"hydra.run.dir={out}",
+                       "tracking.figures=false"], shared_data)
+    assert proc.returncode == 0, _explain(proc)
+    log = proc.stdout + proc.stderr
+    assert log.count("(scores cached)") == len(expected.runs), log
+    assert "(scores computed)" not in log
+    assert {p: p.stat().st_mtime_ns for p in cache} == mtimes
+    assert sorted((store.root / "cache").glob("*.parquet")) == cache
+    for name in expected.runs:
+        first = pd.read_parquet(baseline.out / "per_query" / f"{name}.parquet")
+        second = pd.read_parquet(out / "per_query" / f"{name}.parquet")
+        pd.testing.assert_frame_equal(first, second, check_exact=True)
+    first_runs = {r.info.run_name: r.data.metrics
+                  for r in _role(store.runs("e2e_a"), "ranker")}
+    for r in _role(store.runs("e2e_d"), "ranker"):
+        m = r.data.metrics
+        for key, value in first_runs[r.info.run_name].items():
+            if key.endswith(".mean"):
+                assert m[key] == value, key
+
+
+# --------------------------------------------------------------------------------------
+# (b) a 2x2 multirun with the joblib launcher: nothing lost
+
+
+def test_multirun_2x2_parallel_logs_every_job(store: Store, shared_data: Path,
+                                              expected: Expected, tmp_path: Path) -> None:
+    sweep = store.root / "sweep_b"
+    proc, _ = run_app(["-m", f"dataset.n_queries={N_QUERIES}",
+                       f"dataset.n_train_queries={N_QUERIES}", "metric=ndcg10",
+                       "tracking.figures=false", *store.overrides("e2e_b"),
+                       f"hydra.sweep.dir={sweep}", "hydra/launcher=joblib",
+                       "hydra.launcher.n_jobs=4", "ranker=oracle,random", "metric.k=5,10"],
+                      shared_data)
+    assert proc.returncode == 0, _explain(proc)
+    runs = store.runs("e2e_b")
+    sweeps, rankers = _role(runs, "sweep"), _role(runs, "ranker")
+    assert len(sweeps) == 1 and len(rankers) == 4 and len(runs) == 5
+    parent = sweeps[0]
+    assert parent.info.status == "FINISHED"
+    client = store.client()
+    combos = set()
+    for r in rankers:
+        assert r.info.status == "FINISHED"
+        assert r.data.tags["mlflow.parentRunId"] == parent.info.run_id
+        name = r.data.tags["ranker.name"]
+        k = int(r.data.params["metric.k"])
+        combos.add((name, k))
+        assert f"{name}.parquet" in _artifact_paths(client, r.info.run_id)
+        table = pd.read_parquet(_download(client, r.info.run_id, f"{name}.parquet",
+                                          tmp_path / r.info.run_id))
+        assert len(table) == N_QUERIES
+        m = Metric("ndcg", k=k)
+        mine = evaluate(expected.runs[name], expected.dataset.qrels, [m])[m.display_name]
+        assert abs(r.data.metrics[f"{m.key}.mean"] - float(mine.mean())) <= TOL
+        np.testing.assert_allclose(table.set_index("qid").loc[mine.index, m.display_name],
+                                   mine.to_numpy(), rtol=0, atol=TOL)
+    assert combos == {("oracle", 5), ("oracle", 10), ("random", 5), ("random", 10)}
+    assert _artifact_paths(client, parent.info.run_id, "jobs") == {f"jobs/{i}"
+                                                                   for i in range(4)}
+    for i in range(4):
+        assert f"jobs/{i}/summary.csv" in _artifact_paths(client, parent.info.run_id,
+                                                          f"jobs/{i}")
+        assert (sweep / str(i) / "summary.csv").is_file()
+    assert not list((store.root / "pending").glob("*.json"))
+
+
+# --------------------------------------------------------------------------------------
+# (c) a sweep in which one job fails: the others still run, the parent is FAILED
+
+
+def test_sweep_with_a_failing_job(store: Store, shared_data: Path) -> None:
+    sweep = store.root / "sweep_c"
+    proc, _ = run_app(["-m", f"dataset.n_queries={N_QUERIES}",
+                       f"dataset.n_train_queries={N_QUERIES}", "tracking.figures=false",
+                       *store.overrides("e2e_c"), f"hydra.sweep.dir={sweep}",
+                       "check.tolerance=-1,1e-9", "ranker=oracle", "metric=ndcg10"],
+                      shared_data)
+    assert proc.returncode != 0, _explain(proc)
+    assert "sklearn cross-check" in proc.stdout + proc.stderr
+    for i in range(2):  # both jobs ran and wrote their results
+        assert (sweep / str(i) / "per_query" / "oracle.parquet").is_file()
+    runs = store.runs("e2e_c")
+    sweeps, rankers = _role(runs, "sweep"), _role(runs, "ranker")
+    assert len(sweeps) == 1 and len(rankers) == 2
+    by_tolerance = {float(r.data.params["check.tolerance"]): r for r in rankers}
+    assert set(by_tolerance) == {-1.0, 1e-9}
+    assert by_tolerance[-1.0].info.status == "FAILED"
+    assert by_tolerance[1e-9].info.status == "FINISHED"
+    assert all(r.data.tags["mlflow.parentRunId"] == sweeps[0].info.run_id for r in rankers)
+    assert sweeps[0].info.status == "FAILED"
+
+
+# --------------------------------------------------------------------------------------
+# (e) a bad value exits 2 before any work and logs nothing
+
+
+def test_k_zero_exits_2_quickly_without_a_run(tmp_path: Path, shared_data: Path) -> None:
+    db = tmp_path / "never.db"
+    proc, seconds = run_app([f"tracking.uri=sqlite:///{db}",
+                             f"tracking.pending_dir={tmp_path / 'pending'}",
+                             f"tracking.artifact_root={tmp_path / 'artifacts'}",
+                             f"cache_dir={tmp_path / 'cache'}",
+                             f"hydra.run.dir={tmp_path / 'out'}", "metric.k=0"], shared_data)
+    assert proc.returncode == 2, _explain(proc)
+    assert "k must be an int" in proc.stdout + proc.stderr
+    assert seconds < 30, f"took {seconds:.1f}s"
+    assert not db.exists()
+    assert not (tmp_path / "pending").exists() or not list((tmp_path / "pending").iterdir())
+    assert not (tmp_path / "cache").exists()
+    assert not (tmp_path / "out" / "per_query").exists()
