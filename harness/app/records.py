@@ -124,7 +124,8 @@ def _params(cfg: Mapping[str, Any], out: Path) -> tuple[dict[str, str], Path | N
 
 def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
               results: Mapping[str, Any], written: Mapping[str, Any], out: Path, *,
-              parent_run_id: str | None, job_label: str, failed: bool) -> dict[str, str]:
+              parent_run_id: str | None, job_label: str, failed: bool,
+              started: float | None = None) -> dict[str, str]:
     """Build the log plan, save it as pending, send it. Raises TrackingUnavailable when the
     tracking store cannot be reached (the results stay on disk and the plan stays pending)."""
     tcfg = cfg.get("tracking", {})
@@ -188,6 +189,11 @@ def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
                        *extra],
             dataset=dataset_info,
             status="FAILED" if failed else "FINISHED"))
+    start_ms = int((started or time.time()) * 1000)
+    end_ms = int(time.time() * 1000)
+    for record in records:
+        if not record.attach_only:
+            record.start_ms, record.end_ms = start_ms, end_ms
     plan = LogPlan(tracking_uri=uri, experiment=experiment,
                    artifact_root=str(project_path(tcfg.get("artifact_root", "runs/artifacts"))),
                    runs=records)

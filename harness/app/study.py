@@ -203,6 +203,7 @@ def run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
     """Evaluate every ranker on every variant, write results, log them; see module doc."""
     from harness.app.records import log_study, write_outputs
 
+    started = time.time()
     metrics, specs, ds_options = validate(cfg)
     c = _plain(cfg)
     for key in DATASET_PATH_OPTIONS:  # log the absolute paths that were read
@@ -240,7 +241,7 @@ def run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
     if c.get("tracking", {}).get("enabled", True):
         run_ids = log_study(c, dataset, metrics, results, written, output_dir,
                             parent_run_id=parent_run_id, job_label=job_label,
-                            failed=bool(failures) and mode == "fail")
+                            failed=bool(failures) and mode == "fail", started=started)
     log.info("study done in %.1fs", time.perf_counter() - t0)
     result = StudyResult(dataset, metrics, results, output_dir, run_ids, failures)
     if failures:

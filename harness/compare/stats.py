@@ -20,7 +20,8 @@ from harness.compare.errors import CompareError, NoOverlap, TooFewRankers, Unkno
 from harness.metrics.evaluate import metric_columns
 
 __all__ = ["CORRECTIONS", "TESTS", "TIE_TOLERANCE", "holm", "adjust_pvalues",
-           "align_pair", "paired_comparison", "compare_table", "per_query_frame"]
+           "align_pair", "paired_comparison", "permutation_pvalues", "bootstrap_intervals",
+           "compare_table", "per_query_frame"]
 
 #: Multiple-testing corrections: Holm's step-down (FWER) and Benjamini–Hochberg (FDR).
 CORRECTIONS = ("holm", "bh")
@@ -124,6 +125,11 @@ def align_pair(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray, int,
     >>> why
     '3 queries: 1 only in a, 1 only in b, 1 without a value (NaN) in a or b'
     """
+    _, x, y, n_dropped, dropped = _align(a, b)
+    return x, y, n_dropped, dropped
+
+
+def _align(a: pd.Series, b: pd.Series) -> tuple[pd.Index, np.ndarray, np.ndarray, int, str]:
     if not a.index.is_unique or not b.index.is_unique:
         raise CompareError("per-query values must have one row per query id")
     only_a = a.index.difference(b.index)
@@ -137,7 +143,7 @@ def align_pair(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray, int,
     n_dropped = sum(n for n, _ in counts)
     dropped = (f"{n_dropped} queries: " + ", ".join(f"{n} {why}" for n, why in counts if n)
                if n_dropped else "")
-    return x[~missing], y[~missing], n_dropped, dropped
+    return common[~missing], x[~missing], y[~missing], n_dropped, dropped
 
 
 def paired_comparison(a: pd.Series, b: pd.Series, *, seed: int = 0, resamples: int = 10_000,
@@ -186,9 +192,40 @@ def paired_comparison(a: pd.Series, b: pd.Series, *, seed: int = 0, resamples: i
     x, y, n_dropped, dropped = align_pair(a, b)
     if not len(x):
         raise NoOverlap(f"no query has a value for both ({dropped or 'both are empty'})")
+    d = _differences(x, y)[np.newaxis]
+    p_perm = permutation_pvalues(d, seed=seed, resamples=resamples)[0]
+    low, high, notes = bootstrap_intervals(d, seed=seed, resamples=resamples,
+                                           confidence=confidence)
+    return _aligned_comparison(x, y, d[0], n_dropped, dropped, p_perm,
+                               (low[0], high[0], notes[0]))
+
+
+def _differences(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     d = x - y
     d[np.abs(d) <= TIE_TOLERANCE] = 0.0
-    notes: list[str] = []
+    return d
+
+
+def permutation_pvalues(d: np.ndarray, *, seed: int = 0, resamples: int = 10_000
+                        ) -> np.ndarray:
+    """Two-sided paired randomization test of each row of ``d`` (variants x queries of
+    per-query differences): :func:`scipy.stats.permutation_test` with
+    ``permutation_type="samples"`` on the differences flips their signs.
+
+    One call covers every row, so all rows see the same sign flips; a row's p-value equals
+    that of a call on the row alone with the same seed.
+    """
+    batch = max(1, int(4_000_000 // max(1, d.size)))  # bound the memory of one batch
+    res = stats.permutation_test((d,), _mean_last_axis, permutation_type="samples",
+                                 vectorized=True, n_resamples=resamples, batch=batch,
+                                 axis=-1, rng=np.random.default_rng(seed))
+    return np.atleast_1d(np.asarray(res.pvalue, dtype=np.float64))
+
+
+def _aligned_comparison(x: np.ndarray, y: np.ndarray, d: np.ndarray, n_dropped: int,
+                        dropped: str, p_permutation: float,
+                        interval: tuple[float, float, str]) -> dict[str, Any]:
+    notes: list[str] = [interval[2]] if interval[2] else []
     out: dict[str, Any] = {"n": len(d), "n_dropped": n_dropped, "dropped": dropped,
                            "mean_a": float(x.mean()), "mean_b": float(y.mean()),
                            "mean_diff": float(d.mean()), "wins": int((d > 0).sum()),
@@ -206,31 +243,45 @@ def paired_comparison(a: pd.Series, b: pd.Series, *, seed: int = 0, resamples: i
         out["p_ttest"] = float(_quietly(lambda: stats.ttest_rel(x, y).pvalue, notes, "t-test"))
         out["p_wilcoxon"] = float(_quietly(lambda: stats.wilcoxon(d).pvalue, notes,
                                            "Wilcoxon"))
-    perm = _quietly(lambda: stats.permutation_test(
-        (d,), _mean_last_axis, permutation_type="samples", vectorized=True,
-        n_resamples=resamples, rng=np.random.default_rng(seed)), notes, "permutation")
-    out["p_permutation"] = float(perm.pvalue)
-    out["ci_low"], out["ci_high"] = _bootstrap_interval(d, seed, resamples, confidence, notes)
+    out["p_permutation"] = float(p_permutation)
+    out["ci_low"], out["ci_high"] = float(interval[0]), float(interval[1])
     out["note"] = "; ".join(notes)
     return out
 
 
-def _bootstrap_interval(d: np.ndarray, seed: int, resamples: int, confidence: float,
-                        notes: list[str]) -> tuple[float, float]:
-    if len(d) < 2:
-        notes.append("one query: no bootstrap interval")
-        return float("nan"), float("nan")
-    if np.all(d == d[0]):  # every resample has the same mean
-        return float(d[0]), float(d[0])
-    for method in ("BCa", "percentile"):
-        res = _quietly(lambda: stats.bootstrap(
-            (d,), np.mean, n_resamples=resamples, confidence_level=confidence, method=method,
-            vectorized=True, rng=np.random.default_rng(seed)), notes, f"bootstrap ({method})")
-        low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
-        if low == low and high == high:
-            return low, high
-        notes.append("BCa interval undefined (degenerate data): percentile interval used")
-    return float("nan"), float("nan")
+def bootstrap_intervals(d: np.ndarray, *, seed: int = 0, resamples: int = 10_000,
+                        confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """BCa bootstrap interval of the mean of each row of ``d`` (variants x queries), with
+    :func:`scipy.stats.bootstrap` in one call; a row's interval equals that of a call on the
+    row alone with the same seed (the same resamples), up to floating-point rounding.
+    Returns the lows, the highs and a note per row.
+
+    A constant row has the interval (value, value); a row where BCa is undefined gets the
+    percentile interval, and its note says so.
+    """
+    rows, n = d.shape
+    low, high = np.full(rows, np.nan), np.full(rows, np.nan)
+    notes = [""] * rows
+    if n < 2:
+        return low, high, ["one query: no bootstrap interval"] * rows
+    constant = np.all(d == d[:, :1], axis=1)
+    low[constant] = high[constant] = d[constant, 0]
+    todo = np.flatnonzero(~constant)
+    if len(todo):
+        batch = max(1, int(4_000_000 // d[todo].size))
+        with warnings.catch_warnings():  # degenerate rows: handled below
+            warnings.simplefilter("ignore")
+            ci = stats.bootstrap((d[todo],), np.mean, n_resamples=resamples, axis=-1,
+                                 confidence_level=confidence, vectorized=True, batch=batch,
+                                 rng=np.random.default_rng(seed)).confidence_interval
+        low[todo], high[todo] = ci.low, ci.high
+    for i in np.flatnonzero(np.isnan(low) | np.isnan(high)):
+        ci = stats.bootstrap((d[i],), np.mean, n_resamples=resamples, method="percentile",
+                             confidence_level=confidence, vectorized=True,
+                             rng=np.random.default_rng(seed)).confidence_interval
+        low[i], high[i] = ci.low, ci.high
+        notes[i] = "BCa interval undefined (degenerate data): percentile interval used"
+    return low, high, notes
 
 
 def per_query_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -240,6 +291,31 @@ def per_query_frame(frame: pd.DataFrame) -> pd.DataFrame:
     if not frame.index.is_unique:
         raise CompareError("a per-query table has duplicate query ids")
     return frame
+
+
+def _compare_pair(frames: Mapping[str, pd.DataFrame], ra: str, rb: str,
+                  variants: Sequence[str], *, seed: int, resamples: int,
+                  confidence: float) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """Every variant of one ranker pair; the permutation test and the bootstrap run once per
+    group of variants aligned on the same queries."""
+    aligned, groups = {}, {}
+    for variant in variants:
+        kept, x, y, n_dropped, dropped = _align(frames[ra][variant], frames[rb][variant])
+        if not len(x):
+            raise NoOverlap(f"{ra} vs {rb} under {variant}: no query has a value for both "
+                            f"({dropped or 'both are empty'}); compare rankers evaluated on "
+                            "the same queries")
+        aligned[variant] = (x, y, _differences(x, y), n_dropped, dropped)
+        groups.setdefault(tuple(kept), []).append(variant)
+    out = {}
+    for members in groups.values():
+        d = np.vstack([aligned[v][2] for v in members])
+        pvalues = permutation_pvalues(d, seed=seed, resamples=resamples)
+        intervals = zip(*bootstrap_intervals(d, seed=seed, resamples=resamples,
+                                             confidence=confidence))
+        for v, p, interval in zip(members, pvalues, intervals):
+            out[(v, ra, rb)] = _aligned_comparison(*aligned[v], p, interval)
+    return out
 
 
 def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str] | None = None,
@@ -301,27 +377,26 @@ def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str]
     if unknown:
         raise UnknownName(f"variant(s) {', '.join(map(repr, unknown))} not computed by any "
                           f"ranker; known: {', '.join(known)}")
-    rows, notes = [], []
+    notes, pairs = [], {}
     for variant in variants:
         holders = [label for label, f in frames.items() if variant in f.columns]
         if baseline is not None:
-            pairs = [(h, baseline) for h in holders if h != baseline] \
+            chosen = [(h, baseline) for h in holders if h != baseline] \
                 if baseline in holders else []
         else:
-            pairs = list(itertools.combinations(holders, 2))
-        if not pairs:
+            chosen = list(itertools.combinations(holders, 2))
+        if not chosen:
             notes.append(f"{variant}: computed for {', '.join(holders)} only; not compared")
-            continue
-        for ra, rb in pairs:
-            try:
-                r = paired_comparison(frames[ra][variant], frames[rb][variant], seed=seed,
-                                      resamples=int(resamples), confidence=confidence)
-            except NoOverlap as exc:
-                raise NoOverlap(f"{ra} vs {rb} under {variant}: {exc}; compare rankers "
-                                "evaluated on the same queries") from None
-            rows.append({"variant": variant, "ranker_a": ra, "ranker_b": rb} | r)
-    if not rows:
+        for pair in chosen:
+            pairs.setdefault(pair, []).append(variant)
+    if not pairs:
         raise TooFewRankers("no variant was computed for two rankers: " + "; ".join(notes))
+    results = {}
+    for (ra, rb), pair_variants in pairs.items():
+        results.update(_compare_pair(frames, ra, rb, pair_variants, seed=seed,
+                                     resamples=int(resamples), confidence=confidence))
+    rows = [{"variant": v, "ranker_a": ra, "ranker_b": rb} | results[(v, ra, rb)]
+            for v in variants for (ra, rb), vs in pairs.items() if v in vs]
     table = pd.DataFrame(rows)
     groups = [np.arange(len(table))] if family == "all" else \
         list(table.groupby("variant", sort=False).indices.values())
@@ -331,6 +406,11 @@ def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str]
             adjusted[idx] = adjust_pvalues(table[f"p_{t}"].to_numpy()[idx], correction)
         table[f"p_{t}_adj"] = adjusted
     table["significant"] = table[f"p_{test}_adj"] < alpha
+    largest = max(len(idx) for idx in groups)
+    if test == "permutation" and correction == "holm" and largest / (resamples + 1) >= alpha:
+        notes.append(f"permutation p-values cannot fall below 1/(resamples + 1); with Holm "
+                     f"over {largest} comparisons no result can reach alpha {alpha}: raise "
+                     "resamples")
     table = table[COLUMNS]
     table.attrs = {"correction": correction, "alpha": alpha, "test": test, "seed": seed,
                    "resamples": int(resamples), "confidence": confidence, "family": family,

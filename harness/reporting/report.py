@@ -35,6 +35,9 @@ padding:2px 6px;text-align:right}th{background:#f3f3f3}td:first-child{text-align
 .note{color:#555;font-size:13px}img{max-width:100%;border:1px solid #eee;margin:.3em 0}
 pre{background:#f7f7f7;padding:.6em;font-size:11px;overflow-x:auto}"""
 
+#: Above this many variants the Kendall tau matrix is shown as a heatmap only (and CSV).
+_MAX_TAU_TABLE = 12
+
 
 @dataclass(frozen=True)
 class ReportPaths:
@@ -289,7 +292,11 @@ def build_report(sweep: Sweep, comparison: pd.DataFrame, sensitivity: Sensitivit
         if key == "ties" and frame.empty:
             md += [f"## {caption}", "", ties_note[0] if ties_note else "", ""]
             continue
-        md += [f"## {caption}", "", _markdown(frame, index), ""]
+        if key == "tau" and len(frame) > _MAX_TAU_TABLE:
+            md += [f"## {caption}", "", f"{len(frame)} x {len(frame)}: see kendall_tau.csv",
+                   ""]
+        else:
+            md += [f"## {caption}", "", _markdown(frame, index), ""]
         if key == "tau":
             md += ["![Kendall tau heatmap](figures/kendall_tau.png)", ""]
     md += ["## Notes", "", *[f"- {n}" for n in notes], "", "## Figures", ""]
@@ -325,7 +332,7 @@ def build_report(sweep: Sweep, comparison: pd.DataFrame, sensitivity: Sensitivit
             shown.index = [html.escape(str(i)) for i in shown.index]
             shown.columns = [html.escape(str(c)) for c in shown.columns]
             body.append(shown.to_html(index=index, border=0, escape=False))
-        else:
+        elif key != "tau" or len(frame) <= _MAX_TAU_TABLE:
             body.append(frame.to_html(index=index, border=0, na_rep=""))
         if key == "tau":
             body += [_img(p, n) for n, p in figures["tau"]]

@@ -38,6 +38,8 @@ class RunRecord:
     status: str = "FINISHED"
     run_id: str | None = None
     attach_only: bool = False  # an existing run (run_id): only add artifacts, keep it open
+    start_ms: int | None = None  # when the work began and ended (not when it was logged)
+    end_ms: int | None = None
     done: bool = False
 
 
@@ -97,7 +99,8 @@ def execute(plan: LogPlan, marker: Path) -> dict[str, str]:
             tags = dict(record.tags)
             if parent_id:
                 tags["mlflow.parentRunId"] = parent_id
-            run = client.create_run(exp_id, run_name=record.name, tags=tags)
+            run = client.create_run(exp_id, run_name=record.name, tags=tags,
+                                    start_time=record.start_ms)
             record.run_id = run.info.run_id
             plan.save(marker)
         run_id = record.run_id
@@ -112,7 +115,7 @@ def execute(plan: LogPlan, marker: Path) -> dict[str, str]:
             _log_dataset(client, run_id, record.dataset)
         for local, artifact_dir in record.artifacts:
             _log_artifact(client, run_id, local, artifact_dir)
-        client.set_terminated(run_id, status=record.status)
+        client.set_terminated(run_id, status=record.status, end_time=record.end_ms)
         record.done = True
         plan.save(marker)
     marker.unlink(missing_ok=True)
