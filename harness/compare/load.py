@@ -224,7 +224,7 @@ def load_sweep(tracking_uri: str | None = None, parent_run_id: str | None = None
                               "time, e.g. --filter \"tags.`dataset.digest` = '<digest>'\"")
     experiment_name = mlflow_call(lambda: client.get_experiment(experiment_id), uri,
                               "experiment").name
-    groups = group_versions(runs)
+    groups = dict(sorted(group_versions(runs).items()))  # a stable order: by label
     per_query, versions, run_files = {}, {}, {}
     with tempfile.TemporaryDirectory(prefix="harness-compare-") as tmp:
         for label, members in groups.items():

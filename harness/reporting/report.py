@@ -222,8 +222,9 @@ def _settings(sweep: Sweep, comparison: pd.DataFrame) -> list[tuple[str, str]]:
             ("generated", time.strftime("%Y-%m-%d %H:%M:%S %Z"))]
 
 
-def _notes(sweep: Sweep, comparison: pd.DataFrame, sens: Sensitivity) -> list[str]:
-    notes = list(sens.notes) + list(sweep.notes) + list(comparison.attrs.get("notes", []))
+def _notes(sweep: Sweep, comparison: pd.DataFrame) -> list[str]:
+    """What was merged, left out or dropped, and the notes of single comparisons."""
+    notes = list(sweep.notes) + list(comparison.attrs.get("notes", []))
     for row in comparison.itertuples():
         if row.dropped:
             notes.append(f"{row.variant}, {row.ranker_a} vs {row.ranker_b}: dropped "
@@ -245,6 +246,20 @@ def _provenance_tables(sweep: Sweep) -> dict[str, pd.DataFrame]:
                          for i, e in enumerate(p["environments"])})
     varying = pd.DataFrame(p["params_varying"]).rename(index=label_of).rename_axis("run")
     return {"runs": runs, "environments": envs.rename_axis("package"), "varying": varying}
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """Everything a report shows, computed once and rendered per format."""
+
+    title: str
+    settings: list[tuple[str, str]]
+    findings: list[str]
+    tables: dict[str, tuple[str, pd.DataFrame, bool]]
+    notes: list[str]
+    figures: dict[str, list[tuple[str, Path]]]
+    provenance: dict[str, pd.DataFrame]
+    sweep: Sweep
 
 
 def build_report(sweep: Sweep, comparison: pd.DataFrame, sensitivity: Sensitivity,
@@ -270,11 +285,11 @@ def build_report(sweep: Sweep, comparison: pd.DataFrame, sensitivity: Sensitivit
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    figures = _figures(sweep, comparison, sensitivity, out / "figures")
-    tables = _tables(sweep, comparison, sensitivity)
-    notes = _notes(sweep, comparison, sensitivity)
-    prov = _provenance_tables(sweep)
-    settings = _settings(sweep, comparison)
+    parts = _Parts(f"Ranker comparison: {sweep.experiment}", _settings(sweep, comparison),
+                   list(sensitivity.notes), _tables(sweep, comparison, sensitivity),
+                   _notes(sweep, comparison),
+                   _figures(sweep, comparison, sensitivity, out / "figures"),
+                   _provenance_tables(sweep), sweep)
     csvs = []
     for name, frame in (("comparison", comparison), ("means", sensitivity.means),
                         ("winners", sensitivity.winners), ("power", sensitivity.power),
@@ -284,66 +299,85 @@ def build_report(sweep: Sweep, comparison: pd.DataFrame, sensitivity: Sensitivit
         csvs.append(path)
     (out / "provenance.json").write_text(json.dumps(sweep.provenance, indent=1, default=str))
     csvs.append(out / "provenance.json")
-    title = f"Ranker comparison: {sweep.experiment}"
-    ties_note = [n for n in sensitivity.notes if n.startswith("tie-sensitivity")]
-    # Markdown
-    md = [f"# {title}", "", *[f"- **{k}**: {v}" for k, v in settings], ""]
-    for key, (caption, frame, index) in tables.items():
+    (out / "report.md").write_text(_markdown_report(parts))
+    (out / "report.tex").write_text(_latex_report(parts))
+    (out / "report.html").write_text(_html_report(parts))
+    return ReportPaths(out, out / "report.html", out / "report.md", out / "report.tex",
+                       tuple(p for group in parts.figures.values() for _, p in group),
+                       tuple(csvs))
+
+
+def _ties_note(parts: _Parts) -> str:
+    return next((n for n in parts.findings if n.startswith("tie-sensitivity")), "")
+
+
+def _markdown_report(parts: _Parts) -> str:
+    prov, sweep = parts.provenance, parts.sweep
+    md = [f"# {parts.title}", "", *[f"- **{k}**: {v}" for k, v in parts.settings], "",
+          "## Findings", "", *[f"- {n}" for n in parts.findings], ""]
+    for key, (caption, frame, index) in parts.tables.items():
+        md += [f"## {caption}", ""]
         if key == "ties" and frame.empty:
-            md += [f"## {caption}", "", ties_note[0] if ties_note else "", ""]
-            continue
-        if key == "tau" and len(frame) > _MAX_TAU_TABLE:
-            md += [f"## {caption}", "", f"{len(frame)} x {len(frame)}: see kendall_tau.csv",
-                   ""]
+            md += [_ties_note(parts), ""]
+        elif key == "tau" and len(frame) > _MAX_TAU_TABLE:
+            md += [f"{len(frame)} x {len(frame)}: see kendall_tau.csv", ""]
         else:
-            md += [f"## {caption}", "", _markdown(frame, index), ""]
+            md += [_markdown(frame, index), ""]
         if key == "tau":
             md += ["![Kendall tau heatmap](figures/kendall_tau.png)", ""]
-    md += ["## Notes", "", *[f"- {n}" for n in notes], "", "## Figures", ""]
-    md += [f"- [{name}](figures/{path.name})" for group in figures.values()
+    md += ["## Notes", "", *[f"- {n}" for n in parts.notes], "", "## Figures", ""]
+    md += [f"- [{name}](figures/{path.name})" for group in parts.figures.values()
            for name, path in group]
     md += ["", "## Provenance", "", _markdown(prov["runs"]), "",
            f"- git commits: {', '.join(sweep.provenance['git_commits'])}",
            f"- harness versions: {', '.join(sweep.provenance['harness_versions'])}", "",
            _markdown(prov["environments"], True), ""]
-    md_path = out / "report.md"
-    md_path.write_text("\n".join(md) + "\n")
-    # LaTeX
-    tex = [f"% {title}: tables (\\usepackage{{booktabs}}); generated by harness.compare\n"]
+    return "\n".join(md) + "\n"
+
+
+def _latex_report(parts: _Parts) -> str:
+    tex = [f"% {parts.title}: tables (\\usepackage{{booktabs}}); made by harness.compare\n"]
     for key in ("means", "comparison", "winners", "power", "ties"):
-        caption, frame, index = tables[key]
+        caption, frame, index = parts.tables[key]
         if not frame.empty:
             tex.append(_latex(frame.reset_index() if index else frame, caption,
                               marks=key == "means"))
-    tex_path = out / "report.tex"
-    tex_path.write_text("\n".join(tex))
-    # HTML
-    body = [f"<h1>{html.escape(title)}</h1>", "<table>"]
+    return "\n".join(tex)
+
+
+def _html_marked(frame: pd.DataFrame) -> str:
+    """The means table with its ``^letters`` marks as superscripts (escaped by hand)."""
+    shown = frame.map(lambda v: "<sup>".join(map(html.escape, str(v).split("^", 1)))
+                      + ("</sup>" if "^" in str(v) else ""))
+    shown.index = [html.escape(str(i)) for i in shown.index]
+    shown.columns = [html.escape(str(c)) for c in shown.columns]
+    return shown.to_html(border=0, escape=False)
+
+
+def _html_report(parts: _Parts) -> str:
+    prov, sweep = parts.provenance, parts.sweep
+    body = [f"<h1>{html.escape(parts.title)}</h1>", "<table>"]
     body += [f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
-             for k, v in settings] + ["</table>"]
-    for key, (caption, frame, index) in tables.items():
+             for k, v in parts.settings] + ["</table>", "<h2>Findings</h2><ul>"]
+    body += [f"<li>{html.escape(n)}</li>" for n in parts.findings] + ["</ul>"]
+    for key, (caption, frame, index) in parts.tables.items():
         body.append(f"<h2>{html.escape(caption)}</h2>")
         if key == "ties" and frame.empty:
-            body.append(f'<p class="note">{html.escape(ties_note[0] if ties_note else "")}</p>')
-            continue
-        if key == "means":  # superscript marks: escape by hand, then let <sup> through
-            shown = frame.map(lambda v: "<sup>".join(map(html.escape, str(v).split("^", 1)))
-                              + ("</sup>" if "^" in str(v) else ""))
-            shown.index = [html.escape(str(i)) for i in shown.index]
-            shown.columns = [html.escape(str(c)) for c in shown.columns]
-            body.append(shown.to_html(index=index, border=0, escape=False))
+            body.append(f'<p class="note">{html.escape(_ties_note(parts))}</p>')
+        elif key == "means":
+            body.append(_html_marked(frame))
         elif key != "tau" or len(frame) <= _MAX_TAU_TABLE:
             body.append(frame.to_html(index=index, border=0, na_rep=""))
         if key == "tau":
-            body += [_img(p, n) for n, p in figures["tau"]]
-    body += ["<h2>Notes</h2><ul>", *[f"<li>{html.escape(n)}</li>" for n in notes], "</ul>"]
-    body.append("<h2>Per-query distributions per variant</h2>")
-    body += [_img(p, n) for n, p in figures["distributions"]]
+            body += [_img(p, n) for n, p in parts.figures["tau"]]
+    body += ["<h2>Notes</h2><ul>", *[f"<li>{html.escape(n)}</li>" for n in parts.notes],
+             "</ul>", "<h2>Per-query distributions per variant</h2>"]
+    body += [_img(p, n) for n, p in parts.figures["distributions"]]
     body.append("<h2>Paired differences per comparison</h2>")
-    body += [_img(p, n) for n, p in figures["differences"]]
+    body += [_img(p, n) for n, p in parts.figures["differences"]]
     body += ["<h2>Provenance</h2>", prov["runs"].to_html(index=False, border=0),
              f"<p>git commits: {html.escape(', '.join(sweep.provenance['git_commits']))}; "
-             f"harness versions: "
+             "harness versions: "
              f"{html.escape(', '.join(sweep.provenance['harness_versions']))}</p>",
              prov["environments"].to_html(border=0, na_rep="")]
     if not prov["varying"].empty:
@@ -355,12 +389,9 @@ def build_report(sweep: Sweep, comparison: pd.DataFrame, sensitivity: Sensitivit
     body.append(f"<details><summary>resolved config of run "
                 f"{html.escape(sweep.provenance['config_run_id'])}</summary>"
                 f"<pre>{html.escape(sweep.provenance['config'])}</pre></details>")
-    html_path = out / "report.html"
-    html_path.write_text("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>"
-                         f"{html.escape(title)}</title><style>{_STYLE}</style></head><body>\n"
-                         + "\n".join(body) + "\n</body></html>\n")
-    return ReportPaths(out, html_path, md_path, tex_path,
-                       tuple(p for group in figures.values() for _, p in group), tuple(csvs))
+    return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>"
+            f"{html.escape(parts.title)}</title><style>{_STYLE}</style></head><body>\n"
+            + "\n".join(body) + "\n</body></html>\n")
 
 
 def log_report(paths: ReportPaths, tracking_uri: str, run_id: str) -> None:

@@ -1,0 +1,58 @@
+"""notebooks/compare_rankers.ipynb runs top to bottom on a real sweep, in a kernel that is
+this virtualenv's Python (registered in a temporary Jupyter path)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.paths import PROJECT_ROOT
+from tests.test_compare import SmallSweep, small_sweep  # noqa: F401 (fixture)
+
+NOTEBOOK = PROJECT_ROOT / "notebooks" / "compare_rankers.ipynb"
+KERNEL = "harness-test"
+
+
+def test_parameters_cell_reads_the_environment() -> None:
+    import nbformat
+
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    for text in ('TRACKING_URI = os.environ.get("HARNESS_TRACKING_URI"',
+                 'PARENT_RUN_ID = os.environ.get("HARNESS_PARENT_RUN_ID"'):
+        assert text in params.source
+
+
+def test_notebook_executes_against_a_sweep(small_sweep: SmallSweep,  # noqa: F811
+                                           tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import nbclient
+    import nbformat
+
+    prefix = tmp_path / "jupyter"
+    subprocess.run([sys.executable, "-m", "ipykernel", "install", "--prefix", str(prefix),
+                    "--name", KERNEL], check=True, capture_output=True, timeout=120)
+    kernel_dir = prefix / "share" / "jupyter"
+    spec = json.loads((kernel_dir / "kernels" / KERNEL / "kernel.json").read_text())
+    assert spec["argv"][0] == sys.executable  # the kernel is this venv's interpreter
+    monkeypatch.setenv("JUPYTER_PATH", str(kernel_dir))
+    monkeypatch.setenv("HARNESS_TRACKING_URI", small_sweep.uri)
+    monkeypatch.setenv("HARNESS_PARENT_RUN_ID", small_sweep.parent_run_id)
+    monkeypatch.setenv("HARNESS_RESAMPLES", "300")
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    client = nbclient.NotebookClient(nb, kernel_name=KERNEL, timeout=300,
+                                     resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    html = "".join(o.get("data", {}).get("text/html", "") for o in outputs)
+    assert "W/T/L" in html and "noisy_oracle [sigma=0.5]" in html  # the comparison table
+    assert "discriminative_power" in html and "feature_f0" in html
+    images = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(images) == 4 + 1 + 1  # distributions, one paired difference, tau heatmap
+    markdown = "".join(o.get("data", {}).get("text/markdown", "") for o in outputs)
+    assert small_sweep.parent_run_id in markdown and "wins under every variant" in markdown

@@ -1,0 +1,137 @@
+"""harness.reporting.report: the self-contained HTML, the Markdown and LaTeX tables, and the
+provenance, built from a real sweep loaded from MLflow (tests/test_compare.py's fixture)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.compare import RankerVersion, Sweep, compare_table, load_sweep, sensitivity
+from harness.paths import PROJECT_ROOT
+from harness.reporting import build_report
+from harness.reporting.report import ReportPaths, comparison_display, means_display, report_dir
+from tests.test_compare import VERSIONS, SmallSweep, small_sweep  # noqa: F401 (fixture)
+
+
+@pytest.fixture(scope="module")
+def built(small_sweep: SmallSweep, tmp_path_factory: pytest.TempPathFactory  # noqa: F811
+          ) -> tuple[Sweep, pd.DataFrame, ReportPaths]:
+    sweep = load_sweep(small_sweep.uri, parent_run_id=small_sweep.parent_run_id)
+    comparison = compare_table(sweep.per_query, resamples=300)
+    paths = build_report(sweep, comparison, sensitivity(sweep.per_query, comparison),
+                         tmp_path_factory.mktemp("report"))
+    return sweep, comparison, paths
+
+
+def test_html_is_self_contained(built: tuple[Sweep, pd.DataFrame, ReportPaths]) -> None:
+    _, _, paths = built
+    text = paths.html.read_text()
+    # no resource from the network or another file: every src/href is inline or a fragment
+    refs = re.findall(r"""(?:src|href)\s*=\s*["']?([^"'\s>]*)""", text, flags=re.I)
+    assert refs and all(r.startswith(("data:", "#")) for r in refs), \
+        [r for r in refs if not r.startswith(("data:", "#"))]
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", text, flags=re.I)
+    assert "<link" not in text and "<script" not in text
+    images = re.findall(r'<img alt="[^"]*" src="data:image/png;base64,([A-Za-z0-9+/=]+)"',
+                        text)
+    assert len(images) == 10 + 10 + 1  # distributions per variant, pairs, tau heatmap
+    assert all(base64.b64decode(i)[:8] == b"\x89PNG\r\n\x1a\n" for i in images)
+
+
+def test_html_holds_tables_marks_and_provenance(
+        built: tuple[Sweep, pd.DataFrame, ReportPaths]) -> None:
+    sweep, comparison, paths = built
+    text = paths.html.read_text()
+    for label in VERSIONS:
+        assert html.escape(label) in text
+    for heading in ("Paired comparisons", "Winner per variant", "Discriminative power",
+                    "Kendall&#x27;s tau", "Tie-sensitivity interval", "Provenance"):
+        assert heading in text, heading
+    assert "<th>W/T/L</th>" in text and "<td>*</td>" in text
+    assert list(sweep.versions) == sorted(VERSIONS)  # a stable order, so stable letters
+    assert "1.0000<sup>abce</sup>" in text  # (d) oracle beats the four others
+    for run in sweep.provenance["runs"]:
+        assert run["run_id"] in text
+    assert sweep.parent_run_id in text and sweep.dataset_digest in text
+    for commit in sweep.provenance["git_commits"]:
+        assert commit in text
+    assert "<th>scipy</th>" in text and "resolved config of run" in text
+    assert "ranker.noisy_oracle.sigma" in text  # the params that differ between runs
+    # the tie interval of the ranker that ties (feature_f0 scores by a rounded feature)
+    ties = pd.read_csv(paths.directory / "tie_intervals.csv")
+    assert (ties[ties["ranker"] == "feature_f0"]["interval"] > 0).all()
+    assert (ties[ties["ranker"] == "oracle"]["interval"] == 0).all()
+    saved = pd.read_csv(paths.directory / "comparison.csv")
+    assert len(saved) == len(comparison) == 100
+    assert json.loads((paths.directory / "provenance.json").read_text())["parent_run_id"] \
+        == sweep.parent_run_id
+
+
+def test_markdown_and_latex_tables(built: tuple[Sweep, pd.DataFrame, ReportPaths]) -> None:
+    _, _, paths = built
+    md = paths.markdown.read_text()
+    for label in VERSIONS:
+        assert label in md
+    assert "| W/T/L |" in md and re.search(r"\| \* \|$", md, flags=re.M)
+    assert "![Kendall tau heatmap](figures/kendall_tau.png)" in md
+    tex = paths.latex.read_text()
+    assert tex.count(r"\begin{tabular}") == 5
+    for label in ("oracle", "random", r"feature\_f0", r"noisy\_oracle [sigma=0.5]"):
+        assert label in tex
+    assert r"1.0000$^{\mathrm{abce}}$" in tex
+    assert all(p.is_file() and p.suffix == ".png" for p in paths.figures)
+
+
+def fake_sweep(per_query: dict[str, pd.DataFrame]) -> Sweep:
+    """A Sweep as load_sweep builds it, without MLflow."""
+    versions = {label: RankerVersion(label, label, "feature", f"key{i}", (f"run{i}",), ())
+                for i, label in enumerate(per_query)}
+    runs = [{"label": label, "run_id": f"run{i}", "ranker": label, "kind": "feature",
+             "job": "", "cache_key": f"key{i}"} for i, label in enumerate(per_query)]
+    provenance = {"runs": runs, "environments": [{"environment": {
+        "python": "3.11", "packages": {"numpy": "2"}}, "runs": ["run0", "run1"]}],
+        "params_varying": {}, "parent_tags": {}, "git_commits": ["abc"],
+        "harness_versions": ["0.1.0"], "config": "seed: 0\n", "config_run_id": "run0"}
+    return Sweep("sqlite:///x.db", "exp/with space", "1", None, None, "fake", "d" * 64,
+                 versions, per_query, provenance)
+
+
+def test_report_without_tie_pairs_says_how_to_get_them(tmp_path: Path) -> None:
+    qids = [f"q{i}" for i in range(12)]
+    rng = np.random.default_rng(0)
+    per_query = {"x_1 & co": pd.DataFrame({"nDCG@10": rng.uniform(0.5, 1, 12)}, index=qids),
+                 "y%": pd.DataFrame({"nDCG@10": rng.uniform(0, 0.5, 12)}, index=qids)}
+    sweep = fake_sweep(per_query)
+    comparison = compare_table(per_query, resamples=100)
+    paths = build_report(sweep, comparison, sensitivity(per_query, comparison), tmp_path)
+    text = paths.html.read_text()
+    assert "tie-sensitivity interval not available" in text
+    assert "metric.ties=[optimistic,pessimistic]" in paths.markdown.read_text()
+    assert "x_1 &amp; co" in text
+    tex = paths.latex.read_text()
+    assert r"x\_1 \& co" in tex and r"y\%" in tex
+    assert report_dir(sweep, tmp_path).parent == tmp_path / "exp_with_space"
+    assert report_dir(sweep, "runs/reports").is_relative_to(PROJECT_ROOT / "runs" / "reports")
+
+
+def test_display_tables_mark_significance() -> None:
+    qids = [f"q{i}" for i in range(20)]
+    base = np.linspace(0.1, 0.6, 20)
+    frames = {"a": pd.DataFrame({"qid": qids, "RR": base + 0.3}),
+              "b": pd.DataFrame({"qid": qids, "RR": base + 0.01 * (-1.0) ** np.arange(20)}),
+              "c": pd.DataFrame({"qid": qids, "RR": base})}
+    comparison = compare_table(frames, resamples=100)
+    shown = comparison_display(comparison)
+    assert list(shown["sig"]) == ["*", "*", ""]  # b vs c: +-0.01 alternating, mean 0
+    assert list(shown["W/T/L"]) == ["20/0/0", "20/0/0", "10/0/10"]
+    means, letters = means_display(sensitivity(frames).means, comparison)
+    assert letters == {"a": "a", "b": "b", "c": "c"}
+    assert means.loc["(a) a", "RR"].endswith("^bc")
+    assert "^" not in means.loc["(b) b", "RR"] and "^" not in means.loc["(c) c", "RR"]
