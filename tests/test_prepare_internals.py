@@ -39,9 +39,13 @@ def test_string_hash_distinguishes_prefixes_and_lengths() -> None:
     codes, exact = _arrow_string_hash(pd.Series(values, dtype="str"))
     assert len(set(codes.tolist())) == len(values)
     assert not exact  # "abcdefghi" is longer than 7 bytes: hashed
-    short = ["", "a", "a\x00", "ab", "abcdefg", "é", "e\u0301"]
+    short = ["", "a", "a\x00", "ab", "abcdefg", "é", "e\u0301"]  # NUL: length-tagged
     codes, exact = _arrow_string_hash(pd.Series(short, dtype="str"))
     assert exact and len(set(codes.tolist())) == len(short) and (codes >= 0).all()
+    eight = ["", "a", "ab", "abcdefgh", "abcdefgg", "ÿÿÿÿ", "d1000000", "d100000"]
+    codes, exact = _arrow_string_hash(pd.Series(eight, dtype="str"))
+    assert exact and len(set(codes.tolist())) == len(eight)
+    assert not (codes == np.iinfo(np.int64).max).any()
 
 
 def test_docid_codes_kinds() -> None:

@@ -356,9 +356,10 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)
 def _arrow_string_hash(docid: pd.Series) -> tuple[np.ndarray, bool] | None:
     """Codes of an Arrow-backed string column read from its buffers: (codes, exact).
 
-    Strings of at most 7 bytes are packed into one int64 with their length in the top byte:
-    exact codes. Longer ones get a 64-bit hash (equal strings, equal codes). None when the
-    column is not Arrow-backed text."""
+    Strings of at most 8 bytes without NUL bytes are their zero-padded bytes as one int64,
+    and strings of at most 7 bytes get their length in the top byte: exact codes. Longer ones
+    get a 64-bit hash (equal strings, equal codes). None when the column is not Arrow-backed
+    text."""
     import pyarrow as pa
 
     if not isinstance(docid.dtype, pd.StringDtype) and not (
@@ -389,11 +390,18 @@ def _arrow_string_hash(docid: pd.Series) -> tuple[np.ndarray, bool] | None:
     padded[: int(offsets[-1]) - int(offsets[0])] = data[int(offsets[0]): int(offsets[-1])]
     window = np.ndarray(shape=(len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
     start = offsets[:-1] - offsets[0]
-    if longest <= 7:  # exact: the bytes themselves, and the length above them
+    if longest <= 8:
         left = lengths.astype(np.uint64)
-        mask = (np.uint64(1) << (np.uint64(8) * left)) - np.uint64(1)
-        packed = (window[start] & mask) | (left << np.uint64(56))
-        return packed.view(np.int64), True
+        full = np.uint64(0xFFFFFFFFFFFFFFFF)
+        shift = np.minimum(left, np.uint64(7)) * np.uint64(8)
+        mask = np.where(left >= 8, full, (np.uint64(1) << shift) - np.uint64(1))
+        word = window[start] & mask
+        if padded[: int(offsets[-1]) - int(offsets[0])].all():  # no NUL byte
+            # exact: without NUL bytes a string is its zero-padded bytes (and never the
+            # int64-max padding of the duplicate check: UTF-8 has no 0xFF byte)
+            return word.view(np.int64), True
+        if longest <= 7:  # exact with NULs too: the length goes above the bytes
+            return (word | (left << np.uint64(56))).view(np.int64), True
     h = lengths.astype(np.uint64) * _MIX
     with np.errstate(over="ignore"):
         for j in range(words):
