@@ -463,19 +463,21 @@ def main(argv: list[str] | None = None) -> int:
     configure_requests(5, 1)  # an unreachable server fails in seconds
     uri = resolve_tracking_uri(args.tracking_uri)
     status = 0
+    def failed(exc: HarnessError) -> int:
+        print(f"error: {exc}", file=sys.stderr)
+        return max(status, getattr(exc, "exit_code", 2))
+
     for given in args.run_ids:
         try:
             ids = ranker_run_ids(given, tracking_uri=uri)
         except HarnessError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            status = max(status, getattr(exc, "exit_code", 2))
+            status = failed(exc)
             continue
         for run_id in ids:
             try:
                 result = reproduce_run(run_id, tracking_uri=uri)
             except HarnessError as exc:
-                print(f"error: {exc}", file=sys.stderr)
-                status = max(status, getattr(exc, "exit_code", 2))
+                status = failed(exc)
                 continue
             print("\n".join(format_result(result)), flush=True)
             if not result.identical:
