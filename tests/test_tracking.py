@@ -376,3 +376,29 @@ def test_replay_continues_a_half_sent_plan_without_duplicates(tmp_path: Path,
     assert by_key["r"].data.tags["mlflow.parentRunId"] == half.runs[0].run_id
     assert by_key["r"].data.metrics == {"m.mean": 0.75}
     assert {a.path for a in client.list_artifacts(half.runs[1].run_id)} == {"r.parquet"}
+
+
+def test_sqlite_races_are_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A UNIQUE-constraint collision (two jobs creating one dataset row) is retried; any
+    other error is not."""
+    from harness.tracking import plan
+
+    monkeypatch.setattr(plan.time, "sleep", lambda s: None)
+    calls = {"n": 0}
+
+    def flaky() -> str:
+        calls["n"] += 1
+        if calls["n"] < 3:
+            raise RuntimeError("(sqlite3.IntegrityError) UNIQUE constraint failed: datasets")
+        return "ok"
+
+    assert plan._with_retries(flaky) == "ok" and calls["n"] == 3
+
+    def broken() -> None:
+        calls["n"] += 1
+        raise RuntimeError("connection refused")
+
+    calls["n"] = 0
+    with pytest.raises(RuntimeError, match="connection refused"):
+        plan._with_retries(broken)
+    assert calls["n"] == 1

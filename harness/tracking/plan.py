@@ -99,17 +99,17 @@ def execute(plan: LogPlan, marker: Path) -> dict[str, str]:
             tags = dict(record.tags)
             if parent_id:
                 tags["mlflow.parentRunId"] = parent_id
-            run = client.create_run(exp_id, run_name=record.name, tags=tags,
-                                    start_time=record.start_ms)
+            run = _with_retries(lambda: client.create_run(
+                exp_id, run_name=record.name, tags=tags, start_time=record.start_ms))
             record.run_id = run.info.run_id
             plan.save(marker)
         run_id = record.run_id
         params = [Param(k, v) for k, v in record.params.items()]
         for chunk in _chunks(params, 100):
-            client.log_batch(run_id, params=chunk)
+            _with_retries(lambda chunk=chunk: client.log_batch(run_id, params=chunk))
         metrics = [Metric(k, float(v), now, 0) for k, v in record.metrics.items()]
         for chunk in _chunks(metrics, 1000):
-            client.log_batch(run_id, metrics=chunk)
+            _with_retries(lambda chunk=chunk: client.log_batch(run_id, metrics=chunk))
         client.log_batch(run_id, tags=[RunTag(k, v) for k, v in record.tags.items()])
         if record.dataset:
             _log_dataset(client, run_id, record.dataset)
@@ -159,4 +159,22 @@ def _log_dataset(client: Any, run_id: str, info: dict[str, str]) -> None:
                       schema=info.get("schema"), profile=info.get("profile"))
     tags = [InputTag("mlflow.data.context", "evaluation"),
             InputTag("harness.digest", info["digest"])]
-    client.log_inputs(run_id, datasets=[DatasetInput(dataset=dataset, tags=tags)])
+    _with_retries(lambda: client.log_inputs(run_id, datasets=[DatasetInput(dataset=dataset,
+                                                                           tags=tags)]))
+
+
+_TRANSIENT = ("UNIQUE constraint failed", "database is locked", "IntegrityError")
+
+
+def _with_retries(call: Any, attempts: int = 6) -> Any:
+    """Run ``call``, retrying on SQLite races between parallel jobs: MLflow creates a
+    shared dataset row with a check-then-insert, so two jobs logging the same dataset at
+    once can collide; once the other job commits, the retry finds the row."""
+    for attempt in range(attempts):
+        try:
+            return call()
+        except Exception as exc:  # noqa: BLE001 - only the SQLite races are retried
+            if attempt == attempts - 1 or not any(t in str(exc) for t in _TRANSIENT):
+                raise
+            time.sleep(0.1 * (attempt + 1))
+    return None
