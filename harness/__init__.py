@@ -18,6 +18,8 @@ from harness.metrics import (
     tie_interval,
 )
 
+from harness.metrics.stream import evaluate_parquet
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "aggregate",
     "evaluate",
     "evaluate_dense",
+    "evaluate_parquet",
     "parse_metric",
     "tie_interval",
     "__version__",

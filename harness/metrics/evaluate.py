@@ -42,6 +42,7 @@ def evaluate(
     nan_scores: str = "error",
     missing: str = "exclude",
     negative_labels: str | None = None,
+    top_label: float | None = None,
 ) -> pd.DataFrame:
     """Per-query values of ranking metrics under explicit definitions.
 
@@ -68,6 +69,10 @@ def evaluate(
     negative_labels : {'error', 'unjudged'} or None, default None
         Negative labels raise, or mark the document unjudged (trec_eval). ``None`` means
         ``'unjudged'`` when every metric uses ``convention='trec_eval'``, else ``'error'``.
+    top_label : float, optional
+        The top grade that metrics with ``max_label=None`` (mnDCG, ERR) use; by default the
+        highest label in ``run`` and ``qrels``. Pass it when evaluating part of a larger
+        collection (as :func:`harness.evaluate_parquet` does) so every part uses the same.
 
     Returns
     -------
@@ -106,7 +111,7 @@ def evaluate(
     levels = {m.level for m in mlist if m.binary}
     level = levels.pop() if len(levels) == 1 else 1
     prep = prepare(run, qrels, level=level, nan_scores=nan_scores, missing=missing,
-                   negative_labels=negative_labels)
+                   negative_labels=negative_labels, max_label=top_label)
     cache = Cache()
     columns: dict[str, Any] = {
         "n_docs": prep.n_docs,

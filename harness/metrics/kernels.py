@@ -211,7 +211,9 @@ def _ideal_dcg(prep: Prepared, metric: Metric, disc: np.ndarray, cache: Cache) -
         end = np.cumsum(c, axis=1)
         start = end - c
         span = cum[np.minimum(end, kk)] - cum[np.minimum(start, kk)]
-        return span @ level_gain
+        # a row-wise sum, not a BLAS product: each query's value must not depend on the
+        # other queries evaluated with it (streaming evaluates them in batches)
+        return (span * level_gain).sum(axis=1)
 
     def sorted_ideal() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         order = np.lexsort((-gains, ideal.q))

@@ -538,7 +538,8 @@ def prepare(
     judged_label = judged_label[jkeep] if not jkeep.all() else judged_label
     identity = len(row) == n_run and grouping is None
     label = r_label if identity else r_label[row]
-    top = max(float(judged_label.max()) if len(judged_label) else 0.0,
+    every_judgment = np.asarray(j_label, dtype=np.float64)  # of all queries, evaluated or not
+    top = max(float(every_judgment.max()) if len(every_judgment) else 0.0,
               float(label.max()) if len(label) else 0.0) if max_label is None \
         else float(max_label)
     prepared = Prepared(

@@ -1,0 +1,102 @@
+"""Streaming evaluation of parquet runs gives exactly the in-memory per-query values."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import harness
+from harness.metrics.stream import NotClustered, cluster_parquet, iter_query_batches
+
+METRICS = ["ndcg@10", "ndcg(gain=linear,ties=docid)", "mndcg@5", "ap", "rr", "P@5",
+           "recall@10(ideal=retrieved)", "err@10(ties=input)"]
+
+
+def _run(n_queries: int = 150, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 40, n_queries)
+    order = rng.permutation(n_queries)  # queries in random order, each contiguous
+    qid = np.repeat([f"q{i:04d}" for i in order], sizes[order])
+    n = len(qid)
+    return pd.DataFrame({"qid": qid, "docid": [f"d{j}" for j in range(n)],
+                         "score": rng.integers(0, 6, n) / 2.0,  # ties
+                         "label": rng.integers(0, 4, n)})
+
+
+@pytest.mark.parametrize("batch_rows", [1, 37, 1000, 10**7])
+def test_streaming_equals_in_memory(tmp_path: Path, batch_rows: int) -> None:
+    run = _run()
+    run.loc[run["qid"] == run["qid"].iloc[0], "label"] = 1  # a first batch without grade 3
+    run.loc[run.index[-1], "label"] = 7  # the top grade only in the very last row
+    path = tmp_path / "run.parquet"
+    run.to_parquet(path, index=False)
+    expected = harness.evaluate(run, metrics=METRICS)
+    got = harness.evaluate_parquet(path, metrics=METRICS, batch_rows=batch_rows)
+    pd.testing.assert_frame_equal(got, expected, check_exact=True, check_index_type=False)
+
+
+def test_streaming_with_qrels_and_missing_queries(tmp_path: Path) -> None:
+    run = _run(seed=1)
+    qrels = run[["qid", "docid", "label"]].sample(frac=0.7, random_state=0)
+    extra = pd.DataFrame({"qid": ["zz1", "zz1", "q0003"], "docid": ["a", "b", "unretrieved"],
+                          "label": [2, 0, 3]})  # a judged query absent from the run
+    qrels = pd.concat([qrels, extra], ignore_index=True)
+    runs = run.drop(columns="label")
+    path = tmp_path / "run.parquet"
+    runs.to_parquet(path, index=False)
+    for missing in ("exclude", "zero"):
+        expected = harness.evaluate(runs, qrels, METRICS, missing=missing)
+        got = harness.evaluate_parquet(path, qrels, METRICS, batch_rows=53, missing=missing)
+        pd.testing.assert_frame_equal(got, expected, check_exact=True, check_dtype=False,
+                                      check_index_type=False)
+        assert sorted(got.attrs["missing_qids"]) == sorted(expected.attrs["missing_qids"])
+
+
+def test_unclustered_file_is_refused_with_the_fix(tmp_path: Path) -> None:
+    run = _run(seed=2)
+    shuffled = run.sample(frac=1.0, random_state=3)
+    path = tmp_path / "shuffled.parquet"
+    shuffled.to_parquet(path, index=False)
+    with pytest.raises(NotClustered, match=r"not contiguous.*python -m harness.cluster"):
+        harness.evaluate_parquet(path, metrics="ndcg@10", batch_rows=64)
+    fixed = cluster_parquet(path, tmp_path / "clustered.parquet", batch_rows=100)
+    got = harness.evaluate_parquet(fixed, metrics=METRICS, batch_rows=64)
+    expected = harness.evaluate(shuffled, metrics=METRICS)
+    pd.testing.assert_frame_equal(got, expected, check_exact=True, check_index_type=False)
+    # clustering keeps each query's rows in their original relative order
+    back = pd.read_parquet(fixed)
+    for q in ("q0000", "q0100"):
+        assert back.loc[back.qid == q, "docid"].tolist() == \
+            shuffled.loc[shuffled.qid == q, "docid"].tolist()
+
+
+def test_batches_hold_whole_queries(tmp_path: Path) -> None:
+    run = _run(seed=4)
+    path = tmp_path / "run.parquet"
+    run.to_parquet(path, index=False)
+    seen: list[str] = []
+    for batch in iter_query_batches(path, batch_rows=10):
+        qids = pd.unique(batch["qid"]).tolist()
+        assert not set(qids) & set(seen)
+        seen.extend(qids)
+    assert len(seen) == run["qid"].nunique()
+    with pytest.raises(harness.InputError, match="batch_rows must be >= 1"):
+        next(iter_query_batches(path, batch_rows=0))
+
+
+def test_cluster_command(tmp_path: Path) -> None:
+    src, dst = tmp_path / "in.parquet", tmp_path / "out.parquet"
+    _run(seed=5).sample(frac=1.0, random_state=1).to_parquet(src, index=False)
+    done = subprocess.run([sys.executable, "-m", "harness.cluster", str(src), str(dst),
+                           "--batch-rows", "200"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "clustered by qid" in done.stdout
+    harness.evaluate_parquet(dst, metrics="ndcg@10", batch_rows=50)  # no NotClustered
+    bad = subprocess.run([sys.executable, "-m", "harness.cluster", str(tmp_path / "no.parquet"),
+                          str(dst)], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and bad.stderr.startswith("error:")
