@@ -192,14 +192,18 @@ def raw_table() -> pd.DataFrame:
                          "note": ["x", "y", "z", "u", "v"]})
 
 
+def _write(table: pd.DataFrame, path: Path) -> Path:
+    if path.suffix == ".csv":
+        table.to_csv(path, index=False)
+    else:
+        table.to_parquet(path, index=False)
+    return path
+
+
 @pytest.mark.parametrize("suffix", [".parquet", ".csv"])
 def test_table_reads_renamed_columns(suffix: str, raw_table: pd.DataFrame,
                                      tmp_path: Path) -> None:
-    path = tmp_path / f"t{suffix}"
-    if suffix == ".csv":
-        raw_table.to_csv(path, index=False)
-    else:
-        raw_table.to_parquet(path, index=False)
+    path = _write(raw_table, tmp_path / f"t{suffix}")
     ds = load_dataset("table", name="t", path=str(path), qid="query", docid="doc",
                       label="grade")
     assert ds.kind == "table" and ds.source == str(path.resolve())
@@ -226,11 +230,7 @@ def test_parquet_and_csv_of_the_same_table_have_the_same_digest(raw_table: pd.Da
 @pytest.mark.parametrize("suffix", [".parquet", ".csv"])
 def test_table_missing_column_is_named(suffix: str, raw_table: pd.DataFrame,
                                        tmp_path: Path) -> None:
-    path = tmp_path / f"t{suffix}"
-    if suffix == ".csv":
-        raw_table.to_csv(path, index=False)
-    else:
-        raw_table.to_parquet(path, index=False)
+    path = _write(raw_table, tmp_path / f"t{suffix}")
     with pytest.raises(InputError, match="relevance") as info:
         load_dataset("table", name="t", path=str(path), qid="query", docid="doc",
                      label="relevance")

@@ -293,7 +293,7 @@ def _provenance(uri: str, experiment: str, parent_run_id: str | None,
                 run_files: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     runs = [(label, r) for label, members in groups.items() for r in members]
     environments: list[dict[str, Any]] = []
-    for label, r in runs:
+    for _, r in runs:
         env = run_files[r.run_id]["environment"]
         for known in environments:
             if known["environment"] == env:

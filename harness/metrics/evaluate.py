@@ -116,8 +116,7 @@ def evaluate(
     columns: dict[str, Any] = {
         "n_docs": prep.n_docs,
         "n_judged": prep.n_judged,
-        "n_relevant": np.bincount(prep.judged_q, weights=prep.judged_label >= level,
-                                  minlength=prep.n_queries).astype(np.int64),
+        "n_relevant": prep.relevant_counts(level),
     }
     tops = _contender_limits(mlist, prep)
     for m in mlist:

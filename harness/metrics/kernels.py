@@ -121,8 +121,7 @@ def compute(prep: Prepared, metric: Metric, cache: Cache, top: int | None = None
         return _err(prep, metric, r, length)
     # binary metrics
     rel = (r.label >= metric.level).astype(np.float64)
-    judged_rel = np.bincount(prep.judged_q, weights=prep.judged_label >= metric.level,
-                             minlength=nq)
+    judged_rel = prep.relevant_counts(metric.level)
     if metric.ideal == "judged" or metric.name in ("rr", "precision"):
         n_rel = judged_rel
     else:  # relevant among every retrieved document, not only the ranked contenders

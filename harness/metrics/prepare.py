@@ -45,7 +45,7 @@ def _numeric(df: pd.DataFrame, column: str, table: str) -> np.ndarray:
         coerced = pd.to_numeric(series, errors="coerce") if not pd.api.types.is_bool_dtype(
             series) else None
         if coerced is None:
-            raise InputError(f"values must be numeric, got booleans", table=table, column=column)
+            raise InputError("values must be numeric, got booleans", table=table, column=column)
         bad = coerced.isna() & series.notna()
         if bad.any():
             row = int(np.flatnonzero(bad.to_numpy())[0])
@@ -170,6 +170,7 @@ class Prepared:
     max_label: float
     _rankings: dict[tuple[str, int], Ranking] = field(default_factory=dict)
     _contenders: dict[int, Prepared] = field(default_factory=dict)
+    _relevant: dict[int, np.ndarray] = field(default_factory=dict)
 
     @property
     def n_queries(self) -> int:
@@ -194,6 +195,14 @@ class Prepared:
         longest = int(self.n_docs.max()) if len(self.n_docs) else 0
         judged = int(self.n_judged.max()) if len(self.n_judged) else 0
         return max(longest, judged, 1)
+
+    def relevant_counts(self, level: int) -> np.ndarray:
+        """Per query, the judged documents with label >= ``level`` (cached per level)."""
+        if level not in self._relevant:
+            self._relevant[level] = np.bincount(
+                self.judged_q, weights=self.judged_label >= level,
+                minlength=self.n_queries).astype(np.int64)
+        return self._relevant[level]
 
     def ideal(self, mode: str) -> Ideal:
         if mode == "judged":

@@ -25,7 +25,7 @@ def ecdf_figure(values: Mapping[str, pd.Series], title: str, path: Path) -> Path
     upper = max((float(f.max()) for f in finite if len(f)), default=1.0)
     if upper > 1:
         bins = np.linspace(0, upper, 21)
-    for (name, series), data in zip(values.items(), finite):
+    for name, data in zip(values, finite):
         if not len(data):
             continue
         ax_ecdf.ecdf(data, label=f"{name} (mean {data.mean():.4f})")
