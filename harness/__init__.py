@@ -22,6 +22,16 @@ from harness.metrics.stream import evaluate_parquet
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str) -> object:
+    # the Dask engine imports dask and distributed only when first used
+    if name == "evaluate_dask":
+        from harness.metrics.dask_engine import evaluate_dask
+
+        return evaluate_dask
+    raise AttributeError(f"module 'harness' has no attribute {name!r}")
+
+
 __all__ = [
     "CONVENTIONS",
     "METRIC_NAMES",
@@ -33,6 +43,7 @@ __all__ = [
     "MetricDefinitionError",
     "aggregate",
     "evaluate",
+    "evaluate_dask",
     "evaluate_dense",
     "evaluate_parquet",
     "parse_metric",

@@ -51,10 +51,26 @@ class InputError(HarnessError, ValueError):
         if row is not None:
             where.append(f"row {row}")
         super().__init__(f"{message} ({', '.join(where)})" if where else message)
+        self.message = message
         self.column = column
         self.qid = qid
         self.row = row
         self.table = table
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # keep column/qid/row/table when pickled (errors raised on Dask workers)
+        return (_rebuild, (type(self), self.message, self.column, self.qid, self.row,
+                           self.table))
+
+    def at_row(self, row: int | None, table: str | None = None) -> InputError:
+        """The same error, naming another row (and table): a part's row -> the source's."""
+        return type(self)(self.message, column=self.column, qid=self.qid, row=row,
+                          table=self.table if table is None else table)
+
+
+def _rebuild(cls: type[InputError], message: str, column: str | None, qid: Any,
+             row: int | None, table: str | None) -> InputError:
+    return cls(message, column=column, qid=qid, row=row, table=table)
 
 
 class MetricDefinitionError(HarnessError, ValueError):

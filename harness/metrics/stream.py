@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from harness.errors import InputError
+from harness.errors import InputError, plain
+from harness.metrics.definition import Metric
 from harness.metrics.evaluate import MetricLike, as_metrics, evaluate
 
 __all__ = ["evaluate_parquet", "iter_query_batches", "cluster_parquet", "NotClustered"]
@@ -30,22 +31,44 @@ class NotClustered(InputError):
     """The rows of a query are not contiguous in the file."""
 
 
-def _columns(path: Path, qrels: pd.DataFrame | None) -> list[str]:
+ROLES = ("qid", "docid", "score", "label")
+
+
+def column_names(names: Mapping[str, str] | None) -> dict[str, str]:
+    """The file column of each role (qid, docid, score, label); unnamed roles keep theirs."""
+    out = {r: r for r in ROLES}
+    for role, column in (names or {}).items():
+        if role not in out:
+            raise InputError(f"unknown column role {role!r}; roles are {list(ROLES)}",
+                             column=str(role))
+        out[role] = str(column)
+    return out
+
+
+def _columns(path: Path, qrels: pd.DataFrame | None,
+             names: Mapping[str, str] | None = None) -> dict[str, str]:
+    """File column -> role, for the roles this evaluation reads (checked against the file)."""
     import pyarrow.parquet as pq
 
-    names = pq.ParquetFile(path).schema_arrow.names
+    if not path.is_file():
+        raise InputError(f"parquet run not found: {path}")
+    have = pq.ParquetFile(path).schema_arrow.names
+    roles = column_names(names)
     wanted = ["qid", "docid", "score"] + (["label"] if qrels is None else [])
-    missing = [c for c in wanted if c not in names]
+    missing = [roles[r] for r in wanted if roles[r] not in have]
     if missing:
-        raise InputError(f"parquet run {path.name} lacks column(s) {missing}; it has {names}",
+        raise InputError(f"parquet run {path.name} lacks column(s) {missing}; it has {have}",
                          table=path.name, column=missing[0])
-    return wanted
+    return {roles[r]: r for r in wanted}
 
 
 def iter_query_batches(path: str | os.PathLike[str], *, batch_rows: int = 1_000_000,
-                       columns: list[str] | None = None) -> Iterator[pd.DataFrame]:
+                       columns: Mapping[str, str] | list[str] | None = None
+                       ) -> Iterator[pd.DataFrame]:
     """Yield DataFrames of whole queries, about ``batch_rows`` rows each, from a parquet
-    file clustered by qid. Raises :class:`NotClustered` naming the first qid seen twice."""
+    file clustered by qid; each is indexed by file row. ``columns`` lists the columns to
+    read, or maps file columns to the names they take (the qid column must end up ``qid``).
+    Raises :class:`NotClustered` naming the first qid seen twice."""
     import pyarrow.parquet as pq
 
     if int(batch_rows) < 1:
@@ -53,12 +76,16 @@ def iter_query_batches(path: str | os.PathLike[str], *, batch_rows: int = 1_000_
     p = Path(path)
     if not p.is_file():
         raise InputError(f"parquet run not found: {p}")
+    rename = dict(columns) if isinstance(columns, Mapping) else None
     reader = pq.ParquetFile(p)
     seen: set[Any] = set()
     carry: pd.DataFrame | None = None
     offset = 0  # file row of the first row of ``carry`` / the batch
-    for batch in reader.iter_batches(batch_size=int(batch_rows), columns=columns):
+    for batch in reader.iter_batches(batch_size=int(batch_rows),
+                                     columns=None if columns is None else list(columns)):
         frame = batch.to_pandas()
+        if rename:
+            frame = frame.rename(columns=rename)
         if carry is not None:
             frame = pd.concat([carry, frame], ignore_index=True)
         if frame.empty:
@@ -69,11 +96,13 @@ def iter_query_batches(path: str | os.PathLike[str], *, batch_rows: int = 1_000_
         done, carry = frame.iloc[:tail], frame.iloc[tail:]
         if len(done):
             _check_new(done, seen, p, offset)
-            yield done.reset_index(drop=True)
+            done.index = pd.RangeIndex(offset, offset + len(done))
+            yield done
             offset += len(done)
     if carry is not None and len(carry):
         _check_new(carry, seen, p, offset)
-        yield carry.reset_index(drop=True)
+        carry.index = pd.RangeIndex(offset, offset + len(carry))
+        yield carry
 
 
 def _check_new(frame: pd.DataFrame, seen: set[Any], path: Path, offset: int) -> None:
@@ -85,18 +114,92 @@ def _check_new(frame: pd.DataFrame, seen: set[Any], path: Path, offset: int) -> 
     repeated = firsts.duplicated() | firsts.isin(seen)
     if repeated.any():
         i = int(np.flatnonzero(repeated.to_numpy())[0])
-        row = offset + int(starts[i])
-        raise NotClustered(
-            f"the rows of query {firsts.iloc[i]!r} are not contiguous in {path.name} (it "
-            f"appears again at row {row}); rewrite the file clustered by qid with: "
-            f"python -m harness.cluster {path} {path.with_name(path.stem + '.clustered.parquet')}",
-            table=path.name, column="qid", qid=firsts.iloc[i], row=row)
+        raise not_clustered(path, firsts.iloc[i], offset + int(starts[i]))
     seen.update(firsts.tolist())
+
+
+def not_clustered(path: Path, qid: Any, row: int) -> NotClustered:
+    """The error for a query whose rows resume at ``row`` after another query's."""
+    return NotClustered(
+        f"the rows of query {plain(qid)!r} are not contiguous in {path.name} (it appears "
+        f"again at row {row}); rewrite the file clustered by qid with: python -m "
+        f"harness.cluster {path} {path.with_name(path.stem + '.clustered.parquet')}",
+        table=path.name, column="qid", qid=qid, row=row)
+
+
+def evaluate_part(part: pd.DataFrame, qrels: pd.DataFrame | None, metrics: list[Metric],
+                  options: Mapping[str, Any], table: str | None = None
+                  ) -> tuple[pd.DataFrame | None, list[Any]]:
+    """Evaluate whole queries ``part`` (indexed by source row) against the judgments of its
+    queries; returns (per-query table or None when no query is judged, unjudged qids).
+    Errors name the source row (``part``'s index), not the row within the part."""
+    if qrels is not None:
+        sub = qrels[qrels["qid"].isin(pd.unique(part["qid"]))]
+        if sub.empty:
+            return None, pd.unique(part["qid"]).tolist()
+    else:
+        sub = None
+    try:
+        out = evaluate(part.reset_index(drop=True), sub, metrics, missing="exclude",
+                       **options)
+    except InputError as exc:
+        if exc.row is None or exc.table not in (None, "run") or not len(part):
+            raise
+        raise exc.at_row(int(part.index[exc.row]), table=table) from None
+    return out, list(out.attrs.get("unjudged_qids", []))
+
+
+def assemble(frames: list[pd.DataFrame], qrels: pd.DataFrame | None, metrics: list[Metric],
+             run_qids: Iterable[Any], unjudged: list[Any], missing: str,
+             name: str) -> pd.DataFrame:
+    """The per-query tables of the parts as :func:`harness.evaluate` gives the whole: sorted
+    by qid, judged queries absent from the run listed (``missing='exclude'``) or scored 0
+    (``'zero'``), unjudged run queries in ``attrs``."""
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        raise InputError(f"no query of {name} is judged", table=name)
+    result = pd.concat(frames).sort_index()
+    absent = [] if qrels is None else sorted(set(qrels["qid"]) - set(run_qids), key=str)
+    if missing == "zero" and absent:
+        zeros = pd.DataFrame(0.0, index=pd.Index(absent, name="qid"), columns=result.columns)
+        stats = qrels[qrels["qid"].isin(absent)].groupby("qid")["label"]
+        zeros["n_docs"] = 0
+        zeros["n_judged"] = stats.size().reindex(absent).to_numpy()
+        level = {m.level for m in metrics if m.binary}
+        threshold = level.pop() if len(level) == 1 else 1
+        zeros["n_relevant"] = stats.apply(lambda s: int((s >= threshold).sum())).reindex(
+            absent).to_numpy()
+        result = pd.concat([result, zeros.astype(result.dtypes.to_dict())]).sort_index()
+        absent = []
+    result.attrs["missing_qids"] = absent
+    result.attrs["unjudged_qids"] = unjudged
+    return result
+
+
+def check_options(metrics: MetricLike | Iterable[MetricLike], options: dict[str, Any],
+                  engine: str) -> tuple[list[Metric], str]:
+    """Parsed metrics and the ``missing`` policy; the rest of ``options`` go to evaluate."""
+    mlist = as_metrics(metrics)
+    if "weights" in options:
+        raise InputError(f"{engine} does not take weights; pass them to aggregate",
+                         column="weights")
+    missing = options.pop("missing", "exclude")
+    if missing not in ("exclude", "zero"):
+        raise InputError(f"missing must be 'exclude' or 'zero', got {missing!r}",
+                         column="missing")
+    return mlist, missing
+
+
+def needs_top_label(metrics: list[Metric], options: Mapping[str, Any]) -> bool:
+    """Whether the collection's top grade must be found first (one for every part)."""
+    return options.get("top_label") is None and any(
+        m.name in ("mndcg", "err") and m.max_label is None for m in metrics)
 
 
 def evaluate_parquet(path: str | os.PathLike[str], qrels: pd.DataFrame | None = None,
                      metrics: MetricLike | Iterable[MetricLike] = ("ndcg@10",), *,
-                     batch_rows: int = 1_000_000, **options: Any) -> pd.DataFrame:
+                     batch_rows: int = 1_000_000, names: Mapping[str, str] | None = None,
+                     **options: Any) -> pd.DataFrame:
     """:func:`harness.evaluate` over a parquet run too large for memory.
 
     Parameters
@@ -108,59 +211,34 @@ def evaluate_parquet(path: str | os.PathLike[str], qrels: pd.DataFrame | None = 
         queries, so ``missing='zero'`` adds the judged queries no batch held at the end.
     batch_rows : int, default 1,000,000
         Rows read at a time; peak memory grows with it, not with the file.
+    names : mapping, optional
+        The file's column for a role when it is not the role's name, e.g.
+        ``{"score": "bm25", "label": "clicked"}``.
 
     Returns
     -------
     DataFrame
         The same per-query table :func:`harness.evaluate` gives for the whole file, sorted
         by qid (values are identical: each query is evaluated whole, by the same code).
+        Errors in the data name the file row.
     """
-    mlist = as_metrics(metrics)
-    if "weights" in options:
-        raise InputError("evaluate_parquet does not take weights; pass them to aggregate",
-                         column="weights")
+    mlist, missing = check_options(metrics, options, "evaluate_parquet")
     p = Path(path)
-    columns = _columns(p, qrels)
-    missing = options.pop("missing", "exclude")
-    if options.get("top_label") is None and any(
-            m.name in ("mndcg", "err") and m.max_label is None for m in mlist):
-        options["top_label"] = _top_label(p, qrels)  # one top grade for every batch
-    frames, unjudged = [], []
-    by_qid = qrels.groupby("qid", sort=False) if qrels is not None else None
-    judged_seen: set[Any] = set()
+    columns = _columns(p, qrels, names)
+    if needs_top_label(mlist, options):
+        options["top_label"] = top_label(p, qrels, names)  # one top grade for every batch
+    frames, unjudged, run_qids = [], [], []
     for chunk in iter_query_batches(p, batch_rows=batch_rows, columns=columns):
-        sub = None
-        if by_qid is not None:
-            keys = [q for q in pd.unique(chunk["qid"]) if q in by_qid.groups]
-            judged_seen.update(keys)
-            if not keys:
-                unjudged.extend(pd.unique(chunk["qid"]).tolist())
-                continue
-            sub = qrels.loc[np.concatenate([by_qid.indices[k] for k in keys])]
-        out = evaluate(chunk, sub, mlist, missing="exclude", **options)
-        unjudged.extend(out.attrs.get("unjudged_qids", []))
-        frames.append(out)
-    if not frames:
-        raise InputError(f"no query of {p.name} is judged", table=p.name)
-    result = pd.concat(frames).sort_index()
-    absent = [] if qrels is None else sorted(set(qrels["qid"]) - judged_seen, key=str)
-    if missing == "zero" and absent:
-        zeros = pd.DataFrame(0.0, index=pd.Index(absent, name="qid"), columns=result.columns)
-        stats = qrels[qrels["qid"].isin(absent)].groupby("qid")["label"]
-        zeros["n_docs"] = 0
-        zeros["n_judged"] = stats.size().reindex(absent).to_numpy()
-        level = {m.level for m in mlist if m.binary}
-        threshold = level.pop() if len(level) == 1 else 1
-        zeros["n_relevant"] = stats.apply(lambda s: int((s >= threshold).sum())).reindex(
-            absent).to_numpy()
-        result = pd.concat([result, zeros.astype(result.dtypes.to_dict())]).sort_index()
-        absent = []
-    result.attrs["missing_qids"] = absent
-    result.attrs["unjudged_qids"] = unjudged
-    return result
+        run_qids.extend(pd.unique(chunk["qid"]).tolist())
+        out, skipped = evaluate_part(chunk, qrels, mlist, options, table=p.name)
+        unjudged.extend(skipped)
+        if out is not None:
+            frames.append(out)
+    return assemble(frames, qrels, mlist, run_qids, unjudged, missing, p.name)
 
 
-def _top_label(path: Path, qrels: pd.DataFrame | None) -> float:
+def top_label(path: Path, qrels: pd.DataFrame | None,
+              names: Mapping[str, str] | None = None) -> float:
     """The highest label of the whole collection: the qrels', or the file's (read from the
     label column alone, batch by batch)."""
     import pyarrow.compute as pc
@@ -169,7 +247,8 @@ def _top_label(path: Path, qrels: pd.DataFrame | None) -> float:
     if qrels is not None:
         return float(pd.to_numeric(qrels["label"]).max())
     top = -np.inf
-    for batch in pq.ParquetFile(path).iter_batches(columns=["label"]):
+    label = column_names(names)["label"]
+    for batch in pq.ParquetFile(path).iter_batches(columns=[label]):
         value = pc.max(batch.column(0)).as_py()
         if value is not None:
             top = max(top, float(value))
