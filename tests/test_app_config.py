@@ -83,6 +83,7 @@ def test_the_groups_hold_the_documented_options() -> None:
                                        "feature", "cast_runs"}
     assert set(_options("metric")) >= {"default", "full_grid", "ndcg10", "trec_eval"}
     assert set(_options("tracking")) == {"default", "off"}
+    assert set(_options("engine")) == {"local", "stream", "dask"}
     assert set(_options("experiment")) >= {"cast2021", "lightgbm_sample", "metric_sweep"}
 
 
@@ -98,8 +99,10 @@ def test_default_config_composes_and_validates() -> None:
 @pytest.mark.parametrize("option", _options("dataset"))
 def test_every_dataset_option_composes_and_validates(option: str, table_parquet: Path) -> None:
     overrides = [f"dataset={option}"]
-    if option == "table":
+    if option in ("table", "parquet_run"):
         overrides.append(f"dataset.path={table_parquet}")
+    if option == "parquet_run":  # evaluated in place: its rankers are its score columns
+        overrides.append("ranker=scored_columns")
     cfg = _compose(overrides)
     _, _, ds = validate(cfg)
     assert ds["kind"] in DATASETS

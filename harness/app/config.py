@@ -64,6 +64,29 @@ class TableDataset:
 
 
 @dataclass
+class ParquetRunDataset:
+    kind: str = "parquet_run"
+    name: str = "parquet_run"
+    path: str = MISSING
+    qid: str = "qid"
+    docid: str = "docid"
+    label: str = "label"
+    qrels_path: Optional[str] = None
+
+
+@dataclass
+class EngineConfig:
+    """Where the per-query table is computed: local | stream | dask (harness.engines)."""
+
+    kind: str = "local"
+    batch_rows: int = 2_000_000  # stream: rows per batch of whole queries
+    partition_rows: int = 2_000_000  # dask: rows per partition of whole queries
+    address: Optional[str] = None  # dask: scheduler to attach to; None starts a local cluster
+    n_workers: Optional[int] = None  # dask local cluster: worker processes (None: one per core)
+    threads_per_worker: int = 1
+
+
+@dataclass
 class RankerConfig:
     """One ranker. ``kind`` picks the implementation from harness.rankers.RANKERS."""
 
@@ -116,6 +139,7 @@ class TrackingConfig:
 class CheckConfig:
     sklearn: str = "fail"  # fail | warn | off
     tolerance: float = 1e-9
+    sample_rows: int = 200_000  # parquet_run: check the whole queries of the first rows
 
 
 @dataclass
@@ -129,6 +153,7 @@ class Config:
     metric: MetricGrid = field(default_factory=MetricGrid)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     check: CheckConfig = field(default_factory=CheckConfig)
+    engine: EngineConfig = field(default_factory=EngineConfig)
     cache_dir: str = "runs/cache/scores"
 
 
@@ -140,6 +165,8 @@ def register_configs() -> None:
     cs.store(group="dataset", name="base_letor", node=LetorDataset)
     cs.store(group="dataset", name="base_trec", node=TrecDataset)
     cs.store(group="dataset", name="base_table", node=TableDataset)
+    cs.store(group="dataset", name="base_parquet_run", node=ParquetRunDataset)
+    cs.store(group="engine", name="base_engine", node=EngineConfig)
     cs.store(group="metric", name="base_grid", node=MetricGrid)
     cs.store(group="tracking", name="base_tracking", node=TrackingConfig)
     if not OmegaConf.has_resolver("project_root"):

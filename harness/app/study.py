@@ -28,9 +28,11 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
-from harness.datasets import DATASETS, Dataset, load_dataset
+from harness.datasets import DATASETS, Dataset, ParquetRun, load_dataset
+from harness.engines import Engine
 from harness.errors import HarnessError, InputError, MetricDefinitionError
-from harness.metrics import Metric, evaluate, parse_metric
+from harness.metrics import Metric, parse_metric
+from harness.metrics.stream import iter_query_batches
 from harness.metrics.sklearn_check import CheckResult, check_against_sklearn
 from harness.paths import project_path
 from harness.rankers import ESTIMATORS, RANKERS, RankerSpec, score
@@ -55,7 +57,7 @@ class CheckFailed(HarnessError):
 class RankerResult:
     spec: RankerSpec
     cache_key: str
-    cache_hit: bool
+    cache_hit: bool | None  # None: nothing to cache (scores read in place)
     per_query: pd.DataFrame
     checks: list[CheckResult]
     seconds: float
@@ -186,6 +188,14 @@ def validate(cfg: DictConfig | Mapping[str, Any], *, store: str | None = None
     for key in DATASET_PATH_OPTIONS:
         if ds.get(key):
             ds[key] = str(project_path(ds[key]))
+    if ds.get("kind") == "parquet_run":
+        for spec in specs:
+            if spec.kind != "column":
+                raise InputError(f"ranker {spec.name!r} (kind {spec.kind}): a parquet_run dataset is "
+                                 f"evaluated where it lies, so its rankers are score columns "
+                                 f"of the file (kind column, e.g. ranker=scored_columns)",
+                                 column=f"ranker.{spec.name}.kind")
+    Engine.from_config(c.get("engine"))
     check = c.get("check", {})
     if check.get("sklearn", "fail") not in ("fail", "warn", "off"):
         raise InputError(f"check.sklearn must be fail, warn or off; got {check['sklearn']!r}",
@@ -215,23 +225,37 @@ def run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
     t0 = time.perf_counter()
     kind = ds_options.pop("kind")
     dataset = load_dataset(kind, **ds_options)
-    log.info("dataset %s (%s): %d test queries, %d judgments, digest %s…", dataset.name, kind,
-             dataset.test["qid"].nunique(), len(dataset.qrels), dataset.digest[:12])
+    if isinstance(dataset, ParquetRun):
+        log.info("dataset %s (parquet_run): %s, %d rows evaluated in place, digest %s…",
+                 dataset.name, dataset.path, dataset.rows, dataset.digest[:12])
+    else:
+        log.info("dataset %s (%s): %d test queries, %d judgments, digest %s…", dataset.name,
+                 kind, dataset.test["qid"].nunique(), len(dataset.qrels), dataset.digest[:12])
     cache_dir = project_path(c.get("cache_dir", "runs/cache/scores"))
     grid = c["metric"]
+    options = {"nan_scores": grid.get("nan_scores", "error"),
+               "missing": grid.get("missing", "exclude")}
+    check_on = c.get("check", {}).get("sklearn", "fail") != "off"
     results: dict[str, RankerResult] = {}
-    for i, spec in enumerate(specs, start=1):
-        t = time.perf_counter()
-        run, key, hit = score(spec, dataset, cache_dir)
-        per_query = evaluate(run, dataset.qrels, metrics, nan_scores=grid.get("nan_scores",
-                             "error"), missing=grid.get("missing", "exclude"))
-        checks = ([] if c.get("check", {}).get("sklearn", "fail") == "off"
-                  else check_against_sklearn(run, dataset.qrels, metrics, per_query))
-        results[spec.name] = RankerResult(spec, key, hit, per_query, checks,
-                                          time.perf_counter() - t)
-        log.info("[%d/%d] ranker %s: %d variants x %d queries in %.2fs (scores %s)", i,
-                 len(specs), spec.name, len(metrics), len(per_query), time.perf_counter() - t,
-                 "cached" if hit else "computed")
+    with Engine.from_config(c.get("engine")) as engine:
+        log.info("engine: %s", engine.describe())
+        for i, spec in enumerate(specs, start=1):
+            t = time.perf_counter()
+            if isinstance(dataset, ParquetRun):
+                per_query, checks = _evaluate_in_place(engine, dataset, spec, metrics, options,
+                                                       c.get("check", {}) if check_on else None)
+                key, hit = f"parquet_run:{dataset.digest[:16]}:{spec.options['column']}", None
+            else:
+                run, key, hit = score(spec, dataset, cache_dir)
+                per_query = engine.evaluate(run, dataset.qrels, metrics, **options)
+                checks = (check_against_sklearn(run, dataset.qrels, metrics, per_query)
+                          if check_on else [])
+            results[spec.name] = RankerResult(spec, key, hit, per_query, checks,
+                                              time.perf_counter() - t)
+            log.info("[%d/%d] ranker %s: %d variants x %d queries in %.2fs (scores %s)", i,
+                     len(specs), spec.name, len(metrics), len(per_query),
+                     time.perf_counter() - t, {True: "cached", False: "computed",
+                                               None: "read in place"}[hit])
     failures = _check_failures(results, float(c.get("check", {}).get("tolerance", 1e-9)))
     mode = c.get("check", {}).get("sklearn", "fail")
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -250,6 +274,29 @@ def run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
             raise CheckFailed(message + " (set check.sklearn=warn to only warn)")
         log.warning(message)
     return result
+
+
+def _evaluate_in_place(engine: Engine, dataset: ParquetRun, spec: RankerSpec,
+                       metrics: list[Metric], options: Mapping[str, Any],
+                       check: Mapping[str, Any] | None
+                       ) -> tuple[pd.DataFrame, list[CheckResult]]:
+    """Evaluate one score column of a parquet_run file with the engine; the sklearn check
+    runs on the whole queries of its first ``check.sample_rows`` rows."""
+    column = str(spec.options["column"])
+    if column not in dataset.features:
+        raise InputError(f"ranker {spec.name!r}: no numeric column {column!r} in "
+                         f"{dataset.path.name}; score columns: {', '.join(dataset.features)}",
+                         column=f"ranker.{spec.name}.column")
+    names = dataset.names(column)
+    qrels = None if dataset.labels_in_file else dataset.qrels
+    per_query = engine.evaluate_file(dataset.path, qrels, metrics, names, **options)
+    if check is None:
+        return per_query, []
+    sample = next(iter_query_batches(dataset.path, batch_rows=int(check.get(
+        "sample_rows", 200_000)), columns={f: r for r, f in names.items()}))
+    judged = per_query.index.intersection(pd.unique(sample["qid"]))
+    return per_query, check_against_sklearn(sample.reset_index(drop=True), qrels, metrics,
+                                            per_query.loc[judged])
 
 
 def _check_failures(results: Mapping[str, RankerResult], tolerance: float) -> list[str]:

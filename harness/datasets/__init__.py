@@ -1,4 +1,4 @@
-"""Datasets by registry name: ``synthetic``, ``letor``, ``trec``, ``table``."""
+"""Datasets by registry name: ``synthetic``, ``letor``, ``trec``, ``table``, ``parquet_run``."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ from typing import Any
 
 from harness.datasets.base import Dataset, content_digest
 from harness.datasets.files import load_letor, load_table, load_trec
+from harness.datasets.parquet_run import ParquetRun, load_parquet_run
 from harness.datasets.synthetic import make_synthetic
 from harness.errors import InputError
 
-__all__ = ["DATASETS", "Dataset", "content_digest", "load_dataset"]
+__all__ = ["DATASETS", "Dataset", "ParquetRun", "content_digest", "load_dataset"]
 
 #: kind -> loader taking the config's options as keyword arguments. Never a ``_target_``.
 DATASETS: Mapping[str, Callable[..., Dataset]] = {
@@ -18,6 +19,7 @@ DATASETS: Mapping[str, Callable[..., Dataset]] = {
     "letor": load_letor,
     "trec": load_trec,
     "table": load_table,
+    "parquet_run": load_parquet_run,
 }
 
 

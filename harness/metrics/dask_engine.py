@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -30,10 +31,13 @@ from harness.errors import InputError
 from harness.metrics.definition import Metric
 from harness.metrics.evaluate import MetricLike, evaluate
 from harness.metrics.stream import (
-    _columns,
     assemble,
     check_options,
+    cut_at_queries,
     evaluate_part,
+    file_columns,
+    memory_parts,
+    memory_top_label,
     needs_top_label,
     not_clustered,
     top_label,
@@ -51,6 +55,7 @@ def dask_client(address: str | None = None, *, n_workers: int | None = None,
     exit."""
     from distributed import Client, LocalCluster
 
+    logging.getLogger("distributed").setLevel(logging.WARNING)  # not every worker's start/stop
     if address:
         try:
             client = Client(address, timeout="10s")
@@ -106,18 +111,7 @@ def query_ranges(path: str | os.PathLike[str], *, partition_rows: int = 2_000_00
     if repeated.any():
         i = int(np.flatnonzero(repeated)[0])
         raise not_clustered(p, qids[i], int(start[i]))
-    return _cut(start, n_rows, partition_rows), qids
-
-
-def _cut(start: np.ndarray, n_rows: int, partition_rows: int) -> list[tuple[int, int]]:
-    """Row ranges from the query starts: one begins at the first query start at or past
-    each multiple of ``partition_rows``."""
-    if not len(start):
-        return [(0, n_rows)]
-    marks = np.arange(0, n_rows, int(partition_rows))
-    cuts = np.unique(start[np.minimum(np.searchsorted(start, marks), len(start) - 1)])
-    bounds = np.append(cuts, n_rows)
-    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+    return cut_at_queries(start, n_rows, partition_rows), qids
 
 
 def _read_rows(part: tuple[str, int, int], roles: Mapping[str, str]) -> pd.DataFrame:
@@ -159,25 +153,6 @@ def _meta(qid: Any, qrels: pd.DataFrame | None, metrics: list[Metric],
                    **{k: v for k, v in options.items() if k != "nan_scores"})
     out.attrs = {}
     return out.iloc[:0]
-
-
-def _memory_parts(run: pd.DataFrame, partition_rows: int
-                  ) -> tuple[list[pd.DataFrame], np.ndarray]:
-    """An in-memory run grouped by qid (stable) and cut at query boundaries."""
-    if "qid" not in run.columns:
-        raise InputError(f"run lacks column 'qid'; it has {list(run.columns)}", table="run",
-                         column="qid")
-    codes, uniques = pd.factorize(run["qid"])
-    if (codes < 0).any():
-        row = int(np.flatnonzero(codes < 0)[0])
-        raise InputError("missing qid value(s)", table="run", column="qid", row=row)
-    run = run.set_axis(pd.RangeIndex(len(run)))  # errors name the row position
-    if len(codes) and np.any(np.diff(codes) < 0):
-        order = np.argsort(codes, kind="stable")
-        run, codes = run.iloc[order], codes[order]
-    start = np.flatnonzero(np.diff(codes, prepend=-1)) if len(codes) else codes
-    parts = [run.iloc[a:b] for a, b in _cut(start, len(run), partition_rows)]
-    return parts, np.asarray(uniques, dtype=object)
 
 
 def evaluate_dask(run: str | os.PathLike[str] | pd.DataFrame, qrels: pd.DataFrame | None = None,
@@ -222,17 +197,14 @@ def evaluate_dask(run: str | os.PathLike[str] | pd.DataFrame, qrels: pd.DataFram
                          column="partition_rows")
     if isinstance(run, pd.DataFrame):
         name = "run"
-        parts, run_qids = _memory_parts(run, partition_rows)
+        parts, run_qids = memory_parts(run, partition_rows)
         if needs_top_label(mlist, options):
-            labels = [pd.to_numeric(run["label"])] if qrels is None and "label" in run else []
-            if qrels is not None:
-                labels = [pd.to_numeric(qrels["label"])]
-            options["top_label"] = float(max((s.max() for s in labels), default=1.0))
+            options["top_label"] = memory_top_label(run, qrels)
         first_qid = run_qids[0] if len(run_qids) else None
     else:
         path = Path(run).resolve()
         name = path.name
-        columns = _columns(path, qrels, names)
+        columns = file_columns(path, qrels, names)
         qid_column = next(c for c, role in columns.items() if role == "qid")
         ranges, run_qids = query_ranges(path, partition_rows=partition_rows,
                                         qid_column=qid_column)

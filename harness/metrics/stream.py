@@ -45,7 +45,7 @@ def column_names(names: Mapping[str, str] | None) -> dict[str, str]:
     return out
 
 
-def _columns(path: Path, qrels: pd.DataFrame | None,
+def file_columns(path: Path, qrels: pd.DataFrame | None,
              names: Mapping[str, str] | None = None) -> dict[str, str]:
     """File column -> role, for the roles this evaluation reads (checked against the file)."""
     import pyarrow.parquet as pq
@@ -224,7 +224,7 @@ def evaluate_parquet(path: str | os.PathLike[str], qrels: pd.DataFrame | None = 
     """
     mlist, missing = check_options(metrics, options, "evaluate_parquet")
     p = Path(path)
-    columns = _columns(p, qrels, names)
+    columns = file_columns(p, qrels, names)
     if needs_top_label(mlist, options):
         options["top_label"] = top_label(p, qrels, names)  # one top grade for every batch
     frames, unjudged, run_qids = [], [], []
@@ -253,6 +253,44 @@ def top_label(path: Path, qrels: pd.DataFrame | None,
         if value is not None:
             top = max(top, float(value))
     return float(top)
+
+
+def memory_top_label(run: pd.DataFrame, qrels: pd.DataFrame | None) -> float | None:
+    """The top grade :func:`harness.evaluate` would find in the whole of an in-memory run."""
+    source = run if qrels is None else qrels
+    if "label" not in source.columns:
+        return None  # evaluate names the missing column
+    return float(pd.to_numeric(source["label"], errors="coerce").max())
+
+
+def cut_at_queries(start: np.ndarray, n_rows: int, partition_rows: int) -> list[tuple[int, int]]:
+    """Row ranges from the query starts: one begins at the first query start at or past
+    each multiple of ``partition_rows``."""
+    if not len(start):
+        return [(0, n_rows)]
+    marks = np.arange(0, n_rows, int(partition_rows))
+    cuts = np.unique(start[np.minimum(np.searchsorted(start, marks), len(start) - 1)])
+    bounds = np.append(cuts, n_rows)
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def memory_parts(run: pd.DataFrame, partition_rows: int
+                  ) -> tuple[list[pd.DataFrame], np.ndarray]:
+    """An in-memory run grouped by qid (stable) and cut at query boundaries."""
+    if "qid" not in run.columns:
+        raise InputError(f"run lacks column 'qid'; it has {list(run.columns)}", table="run",
+                         column="qid")
+    codes, uniques = pd.factorize(run["qid"])
+    if (codes < 0).any():
+        row = int(np.flatnonzero(codes < 0)[0])
+        raise InputError("missing qid value(s)", table="run", column="qid", row=row)
+    run = run.set_axis(pd.RangeIndex(len(run)))  # errors name the row position
+    if len(codes) and np.any(np.diff(codes) < 0):
+        order = np.argsort(codes, kind="stable")
+        run, codes = run.iloc[order], codes[order]
+    start = np.flatnonzero(np.diff(codes, prepend=-1)) if len(codes) else codes
+    parts = [run.iloc[a:b] for a, b in cut_at_queries(start, len(run), partition_rows)]
+    return parts, np.asarray(uniques, dtype=object)
 
 
 def cluster_parquet(src: str | os.PathLike[str], dst: str | os.PathLike[str], *,

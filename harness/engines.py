@@ -1,0 +1,150 @@
+"""Evaluation engines by registry name: where the per-query table is computed.
+
+- ``local``: the whole run in memory, :func:`harness.evaluate`;
+- ``stream``: whole-query batches of about ``batch_rows`` rows, read from a parquet file
+  (:func:`harness.evaluate_parquet`) or cut from an in-memory run; peak memory follows the
+  batch, not the data;
+- ``dask``: partitions of whole queries on a Dask cluster (:func:`harness.evaluate_dask`),
+  the scheduler at ``address`` or a local cluster started for the study.
+
+Every engine evaluates each query whole with the same kernel, so all three give the same
+table, value for value (tests/test_dask_engine.py, tests/test_engines.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.errors import InputError
+from harness.metrics.definition import Metric
+from harness.metrics.evaluate import evaluate
+from harness.metrics.stream import (
+    assemble,
+    check_options,
+    evaluate_parquet,
+    evaluate_part,
+    file_columns,
+    memory_parts,
+    memory_top_label,
+    needs_top_label,
+)
+
+__all__ = ["ENGINES", "Engine"]
+
+#: The engine names ``engine.kind`` accepts.
+ENGINES = ("local", "stream", "dask")
+
+
+@dataclass
+class Engine:
+    """An engine and its settings; use as a context manager (the dask engine holds one
+    cluster connection for the whole study)."""
+
+    kind: str = "local"
+    batch_rows: int = 2_000_000
+    partition_rows: int = 2_000_000
+    address: str | None = None
+    n_workers: int | None = None
+    threads_per_worker: int = 1
+    _client: Any = field(default=None, repr=False)
+    _stack: contextlib.ExitStack | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.kind not in ENGINES:
+            raise InputError(f"unknown engine {self.kind!r}; known: {', '.join(ENGINES)}",
+                             column="engine.kind")
+        for key in ("batch_rows", "partition_rows", "threads_per_worker"):
+            if int(getattr(self, key)) < 1:
+                raise InputError(f"engine.{key} must be >= 1, got {getattr(self, key)}",
+                                 column=f"engine.{key}")
+        if self.n_workers is not None and int(self.n_workers) < 1:
+            raise InputError(f"engine.n_workers must be >= 1 or null, got {self.n_workers}",
+                             column="engine.n_workers")
+
+    @classmethod
+    def from_config(cls, options: Mapping[str, Any] | None) -> Engine:
+        known = {"kind", "batch_rows", "partition_rows", "address", "n_workers",
+                 "threads_per_worker"}
+        options = dict(options or {})
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise InputError(f"unknown engine option(s) {unknown}; known: {sorted(known)}",
+                             column=f"engine.{unknown[0]}")
+        return cls(**options)
+
+    def __enter__(self) -> Engine:
+        if self.kind == "dask":
+            from harness.metrics.dask_engine import dask_client
+
+            self._stack = contextlib.ExitStack()
+            self._client = self._stack.enter_context(dask_client(
+                self.address, n_workers=self.n_workers,
+                threads_per_worker=self.threads_per_worker))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._stack is not None:
+            self._stack.close()
+        self._stack = self._client = None
+
+    def describe(self) -> str:
+        if self.kind == "dask":
+            where = self.address or (f"local cluster, dashboard "
+                                     f"{self._client.dashboard_link}" if self._client else
+                                     "local cluster")
+            return f"dask ({where}, {self.partition_rows:,} rows per partition)"
+        if self.kind == "stream":
+            return f"stream ({self.batch_rows:,} rows per batch)"
+        return "local (in memory)"
+
+    def evaluate(self, run: pd.DataFrame, qrels: pd.DataFrame | None,
+                 metrics: Iterable[Metric], **options: Any) -> pd.DataFrame:
+        """The per-query table of an in-memory run."""
+        if self.kind == "local":
+            return evaluate(run, qrels, metrics, **options)
+        if self.kind == "dask":
+            return self._dask(run, qrels, metrics, None, options)
+        mlist, missing = check_options(metrics, options, "the stream engine")
+        if needs_top_label(mlist, options):
+            options["top_label"] = memory_top_label(run, qrels)
+        parts, run_qids = memory_parts(run, self.batch_rows)
+        frames, unjudged = [], []
+        for part in parts:
+            out, skipped = evaluate_part(part, qrels, mlist, options)
+            unjudged.extend(skipped)
+            if out is not None:
+                frames.append(out)
+        return assemble(frames, qrels, mlist, run_qids, unjudged, missing, "run")
+
+    def evaluate_file(self, path: str | Path, qrels: pd.DataFrame | None,
+                      metrics: Iterable[Metric], names: Mapping[str, str] | None = None,
+                      **options: Any) -> pd.DataFrame:
+        """The per-query table of a parquet run, read where it lies (``names`` maps roles
+        to the file's columns)."""
+        if self.kind == "stream":
+            return evaluate_parquet(path, qrels, metrics, batch_rows=self.batch_rows,
+                                    names=names, **options)
+        if self.kind == "dask":
+            return self._dask(path, qrels, metrics, names, options)
+        import pyarrow.parquet as pq
+
+        p = Path(path)
+        columns = file_columns(p, qrels, names)
+        run = pq.read_table(p, columns=list(columns)).to_pandas().rename(columns=columns)
+        return evaluate(run, qrels, metrics, **options)
+
+    def _dask(self, source: Any, qrels: pd.DataFrame | None, metrics: Iterable[Metric],
+              names: Mapping[str, str] | None, options: dict[str, Any]) -> pd.DataFrame:
+        from harness.metrics.dask_engine import evaluate_dask
+
+        if self._client is None:
+            raise RuntimeError("the dask engine is used inside `with engine:`")
+        return evaluate_dask(source, qrels, metrics, client=self._client,
+                             partition_rows=self.partition_rows, names=names, **options)
+

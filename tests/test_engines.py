@@ -1,0 +1,145 @@
+"""engine=local|stream|dask in the app: the same per-query tables, for in-memory runs (the
+default synthetic study) and for a parquet_run dataset evaluated where it lies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+
+import harness
+import harness.paths
+from harness import InputError
+from harness.app.config import register_configs
+from harness.app.study import run_study, validate
+from harness.data.trec import read_qrels
+from harness.datasets.parquet_run import write_scored_run
+from harness.engines import Engine
+
+CONF = Path(harness.paths.PROJECT_ROOT) / "conf"
+ENGINES = [["engine=local"], ["engine=stream", "engine.batch_rows=1500"],
+           ["engine=dask", "engine.partition_rows=2500", "engine.n_workers=2"]]
+
+
+def _compose(overrides: list[str]) -> DictConfig:
+    register_configs()
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
+        return compose("config", overrides=overrides)
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("scored") / "scored.parquet"
+    write_scored_run(path, 120, chunk_queries=50, min_docs=5, max_docs=60)
+    return path
+
+
+def _tables(cfg: DictConfig, out: Path) -> dict[str, pd.DataFrame]:
+    result = run_study(cfg, out)
+    assert not result.check_failures
+    tables = {name: r.per_query for name, r in result.rankers.items()}
+    for name, table in tables.items():  # what reached disk is what was computed
+        disk = pd.read_parquet(out / "per_query" / f"{name}.parquet").set_index("qid")
+        pd.testing.assert_frame_equal(disk, table, check_exact=True, check_index_type=False,
+                                      check_names=False)
+    return tables
+
+
+def test_engines_agree_on_the_default_study(tmp_path: Path) -> None:
+    base = ["tracking=off", "tracking.figures=false", "dataset.n_queries=60",
+            "dataset.n_train_queries=60", "ranker=oracle", "+ranker.rnd={kind:random}",
+            "cache_dir=" + str(tmp_path / "cache")]
+    tables = [_tables(_compose(base + e), tmp_path / e[0].split("=")[1]) for e in ENGINES]
+    assert set(tables[0]) == {"oracle", "rnd"} and len(tables[0]["rnd"].columns) == 32
+    for other in tables[1:]:
+        for name, table in tables[0].items():
+            pd.testing.assert_frame_equal(other[name], table, check_exact=True)
+
+
+def test_engines_agree_on_a_parquet_run_evaluated_in_place(tmp_path: Path,
+                                                          scored: Path) -> None:
+    base = ["tracking=off", "tracking.figures=false", "dataset=parquet_run",
+            f"dataset.path={scored}", "ranker=scored_columns", "check.sample_rows=2000"]
+    whole = pd.read_parquet(scored)
+    for e in ENGINES:
+        cfg = _compose(base + e)
+        result = run_study(cfg, tmp_path / e[0])
+        assert result.dataset.kind == "parquet_run" and result.dataset.rows == len(whole)
+        for column in ("score", "weak"):
+            # independently: the whole file in memory, harness.evaluate
+            expected = harness.evaluate(whole.assign(score=whole[column]).drop(
+                columns=["weak"]), metrics=result.metrics)
+            r = result.rankers[column]
+            pd.testing.assert_frame_equal(r.per_query, expected, check_exact=True,
+                                          check_index_type=False)
+            checked = [c for c in r.checks if c.status == "checked"]
+            assert checked and all(0 < c.n_checked < len(expected) for c in checked)
+            assert max(c.max_abs_diff for c in checked) < 1e-12
+
+
+def test_parquet_run_with_a_qrels_file(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    run = pd.DataFrame({"q": np.repeat(["a", "b", "c"], 4), "doc": [f"d{i}" for i in range(12)],
+                        "bm25": rng.integers(0, 4, 12) / 2.0})
+    path = tmp_path / "run.parquet"
+    run.to_parquet(path, index=False)
+    qrels_path = tmp_path / "qrels.txt"
+    qrels_path.write_text("a 0 d0 2\na 0 d3 1\nb 0 d5 1\nb 0 zz 3\nz 0 d9 1\n")
+    qrels = read_qrels(qrels_path)
+    expected = harness.evaluate(run.rename(columns={"q": "qid", "doc": "docid", "bm25": "score"}),
+                                qrels, ["ndcg@3", "ap"], missing="zero")
+    for engine in ENGINES:
+        cfg = _compose(["tracking=off", "tracking.figures=false", "dataset=parquet_run",
+                        f"dataset.path={path}", f"dataset.qrels_path={qrels_path}",
+                        "dataset.qid=q", "dataset.docid=doc", "ranker=scored_columns",
+                        "~ranker.weak", "ranker.score.column=bm25", "metric.name=ndcg",
+                        "metric.k=3", "metric.gain=exp2", "metric.ties=average",
+                        "metric.extra=[ap]", "metric.missing=zero", *engine])
+        got = run_study(cfg, tmp_path / engine[0]).rankers["score"].per_query
+        pd.testing.assert_frame_equal(got, expected, check_exact=True, check_dtype=False,
+                                      check_index_type=False)
+        assert list(got.index) == ["a", "b", "z"]  # c unjudged; z judged, absent: 0
+
+
+@pytest.mark.parametrize("override, where", [
+    (["engine=stream", "engine.batch_rows=0"], "engine.batch_rows"),
+    (["engine=dask", "engine.n_workers=0"], "engine.n_workers"),
+    (["engine.kind=spark"], "engine.kind"),
+    (["dataset=parquet_run", "dataset.path=PATH", "ranker=oracle"], "ranker.oracle.kind"),
+])
+def test_bad_engine_settings_fail_before_any_data_is_read(override: list[str], where: str,
+                                                          scored: Path) -> None:
+    cfg = _compose([o.replace("PATH", str(scored)) for o in override])
+    with pytest.raises(InputError) as exc:
+        validate(cfg)
+    assert exc.value.column == where and where in str(exc.value)
+
+
+def test_a_score_column_the_file_lacks_is_named(tmp_path: Path, scored: Path) -> None:
+    cfg = _compose(["tracking=off", "dataset=parquet_run", f"dataset.path={scored}",
+                    "ranker=scored_columns", "+ranker.mine={kind:column,column:nope}"])
+    with pytest.raises(InputError, match=r"no numeric column 'nope' in scored.parquet; "
+                       r"score columns: score, weak") as exc:
+        run_study(cfg, tmp_path / "out")
+    assert exc.value.column == "ranker.mine.column"
+
+
+def test_dask_config_attaches_to_a_running_scheduler(tmp_path: Path, scored: Path) -> None:
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster:
+        cfg = _compose(["tracking=off", "tracking.figures=false", "dataset=parquet_run",
+                        f"dataset.path={scored}", "ranker=scored_columns", "engine=dask",
+                        f"engine.address={cluster.scheduler_address}", "check.sklearn=off"])
+        with Engine.from_config(cfg.engine) as engine:
+            assert cluster.scheduler_address in engine.describe()
+        got = run_study(cfg, tmp_path / "out").rankers["score"].per_query
+        assert len(cluster.scheduler.workers) == 1  # still up: attached, not owned
+    whole = pd.read_parquet(scored)
+    pd.testing.assert_frame_equal(got, harness.evaluate(whole, metrics=list(got.columns[3:])),
+                                  check_exact=True, check_index_type=False)
+
