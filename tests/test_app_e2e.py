@@ -159,21 +159,29 @@ class Expected:
 @pytest.fixture(scope="module")
 def expected() -> Expected:
     """The same study computed without the app."""
+    ds, runs = scored_without_the_app(["baselines"])
+    metrics = _default_metrics()
+    per_query = {name: evaluate(run, ds.qrels, metrics) for name, run in runs.items()}
+    return Expected(ds, metrics, runs, per_query)
+
+
+def scored_without_the_app(ranker_options: list[str]) -> tuple[Dataset, dict[str, pd.DataFrame]]:
+    """The default synthetic dataset at N_QUERIES, and the runs of the rankers of the
+    given ranker/ options, scored by the registry directly (no cache)."""
     options = _yaml(CONF / "dataset" / "synthetic.yaml")
     kind = options.pop("kind", "synthetic")
     options.update(n_queries=N_QUERIES, n_train_queries=N_QUERIES)
     ds = load_dataset(kind, **options)
-    metrics = _default_metrics()
-    runs, per_query = {}, {}
-    for name, entry in _ranker_entries("baselines").items():
-        opts = {k: v for k, v in entry.items() if k != "kind"}
-        if entry["kind"] == "sklearn":
-            opts["params"] = {**opts.get("params", {}), "max_iter": HGB_ITER}
-        run, _, hit = score(RankerSpec(name, entry["kind"], opts), ds, None)
-        assert not hit
-        runs[name] = run
-        per_query[name] = evaluate(run, ds.qrels, metrics)
-    return Expected(ds, metrics, runs, per_query)
+    runs = {}
+    for option in ranker_options:
+        for name, entry in _ranker_entries(option).items():
+            opts = {k: v for k, v in entry.items() if k != "kind"}
+            if entry["kind"] == "sklearn":
+                opts["params"] = {**opts.get("params", {}), "max_iter": HGB_ITER}
+            run, _, hit = score(RankerSpec(name, entry["kind"], opts), ds, None)
+            assert not hit
+            runs[name] = run
+    return ds, runs
 
 
 def test_main_job_exits_0_and_writes_its_files(baseline: Job, expected: Expected) -> None:

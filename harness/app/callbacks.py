@@ -68,9 +68,12 @@ class SweepParentRun(Callback):
         self._close("FAILED" if failed else "FINISHED")
         if failed:
             codes = {int(p.read_text().split()[0]) for p in failed}
-            jobs = ", ".join(p.name.rsplit("_", 1)[1] for p in failed)
-            log.error("%d job(s) of the sweep failed: %s (see their logs above)", len(failed),
-                      jobs)
+            log.error("%d job(s) of the sweep failed:", len(failed))
+            for p in failed:  # each reason repeated here: with the submitit launchers a job's
+                # output goes to its own folder, not to this console
+                num = p.name.rsplit("_", 1)[1]
+                reason = (p.read_text().splitlines()[1:] or ["(no message)"])[0]
+                log.error("  job %s: %s (log in %s)", num, reason, p.parent / num)
             raise SystemExit(max(codes))
 
     def _close(self, status: str) -> None:
