@@ -27,8 +27,9 @@ import pandas as pd
 import yaml
 
 from harness.app import records
-from harness.app.study import DATASET_PATH_OPTIONS, validate
-from harness.datasets import Dataset, load_dataset
+from harness.app.study import DATASET_PATH_OPTIONS, evaluate_in_place, validate
+from harness.datasets import Dataset, ParquetRun, load_dataset
+from harness.engines import Engine
 from harness.errors import HarnessError, TrackingUnavailable
 from harness.metrics import evaluate
 from harness.metrics.evaluate import STAT_COLUMNS
@@ -248,11 +249,17 @@ def reproduce_run(run_id: str, *, tracking_uri: str | None = None) -> ReproResul
                              f"{', '.join(s.name for s in specs)})")
     notes: list[str] = []
     dataset = _dataset(run, ds_options)
-    _check_ranker(run, spec, dataset, notes)
     grid = cfg.get("metric", {})
-    fresh, _, _ = score(spec, dataset, cache_dir=None)
-    now = evaluate(fresh, dataset.qrels, metrics, nan_scores=grid.get("nan_scores", "error"),
-                   missing=grid.get("missing", "exclude")).reset_index()
+    options = {"nan_scores": grid.get("nan_scores", "error"),
+               "missing": grid.get("missing", "exclude")}
+    if isinstance(dataset, ParquetRun):  # its digest covers the file; read it batch by batch
+        with Engine(kind="stream") as engine:
+            now = evaluate_in_place(engine, dataset, spec, metrics, options, None)[0]
+        now = now.reset_index()
+    else:
+        _check_ranker(run, spec, dataset, notes)
+        fresh, _, _ = score(spec, dataset, cache_dir=None)
+        now = evaluate(fresh, dataset.qrels, metrics, **options).reset_index()
     commit_then, commit_now = tags.get("git.commit", "unknown"), records.git_commit()
     if commit_then != commit_now:
         notes.append(f"code: git commit {_short(commit_then)} -> {_short(commit_now)}")

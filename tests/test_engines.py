@@ -143,3 +143,42 @@ def test_dask_config_attaches_to_a_running_scheduler(tmp_path: Path, scored: Pat
     pd.testing.assert_frame_equal(got, harness.evaluate(whole, metrics=list(got.columns[3:])),
                                   check_exact=True, check_index_type=False)
 
+
+
+def test_app_with_the_dask_engine_logs_to_mlflow_and_reproduces(tmp_path: Path,
+                                                               scored: Path) -> None:
+    """`python -m harness ... engine=dask` end to end: MLflow holds the engine's parameters
+    and per-query tables equal to evaluate's, and each ranker run reproduces identically
+    (reproduce reads the file with the stream engine)."""
+    import subprocess
+    import sys
+
+    from mlflow.tracking import MlflowClient
+
+    from harness.reproduce import reproduce_run
+
+    uri = f"sqlite:///{tmp_path / 'm.db'}"
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "dataset=parquet_run", f"dataset.path={scored}",
+         "ranker=scored_columns", "engine=dask", "engine.n_workers=2", "metric=ndcg10",
+         f"tracking.uri={uri}", "tracking.experiment=engines", "tracking.figures=false",
+         f"tracking.artifact_root={tmp_path / 'artifacts'}",
+         f"tracking.pending_dir={tmp_path / 'pending'}", f"hydra.run.dir={tmp_path / 'out'}"],
+        cwd=harness.paths.PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "engine: dask (local cluster" in proc.stderr + proc.stdout
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("engines")
+    runs = {r.info.run_name: r for r in client.search_runs([exp.experiment_id])
+            if r.data.tags.get("harness.role") == "ranker"}
+    assert set(runs) == {"score", "weak"}
+    whole = pd.read_parquet(scored)
+    for name, run in runs.items():
+        assert run.data.params["engine.kind"] == "dask"
+        assert run.data.params["dataset.kind"] == "parquet_run"
+        expected = harness.evaluate(whole.assign(score=whole[name]), metrics="ndcg@10")
+        assert run.data.metrics["ndcg_at_10.mean"] == pytest.approx(
+            float(expected["nDCG@10"].mean()), abs=1e-15)
+        result = reproduce_run(run.info.run_id, tracking_uri=uri)
+        assert result.identical and result.n_queries == len(expected)
+    assert not list((tmp_path / "pending").glob("*.json"))

@@ -242,7 +242,7 @@ def run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
         for i, spec in enumerate(specs, start=1):
             t = time.perf_counter()
             if isinstance(dataset, ParquetRun):
-                per_query, checks = _evaluate_in_place(engine, dataset, spec, metrics, options,
+                per_query, checks = evaluate_in_place(engine, dataset, spec, metrics, options,
                                                        c.get("check", {}) if check_on else None)
                 key, hit = f"parquet_run:{dataset.digest[:16]}:{spec.options['column']}", None
             else:
@@ -276,7 +276,7 @@ def run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
     return result
 
 
-def _evaluate_in_place(engine: Engine, dataset: ParquetRun, spec: RankerSpec,
+def evaluate_in_place(engine: Engine, dataset: ParquetRun, spec: RankerSpec,
                        metrics: list[Metric], options: Mapping[str, Any],
                        check: Mapping[str, Any] | None
                        ) -> tuple[pd.DataFrame, list[CheckResult]]:
