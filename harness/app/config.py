@@ -133,6 +133,8 @@ class TrackingConfig:
     max_retries: int = 1
     figures: bool = True
     bootstrap_resamples: int = 2000
+    # above this many queries the CI of the mean is the normal one (null: always bootstrap)
+    bootstrap_max_queries: Optional[int] = 20_000
 
 
 @dataclass

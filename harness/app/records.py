@@ -78,6 +78,7 @@ def write_outputs(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric
     from harness.app.study import check_table, dump_json, metric_key_map
 
     resamples = int(cfg.get("tracking", {}).get("bootstrap_resamples", 2000))
+    max_queries = cfg.get("tracking", {}).get("bootstrap_max_queries", 20_000)
     seed = int(cfg.get("seed", 0))
     written: dict[str, Any] = {"per_query": {}, "summary": {}}
     (out / "per_query").mkdir(parents=True, exist_ok=True)
@@ -86,7 +87,13 @@ def write_outputs(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric
         path = out / "per_query" / f"{name}.parquet"
         r.per_query.reset_index().to_parquet(path, index=False)
         written["per_query"][name] = path
-        summary = summarize(r.per_query, resamples=resamples, seed=seed)
+        summary = summarize(r.per_query, resamples=resamples, seed=seed,
+                            bootstrap_max_queries=max_queries)
+        normal = [c for c, m in summary.attrs["ci_method"].items() if m == "normal"]
+        if normal:
+            log.info("ranker %s: 95%% CI of %d variant(s) by the normal approximation "
+                     "(more than tracking.bootstrap_max_queries=%s queries)", name, len(normal),
+                     max_queries)
         written["summary"][name] = summary
         frames.append(summary.rename_axis("variant").reset_index().assign(ranker=name))
     table = pd.concat(frames, ignore_index=True)[["ranker", "variant", *STATS]]
