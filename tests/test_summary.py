@@ -48,3 +48,17 @@ def test_above_the_limit_the_interval_is_the_normal_one() -> None:
     width = high - low
     for stat in ("ci_low", "ci_high"):  # the two methods agree at this size
         assert abs(boot.at["nDCG@10", stat] - normal.at["nDCG@10", stat]) < 0.05 * width
+
+
+@pytest.mark.parametrize("n", [300, 50_000])  # 50,000: drawn through 4,000 order statistics
+def test_ecdf_figure_is_written(tmp_path, n: int) -> None:
+    from matplotlib.image import imread
+
+    from harness.reporting.figures import ecdf_figure
+
+    rng = np.random.default_rng(n)
+    values = {"a": pd.Series(rng.beta(2, 3, n)), "b": pd.Series(rng.random(n))}
+    path = ecdf_figure(values, "nDCG@10", tmp_path / "f.png")
+    image = imread(path)
+    assert image.shape[0] > 200 and image.shape[1] > 600
+    assert image[..., :3].std() > 0.05  # something was drawn
