@@ -122,6 +122,21 @@ def main() -> None:
     for nq, n, mode, label, sec, peak in rows_table:
         print(f"| {nq:,} | {n / 1e6:.1f}M | {mode} | {label} | {sec:.1f} s | "
               f"{n / sec / 1e6:.2f}M | {peak:.2f} GB |")
+    print()
+    largest = max(n for _, n, *_ in rows_table)
+    for label in ("nDCG@10", f"{len(GRID)} variants"):
+        peaks = [p for _, n, m, lab, _, p in rows_table
+                 if n == largest and m == "stream" and lab == label]
+        if largest >= 100_000_000 and peaks:
+            print(f"target: {largest / 1e6:.0f}M rows streamed under 4 GB peak, {label}: "
+                  f"{'MET' if peaks[0] < 4 else 'NOT MET'} ({peaks[0]:.2f} GB)")
+        both = {(n, m): sec for _, n, m, lab, sec, _ in rows_table if lab == label}
+        common = [n for (n, m) in both if m == "memory" and (n, "stream") in both]
+        if common:
+            n = max(common)
+            ratio = both[(n, "stream")] / both[(n, "memory")]
+            print(f"target: streaming within 2x of in-memory time, {label}, {n / 1e6:.0f}M rows: "
+                  f"{'MET' if ratio <= 2 else 'NOT MET'} (stream / memory = {ratio:.2f})")
 
 
 if __name__ == "__main__":

@@ -95,9 +95,12 @@ class Engine:
 
     def describe(self) -> str:
         if self.kind == "dask":
-            where = self.address or (f"local cluster, dashboard "
-                                     f"{self._client.dashboard_link}" if self._client else
-                                     "local cluster")
+            if self.address:
+                where = f"scheduler {self.address}"
+            else:
+                workers = len(self._client.scheduler_info()["workers"]) if self._client else \
+                    self.n_workers
+                where = f"local cluster of {workers} workers"
             return f"dask ({where}, {self.partition_rows:,} rows per partition)"
         if self.kind == "stream":
             return f"stream ({self.batch_rows:,} rows per batch)"

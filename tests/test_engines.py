@@ -166,7 +166,7 @@ def test_app_with_the_dask_engine_logs_to_mlflow_and_reproduces(tmp_path: Path,
          f"tracking.pending_dir={tmp_path / 'pending'}", f"hydra.run.dir={tmp_path / 'out'}"],
         cwd=harness.paths.PROJECT_ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "engine: dask (local cluster" in proc.stderr + proc.stdout
+    assert "engine: dask (local cluster of 2 workers" in proc.stderr + proc.stdout
     client = MlflowClient(tracking_uri=uri)
     exp = client.get_experiment_by_name("engines")
     runs = {r.info.run_name: r for r in client.search_runs([exp.experiment_id])
