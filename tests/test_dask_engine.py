@@ -17,7 +17,7 @@ from harness.metrics.stream import NotClustered
 
 METRICS = ["ndcg@10", "ndcg(gain=linear,ties=docid)", "mndcg@5", "ap", "rr", "P@5",
            "recall@10(ideal=retrieved)", "err@10(ties=input)", "ndcg@3(ties=random)",
-           "ndcg@5(ties=pessimistic)"]
+           "ndcg@5(ties=pessimistic)", "P@3(ties=optimistic)"]
 
 
 def _run(n_queries: int = 150, seed: int = 0, int_qids: bool = False) -> pd.DataFrame:
@@ -38,6 +38,10 @@ def _run(n_queries: int = 150, seed: int = 0, int_qids: bool = False) -> pd.Data
 def client() -> Iterator[Any]:
     with dask_client(n_workers=2) as c:
         yield c
+
+
+def test_every_tie_rule_is_covered() -> None:
+    assert {harness.parse_metric(m).ties for m in METRICS} == set(harness.TIE_MODES)
 
 
 @pytest.mark.parametrize("partition_rows", [1, 37, 10**7])
