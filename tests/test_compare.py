@@ -446,3 +446,42 @@ def test_cli_end_to_end(small_sweep: SmallSweep, tmp_path: Path) -> None:
     assert bad.returncode == 2
     assert "Traceback" not in bad.stderr
     assert f"error: run '{'f' * 32}': not found" in bad.stderr
+
+
+# --------------------------------------------------------------------------------------
+# many queries: normal approximations of the permutation test and the bootstrap
+
+
+def test_above_max_queries_the_normal_approximations_agree_with_the_resampling() -> None:
+    rng = np.random.default_rng(11)
+    n = 3000
+    base = rng.beta(2, 3, n)
+    frames = {"a": pd.DataFrame({"qid": np.arange(n), "m": np.clip(base + rng.normal(
+        0.01, 0.2, n), 0, 1)}), "b": pd.DataFrame({"qid": np.arange(n), "m": base})}
+    exact = compare_table(frames, resamples=4000, max_queries=None).iloc[0]
+    approx = compare_table(frames, resamples=4000, max_queries=2000).iloc[0]
+    assert exact["note"] == "" and "normal approximations" in approx["note"]
+    assert approx["mean_diff"] == exact["mean_diff"] and approx["p_ttest"] == exact["p_ttest"]
+    # against scipy's own sign-flip test and BCa bootstrap at this size
+    assert abs(approx["p_permutation"] - exact["p_permutation"]) < 0.01
+    width = exact["ci_high"] - exact["ci_low"]
+    assert abs(approx["ci_low"] - exact["ci_low"]) < 0.05 * width
+    assert abs(approx["ci_high"] - exact["ci_high"]) < 0.05 * width
+    # and the closed forms, from the differences directly
+    d = frames["a"]["m"].to_numpy() - frames["b"]["m"].to_numpy()
+    assert approx["p_permutation"] == pytest.approx(
+        2 * stats.norm.sf(abs(d.sum()) / np.sqrt((d * d).sum())), rel=1e-12)
+    low, high = stats.norm.interval(0.95, loc=d.mean(), scale=stats.sem(d))
+    assert (approx["ci_low"], approx["ci_high"]) == (pytest.approx(low, abs=1e-14),
+                                                     pytest.approx(high, abs=1e-14))
+
+
+def test_a_million_queries_compare_in_seconds_not_hours() -> None:
+    rng = np.random.default_rng(12)
+    n = 1_000_000
+    base = rng.random(n)
+    frames = {"a": pd.DataFrame({"qid": np.arange(n), "m": base + 0.001}),
+              "b": pd.DataFrame({"qid": np.arange(n), "m": base})}
+    row = compare_table(frames).iloc[0]  # the default max_queries applies
+    assert row["n"] == n and row["p_permutation"] < 1e-12 and row["wins"] == n
+    assert row["ci_low"] == pytest.approx(0.001, abs=1e-9)

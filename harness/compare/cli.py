@@ -57,6 +57,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--resamples", type=int, default=10_000,
                    help="permutation-test sign flips and bootstrap resamples (10000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the resampling (0)")
+    p.add_argument("--max-queries", type=int, default=20_000,
+                   help="above this many queries, normal approximations replace the "
+                   "permutation test and the bootstrap (20000; 0: never)")
     p.add_argument("--out-dir", default="runs/reports",
                    help="reports go to <out-dir>/<experiment>/<parent id or timestamp>/ "
                    "(default: runs/reports; relative to the project)")
@@ -86,7 +89,8 @@ def _run(args: argparse.Namespace) -> int:
     baseline = sweep.resolve(args.baseline) if args.baseline else None
     comparison = compare_table(sweep.per_query, args.variants, baseline,
                                correction=args.correction, alpha=args.alpha, test=args.test,
-                               seed=args.seed, resamples=args.resamples, family=args.family)
+                               seed=args.seed, resamples=args.resamples, family=args.family,
+                               max_queries=args.max_queries or None)
     sens = sensitivity(sweep.per_query, comparison, variants=args.variants)
     n_queries = max(len(f) for f in sweep.per_query.values())
     print(f"{sweep.experiment}: {len(sweep.versions)} ranker versions "

@@ -21,6 +21,7 @@ from harness.metrics.evaluate import metric_columns
 
 __all__ = ["CORRECTIONS", "TESTS", "TIE_TOLERANCE", "holm", "adjust_pvalues",
            "align_pair", "paired_comparison", "permutation_pvalues", "bootstrap_intervals",
+           "normal_pvalues", "normal_intervals",
            "compare_table", "per_query_frame"]
 
 #: Multiple-testing corrections: Holm's step-down (FWER) and Benjamini–Hochberg (FDR).
@@ -284,6 +285,25 @@ def bootstrap_intervals(d: np.ndarray, *, seed: int = 0, resamples: int = 10_000
     return low, high, notes
 
 
+def normal_pvalues(d: np.ndarray) -> np.ndarray:
+    """The sign-flip test's large-sample p-value for each row of ``d``: under H0 the sum of
+    randomly signed differences has mean 0 and variance ``sum(d**2)``, so
+    ``z = sum(d) / sqrt(sum(d**2))`` and ``p = 2 * norm.sf(|z|)`` (1 for an all-zero row)."""
+    total, scale = d.sum(axis=-1), np.sqrt((d * d).sum(axis=-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = 2 * stats.norm.sf(np.abs(total) / scale)
+    return np.where(scale > 0, p, 1.0)
+
+
+def normal_intervals(d: np.ndarray, confidence: float = 0.95
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """The normal interval of the mean of each row of ``d``: mean ± z·s/√n (s: ddof=1)."""
+    n = d.shape[-1]
+    mean, sem = d.mean(axis=-1), d.std(axis=-1, ddof=1) / np.sqrt(n)
+    z = stats.norm.ppf(0.5 + confidence / 2)
+    return mean - z * sem, mean + z * sem
+
+
 def per_query_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """A per-query table indexed by query id (a ``qid`` column becomes the index)."""
     if "qid" in frame.columns:
@@ -295,9 +315,11 @@ def per_query_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _compare_pair(frames: Mapping[str, pd.DataFrame], ra: str, rb: str,
                   variants: Sequence[str], *, seed: int, resamples: int,
-                  confidence: float) -> dict[tuple[str, str, str], dict[str, Any]]:
+                  confidence: float, max_queries: int | None = None
+                  ) -> dict[tuple[str, str, str], dict[str, Any]]:
     """Every variant of one ranker pair; the permutation test and the bootstrap run once per
-    group of variants aligned on the same queries."""
+    group of variants aligned on the same queries (their normal approximations above
+    ``max_queries`` queries)."""
     aligned, groups = {}, {}
     for variant in variants:
         kept, x, y, n_dropped, dropped = _align(frames[ra][variant], frames[rb][variant])
@@ -310,9 +332,15 @@ def _compare_pair(frames: Mapping[str, pd.DataFrame], ra: str, rb: str,
     out = {}
     for members in groups.values():
         d = np.vstack([aligned[v][2] for v in members])
-        pvalues = permutation_pvalues(d, seed=seed, resamples=resamples)
-        intervals = zip(*bootstrap_intervals(d, seed=seed, resamples=resamples,
-                                             confidence=confidence))
+        if max_queries is not None and d.shape[1] > max_queries:
+            pvalues = normal_pvalues(d)
+            note = (f"{d.shape[1]:,} queries > max_queries {max_queries:,}: normal "
+                    "approximations for the permutation p-value and the interval")
+            intervals = zip(*normal_intervals(d, confidence), [note] * len(members))
+        else:
+            pvalues = permutation_pvalues(d, seed=seed, resamples=resamples)
+            intervals = zip(*bootstrap_intervals(d, seed=seed, resamples=resamples,
+                                                 confidence=confidence))
         for v, p, interval in zip(members, pvalues, intervals):
             out[(v, ra, rb)] = _aligned_comparison(*aligned[v], p, interval)
     return out
@@ -322,7 +350,7 @@ def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str]
                   baseline: str | None = None, *, correction: str = "holm",
                   alpha: float = 0.05, test: str = "ttest", seed: int = 0,
                   resamples: int = 10_000, confidence: float = 0.95,
-                  family: str = "variant") -> pd.DataFrame:
+                  family: str = "variant", max_queries: int | None = 20_000) -> pd.DataFrame:
     """Every ranker pair (or every ranker vs ``baseline``) under every variant.
 
     Parameters
@@ -345,6 +373,11 @@ def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str]
     family : {'variant', 'all'}, default 'variant'
         The comparisons corrected together: those of one variant (so each variant's
         discriminative power is its own), or every row of the table.
+    max_queries : int or None, default 20,000
+        Above this many aligned queries the permutation p-value and the bootstrap interval
+        (whose costs grow with queries x resamples, and the BCa jackknife with queries²)
+        are replaced by their normal approximations (:func:`normal_pvalues`,
+        :func:`normal_intervals`); the row's note says so. None: never.
 
     Returns
     -------
@@ -394,7 +427,8 @@ def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str]
     results = {}
     for (ra, rb), pair_variants in pairs.items():
         results.update(_compare_pair(frames, ra, rb, pair_variants, seed=seed,
-                                     resamples=int(resamples), confidence=confidence))
+                                     resamples=int(resamples), confidence=confidence,
+                                     max_queries=max_queries))
     rows = [{"variant": v, "ranker_a": ra, "ranker_b": rb} | results[(v, ra, rb)]
             for v in variants for (ra, rb), vs in pairs.items() if v in vs]
     table = pd.DataFrame(rows)
@@ -414,5 +448,6 @@ def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str]
     table = table[COLUMNS]
     table.attrs = {"correction": correction, "alpha": alpha, "test": test, "seed": seed,
                    "resamples": int(resamples), "confidence": confidence, "family": family,
+                   "max_queries": max_queries,
                    "baseline": baseline, "notes": notes}
     return table
