@@ -295,7 +295,7 @@ def main() -> None:
         memory_child(args.memory_child, args.memory_docids)
         return
 
-    import pytrec_eval  # noqa: F401  (import cost out of the timings)
+    import pytrec_eval  # import cost out of the timings
     import sklearn
     from sklearn.metrics import ndcg_score  # noqa: F401
     from sklearn.metrics._ranking import _ndcg_sample_scores
@@ -366,8 +366,6 @@ def main() -> None:
     sk_mean = ndcg_score(y_true, y_score, k=10, ignore_ties=False)
     assert np.array_equal(np.asarray(pq.index), uniq)
     d_sk = float(np.max(np.abs(h_avg - sk)))
-    import pytrec_eval
-
     res = pytrec_eval.RelevanceEvaluator(qrel, {"ndcg_cut.10"}).evaluate(run)
     pt = np.array([res[str(q)]["ndcg_cut_10"] for q in uniq])
     d_pt = float(np.max(np.abs(h_trec - pt)))

@@ -35,6 +35,8 @@ import threading
 import time
 from pathlib import Path
 
+from bench_common import print_targets
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -182,7 +184,6 @@ def main() -> None:
 
 def _targets(table: list[tuple]) -> None:
     ok = [(n, e, s, p) for n, e, s, p, _ in table if s is not None]
-    largest = max((n for n, *_ in ok), default=0)
     print()
     for engine in ("local", "stream", "dask"):
         runs = sorted((n, s) for n, e, s, _ in ok if e == engine)
@@ -190,18 +191,7 @@ def _targets(table: list[tuple]) -> None:
             (n0, s0), (n1, s1) = runs[-2], runs[-1]
             print(f"{engine}: {n1 / n0:.0f}x the rows took {s1 / s0:.1f}x the time "
                   f"(linear would be {n1 / n0:.0f}x)")
-    stream_big = [p for n, e, _, p in ok if e == "stream" and n == largest]
-    if largest >= 100_000_000 and stream_big:
-        print(f"target: {largest / 1e6:.0f}M rows streamed under 4 GB peak: "
-              f"{'MET' if stream_big[0] < 4 else 'NOT MET'} ({stream_big[0]:.2f} GB)")
-    both = {(n, e): s for n, e, s, _ in ok}
-    common = [n for n, e, _, _ in ok if e == "local" and (n, "stream") in both]
-    if common:
-        n = max(common)
-        ratio = both[(n, "stream")] / both[(n, "local")]
-        print(f"target: streaming throughput within 2x of in-memory at {n / 1e6:.0f}M rows: "
-              f"{'MET' if ratio <= 2 else 'NOT MET'} (stream / local time = {ratio:.2f})")
-
+    print_targets(ok, memory="local")
 
 if __name__ == "__main__":
     main()

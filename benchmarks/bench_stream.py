@@ -6,7 +6,8 @@ Usage::
     .venv/bin/python benchmarks/bench_stream.py --queries 100000
 
 For each size a clustered parquet run (20-200 documents per query, grades 0-4, scores
-rounded to 2 decimals so ties occur, integer docids) is generated to disk in chunks. Then,
+rounded to 2 decimals so ties occur, integer docids) is written to disk in chunks by
+:func:`harness.datasets.parquet_run.write_scored_run`. Then,
 each in a fresh child process so its peak RSS is its own:
 
 - ``stream``: :func:`harness.evaluate_parquet` with ``--batch-rows`` rows per batch;
@@ -28,39 +29,17 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench_common import print_targets  # noqa: E402
 from harness import Metric  # noqa: E402
+from harness.datasets.parquet_run import write_scored_run  # noqa: E402
 
+COLUMNS = ["qid", "docid", "score", "label"]  # the run's (the file also has `weak`)
 GRID = [Metric("ndcg", k=k, gain=g, ties=t).display_name
         for g in ("exp2", "linear") for k in (5, 10) for t in ("average", "input", "optimistic")]
-
-
-def generate(path: Path, n_queries: int, seed: int = 7, chunk_queries: int = 50_000) -> int:
-    """Write a clustered run in chunks; returns the number of rows."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    rng = np.random.default_rng(seed)
-    rows = 0
-    schema = pa.schema([("qid", pa.int64()), ("docid", pa.int64()), ("score", pa.float64()),
-                        ("label", pa.int64())])
-    with pq.ParquetWriter(path, schema) as writer:
-        for first in range(0, n_queries, chunk_queries):
-            nq = min(chunk_queries, n_queries - first)
-            sizes = rng.integers(20, 201, nq)
-            n = int(sizes.sum())
-            qid = np.repeat(np.arange(first, first + nq), sizes)
-            label = rng.choice(5, size=n, p=[0.5, 0.25, 0.15, 0.07, 0.03])
-            score = np.round(0.3 * label + rng.normal(size=n), 2)
-            docid = np.arange(rows, rows + n)
-            writer.write_table(pa.table({"qid": qid, "docid": docid, "score": score,
-                                         "label": label}, schema=schema))
-            rows += n
-    return rows
 
 
 def child(mode: str, path: str, metrics: str, batch_rows: int) -> None:
@@ -73,7 +52,7 @@ def child(mode: str, path: str, metrics: str, batch_rows: int) -> None:
     else:
         import pandas as pd
 
-        out = harness.evaluate(pd.read_parquet(path), metrics=names)
+        out = harness.evaluate(pd.read_parquet(path, columns=COLUMNS), metrics=names)
     seconds = time.perf_counter() - t
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
     print(json.dumps({"seconds": seconds, "peak_gb": peak, "queries": len(out),
@@ -104,7 +83,7 @@ def main() -> None:
         for nq in args.queries:
             path = Path(tmp) / f"run_{nq}.parquet"
             t = time.perf_counter()
-            n = generate(path, nq)
+            n = write_scored_run(path, nq)
             print(f"## {nq:,} queries, {n:,} rows ({path.stat().st_size / 1e9:.2f} GB parquet, "
                   f"generated in {time.perf_counter() - t:.0f} s)", flush=True)
             for metrics in ("one", "grid"):
@@ -123,21 +102,9 @@ def main() -> None:
         print(f"| {nq:,} | {n / 1e6:.1f}M | {mode} | {label} | {sec:.1f} s | "
               f"{n / sec / 1e6:.2f}M | {peak:.2f} GB |")
     print()
-    largest = max(n for _, n, *_ in rows_table)
     for label in ("nDCG@10", f"{len(GRID)} variants"):
-        peaks = [p for _, n, m, lab, _, p in rows_table
-                 if n == largest and m == "stream" and lab == label]
-        if largest >= 100_000_000 and peaks:
-            print(f"target: {largest / 1e6:.0f}M rows streamed under 4 GB peak, {label}: "
-                  f"{'MET' if peaks[0] < 4 else 'NOT MET'} ({peaks[0]:.2f} GB)")
-        both = {(n, m): sec for _, n, m, lab, sec, _ in rows_table if lab == label}
-        common = [n for (n, m) in both if m == "memory" and (n, "stream") in both]
-        if common:
-            n = max(common)
-            ratio = both[(n, "stream")] / both[(n, "memory")]
-            print(f"target: streaming within 2x of in-memory time, {label}, {n / 1e6:.0f}M rows: "
-                  f"{'MET' if ratio <= 2 else 'NOT MET'} (stream / memory = {ratio:.2f})")
-
+        print_targets([(n, m, sec, peak) for _, n, m, lab, sec, peak in rows_table
+                       if lab == label], memory="memory", label=label)
 
 if __name__ == "__main__":
     main()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +25,9 @@ from harness.errors import InputError
 from harness.metrics.definition import Metric
 from harness.metrics.evaluate import evaluate
 from harness.metrics.stream import (
-    assemble,
     check_options,
     evaluate_parquet,
-    evaluate_part,
+    evaluate_parts,
     file_columns,
     memory_parts,
     memory_top_label,
@@ -69,8 +68,7 @@ class Engine:
 
     @classmethod
     def from_config(cls, options: Mapping[str, Any] | None) -> Engine:
-        known = {"kind", "batch_rows", "partition_rows", "address", "n_workers",
-                 "threads_per_worker"}
+        known = {f.name for f in fields(cls) if not f.name.startswith("_")}
         options = dict(options or {})
         unknown = sorted(set(options) - known)
         if unknown:
@@ -116,14 +114,8 @@ class Engine:
         mlist, missing = check_options(metrics, options, "the stream engine")
         if needs_top_label(mlist, options):
             options["top_label"] = memory_top_label(run, qrels)
-        parts, run_qids = memory_parts(run, self.batch_rows)
-        frames, unjudged = [], []
-        for part in parts:
-            out, skipped = evaluate_part(part, qrels, mlist, options)
-            unjudged.extend(skipped)
-            if out is not None:
-                frames.append(out)
-        return assemble(frames, qrels, mlist, run_qids, unjudged, missing, "run")
+        parts, _ = memory_parts(run, self.batch_rows)
+        return evaluate_parts(parts, qrels, mlist, options, missing, "run")
 
     def evaluate_file(self, path: str | Path, qrels: pd.DataFrame | None,
                       metrics: Iterable[Metric], names: Mapping[str, str] | None = None,

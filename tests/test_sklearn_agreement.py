@@ -9,6 +9,7 @@ gain (linear), the retrieved list as the ideal, tie-averaging when ``ignore_ties
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -28,30 +29,29 @@ KS = (None, 1, 3, 10)
 _TIED_SCORES = st.sampled_from([0.0, 0.5, 1.0, 2.0])
 
 
-@st.composite
-def tied_queries(draw: st.DrawFn) -> list[tuple[list[int], list[float]]]:
-    """1-8 queries of 2-12 documents, labels 0-4, scores from a small set (ties likely)."""
+def _queries(draw: st.DrawFn, scores: Callable[[int], st.SearchStrategy[list[float]]]
+             ) -> list[tuple[list[int], list[float]]]:
+    """1-8 queries of 2-12 documents, labels 0-4, ``scores(n)`` drawing a query's scores."""
     out = []
     for _ in range(draw(st.integers(1, 8))):
         n = draw(st.integers(2, 12))
         labels = draw(st.lists(st.integers(0, 4), min_size=n, max_size=n))
-        scores = draw(st.lists(_TIED_SCORES, min_size=n, max_size=n))
-        out.append((labels, scores))
+        out.append((labels, draw(scores(n))))
     return out
+
+
+@st.composite
+def tied_queries(draw: st.DrawFn) -> list[tuple[list[int], list[float]]]:
+    """Scores from a small set: ties likely."""
+    return _queries(draw, lambda n: st.lists(_TIED_SCORES, min_size=n, max_size=n))
 
 
 @st.composite
 def untied_queries(draw: st.DrawFn) -> list[tuple[list[int], list[float]]]:
-    """As :func:`tied_queries` but every query's scores are distinct floats."""
-    out = []
-    for _ in range(draw(st.integers(1, 8))):
-        n = draw(st.integers(2, 12))
-        labels = draw(st.lists(st.integers(0, 4), min_size=n, max_size=n))
-        scores = draw(st.lists(st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False,
-                                         width=64),
-                               min_size=n, max_size=n, unique=True))
-        out.append((labels, scores))
-    return out
+    """Every query's scores are distinct floats."""
+    return _queries(draw, lambda n: st.lists(
+        st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False, width=64),
+        min_size=n, max_size=n, unique=True))
 
 
 def _frame(queries: list[tuple[list[int], list[float]]]) -> pd.DataFrame:

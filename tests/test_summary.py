@@ -62,3 +62,14 @@ def test_ecdf_figure_is_written(tmp_path, n: int) -> None:
     image = imread(path)
     assert image.shape[0] > 200 and image.shape[1] > 600
     assert image[..., :3].std() > 0.05  # something was drawn
+
+
+def test_ecdf_steps_are_the_ecdf_at_the_points_drawn() -> None:
+    from harness.reporting.figures import ecdf_steps
+
+    rng = np.random.default_rng(5)
+    data = np.round(rng.beta(2, 3, 100_000), 2)  # ties, as per-query values have
+    x, y = ecdf_steps(data, points=500)
+    assert len(x) <= 501 and x[0] == data.min() and x[-1] == data.max()
+    assert y[0] == 0 and y[-1] == 1 and np.all(np.diff(y) >= 0)
+    np.testing.assert_array_equal(y[1:], [np.mean(data <= v) for v in x[1:]])

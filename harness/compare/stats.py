@@ -18,10 +18,11 @@ from scipy import stats
 
 from harness.compare.errors import CompareError, NoOverlap, TooFewRankers, UnknownName
 from harness.metrics.evaluate import metric_columns
+from harness.reporting.summary import normal_interval
 
 __all__ = ["CORRECTIONS", "TESTS", "TIE_TOLERANCE", "holm", "adjust_pvalues",
            "align_pair", "paired_comparison", "permutation_pvalues", "bootstrap_intervals",
-           "normal_pvalues", "normal_intervals",
+           "normal_pvalues",
            "compare_table", "per_query_frame"]
 
 #: Multiple-testing corrections: Holm's step-down (FWER) and Benjamini–Hochberg (FDR).
@@ -295,15 +296,6 @@ def normal_pvalues(d: np.ndarray) -> np.ndarray:
     return np.where(scale > 0, p, 1.0)
 
 
-def normal_intervals(d: np.ndarray, confidence: float = 0.95
-                     ) -> tuple[np.ndarray, np.ndarray]:
-    """The normal interval of the mean of each row of ``d``: mean ± z·s/√n (s: ddof=1)."""
-    n = d.shape[-1]
-    mean, sem = d.mean(axis=-1), d.std(axis=-1, ddof=1) / np.sqrt(n)
-    z = stats.norm.ppf(0.5 + confidence / 2)
-    return mean - z * sem, mean + z * sem
-
-
 def per_query_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """A per-query table indexed by query id (a ``qid`` column becomes the index)."""
     if "qid" in frame.columns:
@@ -336,7 +328,7 @@ def _compare_pair(frames: Mapping[str, pd.DataFrame], ra: str, rb: str,
             pvalues = normal_pvalues(d)
             note = (f"{d.shape[1]:,} queries > max_queries {max_queries:,}: normal "
                     "approximations for the permutation p-value and the interval")
-            intervals = zip(*normal_intervals(d, confidence), [note] * len(members))
+            intervals = zip(*normal_interval(d, confidence), [note] * len(members))
         else:
             pvalues = permutation_pvalues(d, seed=seed, resamples=resamples)
             intervals = zip(*bootstrap_intervals(d, seed=seed, resamples=resamples,
@@ -377,7 +369,8 @@ def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str]
         Above this many aligned queries the permutation p-value and the bootstrap interval
         (whose costs grow with queries x resamples, and the BCa jackknife with queries²)
         are replaced by their normal approximations (:func:`normal_pvalues`,
-        :func:`normal_intervals`); the row's note says so. None: never.
+        :func:`harness.reporting.summary.normal_interval`); the row's note says so.
+        None: never.
 
     Returns
     -------

@@ -61,6 +61,7 @@ def load_parquet_run(*, name: str, path: str, qid: str = "qid", docid: str = "do
     """Describe a parquet run without loading it; judgments from its ``label`` column or
     from a TREC qrels file."""
     import pyarrow.parquet as pq
+    import pyarrow.types as pat
 
     p = Path(path).expanduser().resolve()
     if not p.is_file():
@@ -75,8 +76,6 @@ def load_parquet_run(*, name: str, path: str, qid: str = "qid", docid: str = "do
     if missing:
         raise InputError(f"parquet run {p.name} lacks column(s) {missing}; it has "
                          f"{schema.names}", table=p.name, column=missing[0])
-    import pyarrow.types as pat
-
     scores = tuple(f.name for f in schema if f.name not in roles.values() and f.name != label
                    and (pat.is_floating(f.type) or pat.is_integer(f.type)))
     if qrels_path:

@@ -39,7 +39,7 @@ from harness.metrics.stream import (
     memory_parts,
     memory_top_label,
     needs_top_label,
-    not_clustered,
+    iter_query_batches,
     top_label,
 )
 
@@ -79,8 +79,9 @@ def query_ranges(path: str | os.PathLike[str], *, partition_rows: int = 2_000_00
     """Cut a parquet run at query boundaries into ranges of about ``partition_rows`` rows.
 
     Returns the ``(start, stop)`` row ranges and the qids in file order. Reads only the qid
-    column, ``scan_rows`` at a time. Raises :class:`~harness.metrics.stream.NotClustered`
-    naming the first query whose rows are not contiguous.
+    column, ``scan_rows`` at a time, with :func:`~harness.metrics.stream.iter_query_batches`,
+    which raises :class:`~harness.metrics.stream.NotClustered` naming the first query whose
+    rows are not contiguous.
     """
     import pyarrow.parquet as pq
 
@@ -88,30 +89,18 @@ def query_ranges(path: str | os.PathLike[str], *, partition_rows: int = 2_000_00
         raise InputError(f"partition_rows must be >= 1, got {partition_rows}",
                          column="partition_rows")
     p = Path(path)
-    reader = pq.ParquetFile(p)
-    n_rows = reader.metadata.num_rows
     starts: list[np.ndarray] = []
     firsts: list[np.ndarray] = []
-    offset, previous = 0, None
-    for batch in reader.iter_batches(batch_size=int(scan_rows), columns=[qid_column]):
-        q = batch.column(0).to_pandas().to_numpy()
-        if not len(q):
-            continue
-        change = np.flatnonzero(q[1:] != q[:-1]) + 1
-        if offset == 0 or q[0] != previous:
-            change = np.concatenate(([0], change))
-        starts.append(change + offset)
+    for part in iter_query_batches(p, batch_rows=scan_rows, columns={qid_column: "qid"}):
+        q = part["qid"].to_numpy()
+        change = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
+        starts.append(part.index.to_numpy()[change])
         firsts.append(q[change])
-        previous, offset = q[-1], offset + len(q)
     if not starts:
         raise InputError(f"{p.name} has no rows", table=p.name)
-    start = np.concatenate(starts)
-    qids = np.concatenate(firsts)
-    repeated = pd.Index(qids).duplicated()
-    if repeated.any():
-        i = int(np.flatnonzero(repeated)[0])
-        raise not_clustered(p, qids[i], int(start[i]))
-    return cut_at_queries(start, n_rows, partition_rows), qids
+    n_rows = pq.ParquetFile(p).metadata.num_rows
+    return cut_at_queries(np.concatenate(starts), n_rows, partition_rows), \
+        np.concatenate(firsts)
 
 
 def _read_rows(part: tuple[str, int, int], roles: Mapping[str, str]) -> pd.DataFrame:

@@ -149,6 +149,20 @@ def evaluate_part(part: pd.DataFrame, qrels: pd.DataFrame | None, metrics: list[
     return out, list(out.attrs.get("unjudged_qids", []))
 
 
+def evaluate_parts(parts: Iterable[pd.DataFrame], qrels: pd.DataFrame | None,
+                   metrics: list[Metric], options: Mapping[str, Any], missing: str,
+                   name: str) -> pd.DataFrame:
+    """:func:`evaluate_part` on each part of whole queries, then :func:`assemble`."""
+    frames, unjudged, run_qids = [], [], []
+    for part in parts:
+        run_qids.extend(pd.unique(part["qid"]).tolist())
+        out, skipped = evaluate_part(part, qrels, metrics, options, table=name)
+        unjudged.extend(skipped)
+        if out is not None:
+            frames.append(out)
+    return assemble(frames, qrels, metrics, run_qids, unjudged, missing, name)
+
+
 def assemble(frames: list[pd.DataFrame], qrels: pd.DataFrame | None, metrics: list[Metric],
              run_qids: Iterable[Any], unjudged: list[Any], missing: str,
              name: str) -> pd.DataFrame:
@@ -227,14 +241,8 @@ def evaluate_parquet(path: str | os.PathLike[str], qrels: pd.DataFrame | None = 
     columns = file_columns(p, qrels, names)
     if needs_top_label(mlist, options):
         options["top_label"] = top_label(p, qrels, names)  # one top grade for every batch
-    frames, unjudged, run_qids = [], [], []
-    for chunk in iter_query_batches(p, batch_rows=batch_rows, columns=columns):
-        run_qids.extend(pd.unique(chunk["qid"]).tolist())
-        out, skipped = evaluate_part(chunk, qrels, mlist, options, table=p.name)
-        unjudged.extend(skipped)
-        if out is not None:
-            frames.append(out)
-    return assemble(frames, qrels, mlist, run_qids, unjudged, missing, p.name)
+    parts = iter_query_batches(p, batch_rows=batch_rows, columns=columns)
+    return evaluate_parts(parts, qrels, mlist, options, missing, p.name)
 
 
 def top_label(path: Path, qrels: pd.DataFrame | None,

@@ -15,6 +15,15 @@ __all__ = ["ecdf_figure"]
 ECDF_POINTS = 4000
 
 
+def ecdf_steps(data: np.ndarray, points: int = ECDF_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """The ECDF at about ``points`` evenly spaced order statistics (and 0 before the
+    smallest): exact at each of them, for drawing with ``where="post"``."""
+    x = np.sort(data)
+    i = np.unique(np.linspace(0, len(x) - 1, points).round().astype(np.int64))
+    at = x[i]
+    return np.r_[x[0], at], np.r_[0.0, np.searchsorted(x, at, side="right") / len(x)]
+
+
 def ecdf_figure(values: Mapping[str, pd.Series], title: str, path: Path) -> Path:
     """Save a PNG with the ECDF (left) and histogram (right) of each ranker's per-query
     values of one metric variant."""
@@ -35,11 +44,8 @@ def ecdf_figure(values: Mapping[str, pd.Series], title: str, path: Path) -> Path
         label = f"{name} (mean {data.mean():.4f})"
         if len(data) <= ECDF_POINTS:
             ax_ecdf.ecdf(data, label=label)
-        else:  # the ECDF at ECDF_POINTS order statistics: exact there, the same picture
-            x = np.sort(data)
-            i = np.unique(np.linspace(0, len(x) - 1, ECDF_POINTS).round().astype(np.int64))
-            ax_ecdf.step(np.r_[x[0], x[i]], np.r_[0.0, (i + 1) / len(x)], where="post",
-                         label=label)
+        else:  # the same picture, through ECDF_POINTS order statistics
+            ax_ecdf.step(*ecdf_steps(data), where="post", label=label)
         ax_hist.hist(data, bins=bins, histtype="step", label=name)
     ax_ecdf.set(xlabel=title, ylabel="share of queries <= x", title="ECDF", ylim=(0, 1))
     ax_hist.set(xlabel=title, ylabel="queries", title="histogram")

@@ -8,7 +8,7 @@ from scipy import stats
 
 from harness.metrics.evaluate import aggregate, metric_columns
 
-__all__ = ["STATS", "summarize"]
+__all__ = ["STATS", "normal_interval", "summarize"]
 
 #: Statistic names, in the order they are logged (MLflow key suffixes).
 STATS = ("mean", "std", "median", "p10", "p90", "ci_low", "ci_high", "frac_zero",
@@ -45,7 +45,8 @@ def summarize(per_query: pd.DataFrame, *, resamples: int = 2000, seed: int = 0,
         else:
             row.update(std=np.nan, median=np.nan, p10=np.nan, p90=np.nan, frac_zero=np.nan)
         if bootstrap_max_queries is not None and len(values) > bootstrap_max_queries:
-            row["ci_low"], row["ci_high"] = _normal_ci(values, confidence)
+            low, high = normal_interval(values, confidence)
+            row["ci_low"], row["ci_high"] = float(low), float(high)
             methods[column] = "normal"
         else:
             row["ci_low"], row["ci_high"] = _bootstrap_ci(values, resamples, seed, confidence)
@@ -56,9 +57,12 @@ def summarize(per_query: pd.DataFrame, *, resamples: int = 2000, seed: int = 0,
     return out
 
 
-def _normal_ci(values: np.ndarray, confidence: float) -> tuple[float, float]:
-    mean, sem = float(np.mean(values)), float(np.std(values, ddof=1) / np.sqrt(len(values)))
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+def normal_interval(values: np.ndarray, confidence: float = 0.95
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The normal interval of the mean along the last axis: mean ± z·s/√n (s: ddof=1)."""
+    n = values.shape[-1]
+    mean, sem = values.mean(axis=-1), values.std(axis=-1, ddof=1) / np.sqrt(n)
+    z = stats.norm.ppf(0.5 + confidence / 2)
     return mean - z * sem, mean + z * sem
 
 
