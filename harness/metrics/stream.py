@@ -111,11 +111,13 @@ def _check_new(frame: pd.DataFrame, seen: set[Any], path: Path, offset: int) -> 
     change = np.flatnonzero(qid.to_numpy()[1:] != qid.to_numpy()[:-1]) + 1
     starts = np.concatenate(([0], change))
     firsts = qid.iloc[starts]
-    repeated = firsts.duplicated() | firsts.isin(seen)
+    values = firsts.tolist()  # set lookups: O(batch), not O(queries seen so far) as isin
+    repeated = firsts.duplicated().to_numpy() | np.fromiter(
+        (q in seen for q in values), dtype=bool, count=len(values))
     if repeated.any():
-        i = int(np.flatnonzero(repeated.to_numpy())[0])
+        i = int(np.flatnonzero(repeated)[0])
         raise not_clustered(path, firsts.iloc[i], offset + int(starts[i]))
-    seen.update(firsts.tolist())
+    seen.update(values)
 
 
 def not_clustered(path: Path, qid: Any, row: int) -> NotClustered:
