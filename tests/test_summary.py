@@ -8,6 +8,7 @@ import pytest
 from scipy import stats
 
 from harness.reporting import STATS, summarize
+from harness.reporting.summary import bootstrap_mean_intervals, summarize_study
 
 
 def _table(n: int, seed: int = 0) -> pd.DataFrame:
@@ -25,14 +26,76 @@ def test_bootstrap_interval_is_scipys(n: int) -> None:
     ref = stats.bootstrap((v,), np.mean, n_resamples=2000, method="percentile",
                           confidence_level=0.95, rng=np.random.default_rng(3), vectorized=True)
     row = got.loc["nDCG@10"]
-    assert (row["ci_low"], row["ci_high"]) == (ref.confidence_interval.low,
-                                               ref.confidence_interval.high)
+    # the same resample indices as scipy's; only the summation order of the means differs
+    assert row["ci_low"] == pytest.approx(ref.confidence_interval.low, abs=1e-13)
+    assert row["ci_high"] == pytest.approx(ref.confidence_interval.high, abs=1e-13)
     assert got.attrs["ci_method"] == {"nDCG@10": "bootstrap"}
     assert list(got.columns) == list(STATS)
     assert row["mean"] == pytest.approx(v.mean(), abs=1e-15)
     assert row["std"] == pytest.approx(np.std(v, ddof=1), abs=1e-15)
     assert (row["p10"], row["median"], row["p90"]) == tuple(np.percentile(v, [10, 50, 90]))
     assert row["frac_zero"] == np.mean(v == 0) and row["n_queries"] == n
+
+
+def _scipy_percentile_ci(v: np.ndarray, seed: int, resamples: int = 2000
+                         ) -> tuple[float, float]:
+    ref = stats.bootstrap((v,), np.mean, n_resamples=resamples, method="percentile",
+                          confidence_level=0.95, rng=np.random.default_rng(seed),
+                          vectorized=True)
+    return ref.confidence_interval.low, ref.confidence_interval.high
+
+
+def test_a_study_is_summarised_at_once_each_interval_scipys() -> None:
+    """Several rankers, variants with ties, zeros, constants and NaN (excluded queries):
+    every interval equals scipy's on that column's own non-NaN values."""
+    rng = np.random.default_rng(11)
+    n = 300
+    qids = pd.Index([f"query-{i:05d}" for i in range(n)], name="qid")
+    tables = {}
+    for r, name in enumerate(["bm25-baseline", "dense-v2", "oracle"]):
+        cols = {"n_docs": 10, "n_judged": 10, "n_relevant": 3,
+                "nDCG@10": np.round(rng.beta(2 + r, 3, n), 2),
+                "RR": np.where(rng.random(n) < 0.3, 1.0, 0.5),
+                "P@10": np.full(n, 0.3),  # constant: the interval is the value
+                "nDCG@10(empty=exclude)": np.where(rng.random(n) < 0.1, np.nan,
+                                                   rng.random(n))}
+        tables[name] = pd.DataFrame(cols, index=qids)
+    got = summarize_study(tables, resamples=1000, seed=7)
+    for name, table in tables.items():
+        alone = summarize(table, resamples=1000, seed=7)
+        pd.testing.assert_frame_equal(got[name], alone, check_exact=False, rtol=0, atol=1e-14)
+        for column in ("nDCG@10", "RR", "nDCG@10(empty=exclude)"):
+            v = table[column].dropna().to_numpy()
+            low, high = _scipy_percentile_ci(v, seed=7, resamples=1000)
+            assert got[name].at[column, "ci_low"] == pytest.approx(low, abs=1e-13)
+            assert got[name].at[column, "ci_high"] == pytest.approx(high, abs=1e-13)
+        assert got[name].at["P@10", "ci_low"] == got[name].at["P@10", "ci_high"] == 0.3
+        assert got[name].at["nDCG@10(empty=exclude)", "n_queries"] == table[
+            "nDCG@10(empty=exclude)"].notna().sum()
+
+
+def test_the_intervals_of_a_study_are_paired() -> None:
+    """Two rankers on the same queries get the same resamples: for B = A + c the interval
+    of B is that of A shifted by c, which independent resamples would not give."""
+    rng = np.random.default_rng(2)
+    a = rng.random((500, 1))
+    low, high = bootstrap_mean_intervals(np.hstack([a, a + 0.25]), resamples=500, seed=1)
+    assert low[1] - low[0] == pytest.approx(0.25, abs=1e-12)
+    assert high[1] - high[0] == pytest.approx(0.25, abs=1e-12)
+    other_low, _ = bootstrap_mean_intervals(a + 0.25, resamples=500, seed=2)
+    assert abs(other_low[0] - low[1]) > 1e-6  # another seed: other resamples
+
+
+def test_tiny_and_degenerate_columns() -> None:
+    low, high = bootstrap_mean_intervals(np.array([[0.5, 1.0]]), resamples=100)
+    assert np.isnan(low).all() and np.isnan(high).all()  # one query: no interval
+    low, high = bootstrap_mean_intervals(np.zeros((0, 3)), resamples=100)
+    assert low.shape == (3,) and np.isnan(low).all()
+    table = pd.DataFrame({"n_docs": 1, "n_judged": 1, "n_relevant": 0,
+                          "nDCG@10(empty=exclude)": [np.nan, np.nan]},
+                         index=pd.Index(["a", "b"], name="qid"))
+    row = summarize(table).loc["nDCG@10(empty=exclude)"]
+    assert row["n_queries"] == 0 and np.isnan(row["ci_low"]) and np.isnan(row["median"])
 
 
 def test_above_the_limit_the_interval_is_the_normal_one() -> None:

@@ -19,7 +19,8 @@ from harness.errors import HarnessError, TrackingUnavailable
 from harness.datasets import Dataset
 from harness.metrics import Metric
 from harness.paths import PROJECT_ROOT, project_path
-from harness.reporting import STATS, ecdf_figure, summarize
+from harness.reporting import STATS, ecdf_figure
+from harness.reporting.summary import summarize_study
 from harness.tracking import LogPlan, RunRecord, configure_requests, execute, resolve_tracking_uri
 from harness.tracking.plan import PARAM_LIMIT, close_open_runs, refused
 
@@ -82,13 +83,16 @@ def write_outputs(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric
     seed = int(cfg.get("seed", 0))
     written: dict[str, Any] = {"per_query": {}, "summary": {}}
     (out / "per_query").mkdir(parents=True, exist_ok=True)
-    frames = []
     for name, r in results.items():
         path = out / "per_query" / f"{name}.parquet"
         r.per_query.reset_index().to_parquet(path, index=False)
         written["per_query"][name] = path
-        summary = summarize(r.per_query, resamples=resamples, seed=seed,
-                            bootstrap_max_queries=max_queries)
+    # one paired bootstrap for the whole study: a shared resample-index matrix per query set
+    summaries = summarize_study({name: r.per_query for name, r in results.items()},
+                                resamples=resamples, seed=seed,
+                                bootstrap_max_queries=max_queries)
+    frames = []
+    for name, summary in summaries.items():
         normal = [c for c, m in summary.attrs["ci_method"].items() if m == "normal"]
         if normal:
             log.info("ranker %s: 95%% CI of %d variant(s) by the normal approximation "

@@ -1,18 +1,29 @@
-"""Per-variant statistics of a per-query table: what MLflow gets for each metric."""
+"""Per-variant statistics of per-query tables: what MLflow gets for each metric.
+
+The bootstrap intervals of a whole study come from one seeded resample-index matrix per set
+of queries, shared by every ranker and variant evaluated on those queries (so the intervals
+are paired), and each resample's means are one matrix product: the cost grows as queries ×
+resamples once, not once per (ranker, variant).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from harness.metrics.evaluate import aggregate, metric_columns
 
-__all__ = ["STATS", "normal_interval", "summarize"]
+__all__ = ["STATS", "bootstrap_mean_intervals", "normal_interval", "summarize",
+           "summarize_study"]
 
 #: Statistic names, in the order they are logged (MLflow key suffixes).
 STATS = ("mean", "std", "median", "p10", "p90", "ci_low", "ci_high", "frac_zero",
          "n_queries", "n_excluded")
+
+#: Resample counts held in memory at once (float64): about 32 MB.
+_BATCH_CELLS = 4_000_000
 
 
 def summarize(per_query: pd.DataFrame, *, resamples: int = 2000, seed: int = 0,
@@ -23,20 +34,97 @@ def summarize(per_query: pd.DataFrame, *, resamples: int = 2000, seed: int = 0,
     Returns a DataFrame indexed by display name with the columns of :data:`STATS`: the
     (weighted) mean and the query counts from :func:`harness.aggregate`; sample std
     (ddof=1); median, 10th and 90th percentiles; the bootstrap percentile interval of the
-    mean (:func:`scipy.stats.bootstrap`, seeded); and the share of queries scoring 0.
+    mean (seeded; the same as :func:`scipy.stats.bootstrap` with ``method="percentile"``
+    and ``rng=np.random.default_rng(seed)``, to rounding); and the share of queries
+    scoring 0. NaN values (``empty="exclude"`` or ``"nan"``) are left out of every
+    statistic but the mean.
 
     Above ``bootstrap_max_queries`` queries (None: no limit) the interval is the normal one,
-    mean ± z·s/√n: the bootstrap costs queries × resamples, and at that size the two agree
-    to about 1e-4 (the central limit theorem). ``attrs['ci_method']`` names the method of
-    each metric column.
+    mean ± z·s/√n: at that size the two agree to about 1e-4 (the central limit theorem).
+    ``attrs['ci_method']`` names the method of each metric column.
     """
+    return summarize_study({"": per_query}, resamples=resamples, seed=seed,
+                           confidence=confidence,
+                           bootstrap_max_queries=bootstrap_max_queries)[""]
+
+
+def summarize_study(tables: Mapping[str, pd.DataFrame], *, resamples: int = 2000,
+                    seed: int = 0, confidence: float = 0.95,
+                    bootstrap_max_queries: int | None = 20_000) -> dict[str, pd.DataFrame]:
+    """:func:`summarize` for every ranker of a study at once, with paired intervals.
+
+    Parameters
+    ----------
+    tables : mapping of str to DataFrame
+        Per-query tables by ranker name.
+    resamples, seed, confidence, bootstrap_max_queries
+        As in :func:`summarize`.
+
+    Returns
+    -------
+    dict of str to DataFrame
+        One :func:`summarize` table per ranker, equal to what :func:`summarize` gives for
+        that table alone.
+
+    Notes
+    -----
+    Metric columns are grouped by the queries they hold (their non-NaN qids, in order).
+    Every column of a group, whatever its ranker, is resampled with the same index matrix,
+    drawn once from ``np.random.default_rng(seed)``: the bootstrap means of a batch of
+    resamples are ``counts @ values / n``, where ``counts[b, i]`` is how often resample
+    ``b`` drew query ``i``.
+    """
+    stats: dict[str, dict[str, dict[str, float]]] = {}
+    methods: dict[str, dict[str, str]] = {}
+    groups: list[tuple[np.ndarray, list[tuple[str, str, np.ndarray]]]] = []
+    for name, table in tables.items():
+        stats[name], methods[name] = _plain_stats(table), {}
+        columns = metric_columns(table)
+        if not columns:
+            continue
+        matrix = table[columns].to_numpy(dtype=np.float64)
+        masks: dict[bytes, list[int]] = {}
+        for j in range(matrix.shape[1]):
+            masks.setdefault(np.packbits(~np.isnan(matrix[:, j])).tobytes(), []).append(j)
+        for js in masks.values():
+            keep = ~np.isnan(matrix[:, js[0]])
+            qids = table.index.to_numpy()[keep]
+            members = [(name, columns[j], matrix[keep, j]) for j in js]
+            for known_qids, known in groups:
+                if len(known_qids) == len(qids) and np.array_equal(known_qids, qids):
+                    known.extend(members)
+                    break
+            else:
+                groups.append((qids, members))
+    for qids, members in groups:
+        values = np.column_stack([v for *_, v in members]) if members else np.empty((0, 0))
+        normal = bootstrap_max_queries is not None and len(qids) > bootstrap_max_queries
+        if normal:
+            low, high = normal_interval(values.T, confidence)
+        else:
+            low, high = bootstrap_mean_intervals(values, resamples=resamples, seed=seed,
+                                                 confidence=confidence)
+        for (name, column, _), lo, hi in zip(members, low, high):
+            stats[name][column].update(ci_low=float(lo), ci_high=float(hi))
+            methods[name][column] = "normal" if normal else "bootstrap"
+    out = {}
+    for name, rows in stats.items():
+        frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(STATS))
+        frame.attrs["ci_method"] = methods[name]
+        out[name] = frame
+    return out
+
+
+def _plain_stats(per_query: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """Every statistic but the interval, per metric column (NaN values left out)."""
     agg = aggregate(per_query)
-    rows, methods = {}, {}
+    rows = {}
     for column in metric_columns(per_query):
         values = per_query[column].to_numpy(dtype=np.float64)
         values = values[~np.isnan(values)]
         row = {"mean": agg.at[column, "mean"], "n_queries": agg.at[column, "n_queries"],
-               "n_excluded": agg.at[column, "n_excluded"]}
+               "n_excluded": agg.at[column, "n_excluded"], "ci_low": np.nan,
+               "ci_high": np.nan}
         if len(values):
             p10, median, p90 = np.percentile(values, [10, 50, 90])
             row.update(std=float(np.std(values, ddof=1)) if len(values) > 1 else float("nan"),
@@ -44,38 +132,69 @@ def summarize(per_query: pd.DataFrame, *, resamples: int = 2000, seed: int = 0,
                        frac_zero=float(np.mean(values == 0)))
         else:
             row.update(std=np.nan, median=np.nan, p10=np.nan, p90=np.nan, frac_zero=np.nan)
-        if bootstrap_max_queries is not None and len(values) > bootstrap_max_queries:
-            low, high = normal_interval(values, confidence)
-            row["ci_low"], row["ci_high"] = float(low), float(high)
-            methods[column] = "normal"
-        else:
-            row["ci_low"], row["ci_high"] = _bootstrap_ci(values, resamples, seed, confidence)
-            methods[column] = "bootstrap"
         rows[column] = row
-    out = pd.DataFrame.from_dict(rows, orient="index")[list(STATS)]
-    out.attrs["ci_method"] = methods
-    return out
+    return rows
+
+
+def bootstrap_mean_intervals(values: np.ndarray, *, resamples: int = 2000, seed: int = 0,
+                             confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap intervals of the mean of each column of ``values``.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_queries, n_columns)
+        No NaN; every column is resampled with the same rows (a paired bootstrap).
+    resamples : int
+        Bootstrap resamples.
+    seed : int
+        Seed of ``np.random.default_rng``; the resample indices are drawn as
+        :func:`scipy.stats.bootstrap` draws them, so one column's interval equals scipy's
+        ``method="percentile"`` interval to rounding.
+    confidence : float
+        Two-sided level.
+
+    Returns
+    -------
+    low, high : ndarray of shape (n_columns,)
+        NaN for fewer than two queries; a constant column's interval is that constant.
+
+    Examples
+    --------
+    >>> v = np.array([[0.0], [1.0], [1.0], [0.5]])
+    >>> low, high = bootstrap_mean_intervals(v, resamples=1000, seed=0)
+    >>> bool(0.0 <= low[0] < v.mean() < high[0] <= 1.0)
+    True
+    """
+    n, m = values.shape
+    low, high = np.full(m, np.nan), np.full(m, np.nan)
+    if n < 2 or resamples < 1 or m == 0:
+        return low, high
+    constant = np.all(values == values[0], axis=0)
+    low[constant] = high[constant] = values[0, constant]
+    todo = np.flatnonzero(~constant)
+    if not len(todo):
+        return low, high
+    data = np.ascontiguousarray(values[:, todo])
+    rng = np.random.default_rng(seed)
+    batch = max(1, min(resamples, _BATCH_CELLS // n))
+    means = np.empty((resamples, len(todo)))
+    for start in range(0, resamples, batch):
+        size = min(batch, resamples - start)
+        index = rng.integers(0, n, (size, n))
+        index += np.arange(size)[:, None] * n
+        counts = np.bincount(index.ravel(), minlength=size * n).reshape(size, n)
+        means[start:start + size] = (counts.astype(np.float64) @ data) / n
+    alpha = (1 - confidence) / 2
+    low[todo], high[todo] = np.quantile(means, [alpha, 1 - alpha], axis=0)
+    return low, high
 
 
 def normal_interval(values: np.ndarray, confidence: float = 0.95
                     ) -> tuple[np.ndarray, np.ndarray]:
     """The normal interval of the mean along the last axis: mean ± z·s/√n (s: ddof=1)."""
+    from statistics import NormalDist
+
     n = values.shape[-1]
     mean, sem = values.mean(axis=-1), values.std(axis=-1, ddof=1) / np.sqrt(n)
-    z = stats.norm.ppf(0.5 + confidence / 2)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
     return mean - z * sem, mean + z * sem
-
-
-def _bootstrap_ci(values: np.ndarray, resamples: int, seed: int,
-                  confidence: float) -> tuple[float, float]:
-    if len(values) < 2 or resamples < 1:
-        return float("nan"), float("nan")
-    if np.all(values == values[0]):
-        return float(values[0]), float(values[0])
-    # resamples in batches of at most ~4M values (32 MB): a million queries x 2000 resamples
-    # would otherwise be one 16 GB array
-    batch = max(1, min(resamples, 4_000_000 // len(values)))
-    res = stats.bootstrap((values,), np.mean, n_resamples=resamples, method="percentile",
-                          confidence_level=confidence, rng=np.random.default_rng(seed),
-                          vectorized=True, batch=batch)
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
