@@ -200,6 +200,11 @@ def validate(cfg: DictConfig | Mapping[str, Any], *, store: str | None = None
     if check.get("sklearn", "fail") not in ("fail", "warn", "off"):
         raise InputError(f"check.sklearn must be fail, warn or off; got {check['sklearn']!r}",
                          column="check.sklearn")
+    for key, default in (("max_queries", 5_000), ("max_tied_queries", 50)):
+        bound = check.get(key, default)
+        if bound is not None and (isinstance(bound, bool) or int(bound) < 1):
+            raise InputError(f"check.{key} must be an int >= 1 or null (no bound); "
+                             f"got {bound!r}", column=f"check.{key}")
     for key, choices in (("nan_scores", ("error", "last")), ("missing", ("exclude", "zero"))):
         value = c["metric"].get(key, choices[0])
         if value not in choices:
@@ -248,10 +253,16 @@ def run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
             else:
                 run, key, hit = score(spec, dataset, cache_dir)
                 per_query = engine.evaluate(run, dataset.qrels, metrics, **options)
-                checks = (check_against_sklearn(run, dataset.qrels, metrics, per_query)
+                checks = (check_against_sklearn(run, dataset.qrels, metrics, per_query,
+                                                **_sample_options(c.get("check", {}),
+                                                                  c.get("seed", 0)))
                           if check_on else [])
             results[spec.name] = RankerResult(spec, key, hit, per_query, checks,
                                               time.perf_counter() - t)
+            sampled = max((ch.sample_size for ch in checks), default=0)
+            if sampled:
+                log.info("ranker %s: sklearn check on a seeded sample of %d of %d queries "
+                         "(check.max_queries)", spec.name, sampled, len(per_query))
             log.info("[%d/%d] ranker %s: %d variants x %d queries in %.2fs (scores %s)", i,
                      len(specs), spec.name, len(metrics), len(per_query),
                      time.perf_counter() - t, {True: "cached", False: "computed",
@@ -296,7 +307,13 @@ def evaluate_in_place(engine: Engine, dataset: ParquetRun, spec: RankerSpec,
         "sample_rows", 200_000)), columns={f: r for r, f in names.items()}))
     judged = per_query.index.intersection(pd.unique(sample["qid"]))
     return per_query, check_against_sklearn(sample.reset_index(drop=True), qrels, metrics,
-                                            per_query.loc[judged])
+                                            per_query.loc[judged], **_sample_options(check, 0))
+
+
+def _sample_options(check: Mapping[str, Any], seed: Any) -> dict[str, Any]:
+    """``check.max_queries`` and the study seed, as :func:`check_against_sklearn` takes them."""
+    return {"max_queries": check.get("max_queries", 5_000),
+            "max_tied_queries": check.get("max_tied_queries", 50), "seed": int(seed or 0)}
 
 
 def _check_failures(results: Mapping[str, RankerResult], tolerance: float) -> list[str]:
@@ -314,10 +331,11 @@ def check_table(results: Mapping[str, RankerResult]) -> pd.DataFrame:
     rows = [{"ranker": name, "variant": c.variant, "status": c.status, "reason": c.reason,
              "n_checked": c.n_checked, "n_not_checked": c.n_not_checked,
              "max_abs_diff": c.max_abs_diff, "worst_qid": None if c.worst_qid is None
-             else str(c.worst_qid)}
+             else str(c.worst_qid), "sample_size": c.sample_size, "note": c.note}
             for name, r in results.items() for c in r.checks]
     return pd.DataFrame(rows, columns=["ranker", "variant", "status", "reason", "n_checked",
-                                       "n_not_checked", "max_abs_diff", "worst_qid"])
+                                       "n_not_checked", "max_abs_diff", "worst_qid",
+                                       "sample_size", "note"])
 
 
 def metric_key_map(metrics: list[Metric]) -> dict[str, str]:
