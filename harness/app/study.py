@@ -211,10 +211,9 @@ def validate(cfg: DictConfig | Mapping[str, Any], *, store: str | None = None
 def run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
               parent_run_id: str | None = None, job_label: str = "") -> StudyResult:
     """Evaluate every ranker on every variant, write results, log them; see module doc."""
-    from harness.app.records import log_study, write_outputs
-
     started = time.time()
     metrics, specs, ds_options = validate(cfg)
+    from harness.app.records import log_study, write_outputs  # scipy: after the checks
     c = _plain(cfg)
     for key in DATASET_PATH_OPTIONS:  # log the absolute paths that were read
         if ds_options.get(key):
