@@ -1,18 +1,161 @@
-"""Distribution figures: one ECDF line and histogram per ranker for a metric variant."""
+"""Distribution figures of a study, drawn from per-query tables, cheaply.
+
+What a person looks at first is how the rankers' per-query values are distributed under the
+headline variants, so that is one figure, ``overview.png``. Every variant's distribution is
+in one small-multiples figure per metric family (``family-<name>.png``). The two-panel
+figure of one variant (ECDF and histogram, :func:`ecdf_figure`) is drawn for the headline
+variants, or for all variants on request (``mode="all"``).
+
+All figures are :class:`matplotlib.figure.Figure` objects (no pyplot state), laid out with
+fixed margins (no ``tight_layout``), rendered by Agg at a low DPI; ECDFs are drawn through
+at most :data:`PANEL_POINTS` order statistics per line, exact at each of them. matplotlib
+is imported only when a figure is drawn.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["ecdf_figure"]
+from harness.errors import InputError
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
-#: Above this many queries the ECDF is drawn through this many order statistics.
+    from harness.metrics import Metric
+
+__all__ = ["FIGURE_MODES", "figure_mode", "headline_variants", "study_figures",
+           "overview_figure", "family_figure", "ecdf_figure", "ecdf_steps"]
+
+#: ``tracking.figures``: headline (overview, families, headline variants) | all (every
+#: variant's own figure too) | off. ``true`` means headline, ``false`` off.
+FIGURE_MODES = ("headline", "all", "off")
+#: Above this many queries the two-panel ECDF is drawn through this many order statistics.
 ECDF_POINTS = 4000
+#: Order statistics per ECDF line in a small-multiples panel.
+PANEL_POINTS = 256
+DPI = 72
+_PANEL = (2.3, 1.7)  # inches per small-multiples panel
+_MARGIN = {"left": 0.5, "right": 0.15, "top": 0.75, "bottom": 0.45}  # inches
+_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+           "#7f7f7f", "#bcbd22", "#17becf")
+
+
+def figure_mode(value: Any) -> str:
+    """The figure mode of a ``tracking.figures`` value: one of :data:`FIGURE_MODES`, or a
+    boolean (``true``: headline, ``false``: off, as before modes existed)."""
+    if isinstance(value, bool) or value is None:
+        return "headline" if value else "off"
+    text = str(value).strip().lower()
+    text = {"true": "headline", "false": "off", "none": "off"}.get(text, text)
+    if text not in FIGURE_MODES:
+        raise InputError(f"tracking.figures must be one of {', '.join(FIGURE_MODES)} "
+                         f"(or true/false); got {value!r}", column="tracking.figures")
+    return text
+
+
+def headline_variants(metrics: Sequence[Metric]) -> list[Metric]:
+    """Per metric family (``name``), the variants with every convention at its default (the
+    ones printed without options, such as ``nDCG@10``); the family's first variant when it
+    has none."""
+    out: list[Metric] = []
+    for name in dict.fromkeys(m.name for m in metrics):
+        family = [m for m in metrics if m.name == name]
+        out += [m for m in family if not m.options()] or family[:1]
+    return out
+
+
+def study_figures(per_query: Mapping[str, pd.DataFrame], metrics: Sequence[Metric],
+                  out_dir: Path, *, mode: str = "headline",
+                  progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None
+                  ) -> list[Path]:
+    """Draw a study's figures into ``out_dir``; returns their paths.
+
+    Parameters
+    ----------
+    per_query : mapping of str to DataFrame
+        Ranker name -> per-query table with one column per variant display name.
+    metrics : sequence of Metric
+        The variants, in study order.
+    out_dir : Path
+        Folder for the PNG files (created).
+    mode : {'headline', 'all', 'off'}, default 'headline'
+        ``headline``: ``overview.png``, ``family-<name>.png`` for families of several
+        variants, and ``<key>.png`` for each headline variant; ``all``: ``<key>.png`` for
+        every variant as well; ``off``: nothing.
+    progress : callable, optional
+        Wraps the iterable of figures to draw (e.g. a progress bar).
+    """
+    mode = figure_mode(mode)
+    if mode == "off":
+        return []
+    out_dir.mkdir(parents=True, exist_ok=True)
+    headline = headline_variants(metrics)
+    families = {m.name: [v for v in metrics if v.name == m.name] for m in metrics}
+    jobs: list[tuple[Path, Callable[[Path], Path]]] = [(out_dir / "overview.png", lambda p: (
+        overview_figure(per_query, [m.display_name for m in headline], p)))]
+    for name, family in families.items():
+        if len(family) > 1:
+            jobs.append((out_dir / f"family-{name}.png", lambda p, f=family: family_figure(
+                per_query, [m.display_name for m in f], p, title=f"{f[0].name}: every variant")))
+    for m in metrics if mode == "all" else []:
+        jobs.append((out_dir / f"{m.key}.png", lambda p, m=m: ecdf_figure(
+            {r: t[m.display_name] for r, t in per_query.items()}, m.display_name, p)))
+    return [draw(path) for path, draw in (progress or iter)(jobs)]
+
+
+def overview_figure(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str],
+                    path: Path) -> Path:
+    """One ECDF panel per variant (the headline ones), every ranker in each panel, each
+    ranker's mean marked by a triangle; saved as PNG at ``path``."""
+    return _small_multiples(per_query, variants, path, title="per-query distributions of the "
+                            "headline variants (ECDF; triangles: means)", mark_means=True)
+
+
+def family_figure(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str],
+                  path: Path, *, title: str = "") -> Path:
+    """Small multiples: one ECDF panel per variant of a metric family; saved at ``path``."""
+    return _small_multiples(per_query, variants, path, title=title, mark_means=False)
+
+
+def _small_multiples(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str],
+                     path: Path, *, title: str, mark_means: bool) -> Path:
+    cols = min(len(variants), 4 if len(variants) <= 16 else 6)
+    rows = -(-len(variants) // cols)
+    data = {v: [_finite(t[v]) for t in per_query.values()] for v in variants}
+    unit = all(not len(d) or (d.min() >= 0 and d.max() <= 1) for ds in data.values() for d in ds)
+    fig, axes = _grid(rows, cols, sharex=unit)
+    for ax, variant in zip(axes, variants):
+        means, colors = [], []
+        for values, color in zip(data[variant], _cycle()):
+            if len(values):
+                ax.step(*ecdf_steps(values, PANEL_POINTS), where="post", color=color, lw=1)
+                means.append(values.mean())
+                colors.append(color)
+        # a text, not set_title: titles are re-placed at every draw (a third of the time)
+        ax.text(0.5, 1.02, variant, transform=ax.transAxes, fontsize=7, ha="center",
+                va="bottom")
+        if mark_means and means:
+            ax.scatter(means, np.full(len(means), 0.04), c=colors, marker="^", s=14, zorder=3)
+        ax.tick_params(labelsize=6, length=2, pad=1)
+    axes[0].set_ylim(0, 1.02)
+    axes[0].set_yticks([0, 0.5, 1])
+    if unit:
+        axes[0].set_xlim(0, 1)
+        axes[0].set_xticks([0, 0.5, 1])
+    for ax in axes[len(variants):]:
+        ax.set_visible(False)
+    for ax in axes[::cols]:
+        ax.set_ylabel("share <= x", fontsize=7)
+    fig.legend(handles=_handles(per_query), loc="upper center", ncol=min(len(per_query), 6),
+               fontsize=7, frameon=False, bbox_to_anchor=(0.5, 1 - 0.28 / fig.get_figheight()))
+    fig.suptitle(title, fontsize=8, y=1 - 0.05 / fig.get_figheight(), va="top")
+    return _save(fig, path)
 
 
 def ecdf_steps(data: np.ndarray, points: int = ECDF_POINTS) -> tuple[np.ndarray, np.ndarray]:
@@ -27,32 +170,61 @@ def ecdf_steps(data: np.ndarray, points: int = ECDF_POINTS) -> tuple[np.ndarray,
 def ecdf_figure(values: Mapping[str, pd.Series], title: str, path: Path) -> Path:
     """Save a PNG with the ECDF (left) and histogram (right) of each ranker's per-query
     values of one metric variant."""
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax_ecdf, ax_hist) = plt.subplots(1, 2, figsize=(9, 3.4), dpi=90)
-    bins = np.linspace(0, 1, 21)
-    finite = [v.dropna().to_numpy() for v in values.values()]
+    fig = Figure(figsize=(9, 3.4), dpi=DPI)
+    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.15, top=0.82, wspace=0.2)
+    ax_ecdf, ax_hist = fig.subplots(1, 2)
+    finite = [_finite(v) for v in values.values()]
     upper = max((float(f.max()) for f in finite if len(f)), default=1.0)
-    if upper > 1:
-        bins = np.linspace(0, upper, 21)
-    for name, data in zip(values, finite):
+    bins = np.linspace(0, max(upper, 1.0), 21)
+    for name, data, color in zip(values, finite, _cycle()):
         if not len(data):
             continue
-        label = f"{name} (mean {data.mean():.4f})"
-        if len(data) <= ECDF_POINTS:
-            ax_ecdf.ecdf(data, label=label)
-        else:  # the same picture, through ECDF_POINTS order statistics
-            ax_ecdf.step(*ecdf_steps(data), where="post", label=label)
-        ax_hist.hist(data, bins=bins, histtype="step", label=name)
-    ax_ecdf.set(xlabel=title, ylabel="share of queries <= x", title="ECDF", ylim=(0, 1))
+        ax_ecdf.step(*ecdf_steps(data), where="post", color=color, lw=1.2,
+                     label=f"{name} (mean {data.mean():.4f})")
+        ax_hist.hist(data, bins=bins, histtype="step", color=color, label=name)
+    ax_ecdf.set(xlabel=title, ylabel="share of queries <= x", title="ECDF", ylim=(0, 1.02))
     ax_hist.set(xlabel=title, ylabel="queries", title="histogram")
     ax_ecdf.legend(fontsize=7, loc="upper left")
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    return _save(fig, path)
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+
+def _grid(rows: int, cols: int, *, sharex: bool) -> tuple[Figure, list[Axes]]:
+    from matplotlib.figure import Figure
+
+    width = cols * _PANEL[0] + _MARGIN["left"] + _MARGIN["right"]
+    height = rows * _PANEL[1] + _MARGIN["top"] + _MARGIN["bottom"]
+    fig = Figure(figsize=(width, height), dpi=DPI)
+    fig.subplots_adjust(left=_MARGIN["left"] / width, right=1 - _MARGIN["right"] / width,
+                        bottom=_MARGIN["bottom"] / height, top=1 - _MARGIN["top"] / height,
+                        wspace=0.12, hspace=0.35)
+    axes = fig.subplots(rows, cols, sharex=sharex, sharey=True, squeeze=False).ravel().tolist()
+    return fig, axes
+
+
+def _handles(per_query: Mapping[str, pd.DataFrame]) -> list[Any]:
+    from matplotlib.lines import Line2D
+
+    return [Line2D([], [], color=c, lw=1.5, label=r) for r, c in zip(per_query, _cycle())]
+
+
+def _cycle() -> Iterable[str]:
+    while True:
+        yield from _COLORS
+
+
+def _finite(values: pd.Series) -> np.ndarray:
+    data = np.asarray(values, dtype=float)
+    return data[np.isfinite(data)]
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
+    fig.savefig(path, dpi=DPI)
     return path
