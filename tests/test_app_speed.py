@@ -19,7 +19,7 @@ import pytest
 
 import harness.paths
 from harness import InputError, parse_metric
-from harness.app.progress import Phases, progress
+from harness.progress import Phases, progress
 from harness.reporting.figures import figure_mode, headline_variants, study_figures
 from harness.tracking.plan import batches
 
@@ -197,3 +197,44 @@ def test_log_batches_respect_mlflow_limits_and_order() -> None:
                                               ([], list(range(2000, 2500)))]
     assert batches([], []) == []
 
+
+
+# --------------------------------------------------------------------------------------
+# the sklearn ranker: staged training behind a bar fits the same model
+
+
+@pytest.mark.parametrize("n_rows", [600, 12_000])  # early stopping is on above 10,000 rows
+def test_staged_fit_gives_the_model_of_one_fit(n_rows: int,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    from harness.rankers import fit
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(n_rows, 5))
+    y = np.clip(np.round(X[:, 0] + 0.5 * X[:, 1] + rng.normal(0, 0.5, n_rows)), 0, 4)
+    one = HistGradientBoostingRegressor(max_iter=35, random_state=0).fit(X, y)
+    monkeypatch.setattr(sys, "stderr", _FakeTerminal())  # a bar is drawn
+    staged = fit(HistGradientBoostingRegressor(max_iter=35, random_state=0), X, y,
+                 staged=True)
+    assert "train:" in sys.stderr.getvalue()  # type: ignore[attr-defined]
+    assert staged.do_early_stopping_ == (n_rows > 10_000)
+    assert staged.n_iter_ == one.n_iter_
+    assert staged.get_params()["max_iter"] == 35 and staged.get_params()["warm_start"] is False
+    np.testing.assert_array_equal(staged.predict(X), one.predict(X))
+
+
+def test_threads_option_scores_the_same_and_is_checked(tmp_path: Path) -> None:
+    from harness.app.study import validate
+    from harness.datasets import load_dataset
+    from harness.rankers import RankerSpec, score
+
+    ds = load_dataset("synthetic", name="s", n_queries=20, n_train_queries=40)
+    opts = {"estimator": "hist_gradient_boosting", "params": {"max_iter": 15}}
+    free, _, _ = score(RankerSpec("h", "sklearn", opts), ds)
+    one, _, _ = score(RankerSpec("h", "sklearn", {**opts, "threads": 1}), ds)
+    np.testing.assert_array_equal(free["score"].to_numpy(), one["score"].to_numpy())
+    cfg = _small_study(tmp_path, "off")
+    cfg["ranker"] = {"h": {"kind": "sklearn", "threads": 0}}
+    with pytest.raises(InputError, match=r"ranker 'h': threads must be >= 1"):
+        validate(cfg)

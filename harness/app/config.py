@@ -100,6 +100,7 @@ class RankerConfig:
     features: Optional[list[str]] = None
     path: Optional[str] = None
     uri: Optional[str] = None
+    threads: Optional[int] = None  # sklearn: native threads while fitting (None: all cores)
 
 
 @dataclass

@@ -117,7 +117,7 @@ def write_figures(cfg: Mapping[str, Any], metrics: list[Metric], results: Mappin
     """Draw the study's figures once into ``out/figures`` (``tracking.figures``: headline,
     all or off; see :func:`harness.reporting.figures.study_figures`); returns the folder,
     or None when no figure was drawn."""
-    from harness.app.progress import progress
+    from harness.progress import progress
 
     mode = figure_mode(cfg.get("tracking", {}).get("figures", "headline"))
     paths = study_figures({name: r.per_query for name, r in results.items()}, metrics,
@@ -215,7 +215,7 @@ def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
         f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{out.name}.json")
     plan.save(marker)
     t = time.perf_counter()
-    from harness.app.progress import progress
+    from harness.progress import progress
 
     try:
         ids = execute(plan, marker, progress=lambda runs: progress(runs, desc="MLflow",

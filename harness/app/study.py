@@ -141,6 +141,9 @@ def _ranker_specs(rankers: Mapping[str, Any]) -> list[RankerSpec]:
         if opts.get("sigma") is not None and float(opts["sigma"]) < 0:
             raise InputError(f"ranker {name!r}: sigma must be >= 0, got {opts['sigma']}",
                              column=f"ranker.{name}.sigma")
+        if opts.get("threads") is not None and int(opts["threads"]) < 1:
+            raise InputError(f"ranker {name!r}: threads must be >= 1 (or null for all cores), "
+                             f"got {opts['threads']}", column=f"ranker.{name}.threads")
         if kind == "sklearn" and opts.get("estimator", "hist_gradient_boosting") not in ESTIMATORS:
             raise InputError(f"ranker {name!r}: unknown estimator {opts['estimator']!r}; known: "
                              f"{', '.join(ESTIMATORS)}", column=f"ranker.{name}.estimator")
@@ -217,7 +220,7 @@ def run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
 
     Long phases show tqdm bars on a terminal; the job log ends with the time of each phase
     (``phases: load 0.05s, score 0.31s, ...``)."""
-    from harness.app.progress import quiet_logs_while_bars
+    from harness.progress import quiet_logs_while_bars
 
     with quiet_logs_while_bars():
         return _run_study(cfg, output_dir, parent_run_id=parent_run_id, job_label=job_label)
@@ -225,7 +228,7 @@ def run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
 
 def _run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
                parent_run_id: str | None, job_label: str) -> StudyResult:
-    from harness.app.progress import Phases, progress
+    from harness.progress import Phases, progress
 
     started = time.time()
     phases = Phases()
