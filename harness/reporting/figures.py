@@ -101,7 +101,8 @@ def study_figures(per_query: Mapping[str, pd.DataFrame], metrics: Sequence[Metri
     for name, family in families.items():
         if len(family) > 1:
             jobs.append((out_dir / f"family-{name}.png", lambda p, f=family: family_figure(
-                per_query, [m.display_name for m in f], p, title=f"{f[0].name}: every variant")))
+                per_query, [m.display_name for m in f], p, title=f"{f[0].name} family: every "
+                "variant (ECDF)")))
     for m in metrics if mode == "all" else []:
         jobs.append((out_dir / f"{m.key}.png", lambda p, m=m: ecdf_figure(
             {r: t[m.display_name] for r, t in per_query.items()}, m.display_name, p)))
@@ -152,17 +153,22 @@ def _small_multiples(per_query: Mapping[str, pd.DataFrame], variants: Sequence[s
         data = [(name, color, _finite(per_query[name][variant])) for name, color in colors]
         lo = min([0.0, *(float(d.min()) for _, _, d in data if len(d))])
         hi = max([1.0, *(float(d.max()) for _, _, d in data if len(d))])
+
+        def at(v: Any, x0: float = x0, lo: float = lo, hi: float = hi) -> Any:
+            pad = 0.03 * pw  # so a step at the range's ends stays off the frame
+            return x0 + pad + (v - lo) / (hi - lo) * (pw - 2 * pad)
+
         for name, color, values in data:
             if len(values):
                 x, y = ecdf_steps(values, PANEL_POINTS)
-                lines[name].append(np.c_[x0 + (x - lo) / (hi - lo) * pw, y0 + y * ph])
-                marks.append((x0 + (values.mean() - lo) / (hi - lo) * pw, y0 + 0.04 * ph))
+                lines[name].append(np.c_[at(x), y0 + y * ph])
+                marks.append((at(values.mean()), y0 + 0.04 * ph))
                 mark_colors.append(color)
         frames.append(np.array([[x0, y0], [x0 + pw, y0], [x0 + pw, y0 + ph], [x0, y0 + ph],
                                 [x0, y0]]))
         put(x0 + pw / 2, y0 + ph + 0.03, variant, fontsize=7, ha="center", va="bottom")
-        for value, at in ((lo, x0), (hi, x0 + pw)):  # the x range of this panel
-            put(at, y0 - 0.03, f"{value:g}", fontsize=6, ha="center", va="top")
+        for value in (lo, hi):  # the x range of this panel
+            put(at(value), y0 - 0.03, f"{value:g}", fontsize=6, ha="center", va="top")
         if c == 0:
             for value in (0, 0.5, 1):
                 put(x0 - 0.04, y0 + value * ph, f"{value:g}", fontsize=6, ha="right",
