@@ -3,33 +3,55 @@
 >>> import harness
 >>> harness.parse_metric("ndcg@10", gain="linear")
 Metric('nDCG@10(gain=linear)')
+
+The public names are imported on first use (PEP 562), so ``import harness`` and
+``python -m harness --help`` do not pay for pandas, dask or the metric engine until a
+command needs them.
 """
 
-from harness.errors import FormulaError, HarnessError, InputError, MetricDefinitionError
-from harness.metrics import (
-    CONVENTIONS,
-    METRIC_NAMES,
-    TIE_MODES,
-    Metric,
-    aggregate,
-    evaluate,
-    evaluate_dense,
-    parse_metric,
-    tie_interval,
-)
+from __future__ import annotations
 
-from harness.metrics.stream import evaluate_parquet
+import importlib
+from typing import TYPE_CHECKING
+
+from harness.errors import FormulaError, HarnessError, InputError, MetricDefinitionError
 
 __version__ = "0.1.0"
 
+#: public name -> module that defines it (imported when the name is first used)
+_LAZY = {
+    **dict.fromkeys(("CONVENTIONS", "METRIC_NAMES", "TIE_MODES", "Metric", "parse_metric"),
+                    "harness.metrics.definition"),
+    **dict.fromkeys(("aggregate", "evaluate", "evaluate_dense", "tie_interval"),
+                    "harness.metrics.evaluate"),
+    "evaluate_parquet": "harness.metrics.stream",
+    "evaluate_dask": "harness.metrics.dask_engine",  # imports dask and distributed
+}
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports on demand
+    from harness.metrics.dask_engine import evaluate_dask
+    from harness.metrics.definition import (
+        CONVENTIONS,
+        METRIC_NAMES,
+        TIE_MODES,
+        Metric,
+        parse_metric,
+    )
+    from harness.metrics.evaluate import aggregate, evaluate, evaluate_dense, tie_interval
+    from harness.metrics.stream import evaluate_parquet
+
 
 def __getattr__(name: str) -> object:
-    # the Dask engine imports dask and distributed only when first used
-    if name == "evaluate_dask":
-        from harness.metrics.dask_engine import evaluate_dask
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
 
-        return evaluate_dask
-    raise AttributeError(f"module 'harness' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 
 __all__ = [

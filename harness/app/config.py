@@ -100,6 +100,7 @@ class RankerConfig:
     features: Optional[list[str]] = None
     path: Optional[str] = None
     uri: Optional[str] = None
+    threads: Optional[int] = None  # sklearn: native threads while fitting (None: all cores)
 
 
 @dataclass
@@ -131,7 +132,9 @@ class TrackingConfig:
     pending_dir: str = "runs/pending"  # log plans not yet sent (python -m harness.sync)
     timeout_s: int = 5
     max_retries: int = 1
-    figures: bool = True
+    # headline | all | off (harness.reporting.figures.FIGURE_MODES); true = headline,
+    # false = off. Typed Any so both the words and the booleans of older configs pass.
+    figures: Any = "headline"
     bootstrap_resamples: int = 2000
     # above this many queries the CI of the mean is the normal one (null: always bootstrap)
     bootstrap_max_queries: Optional[int] = 20_000

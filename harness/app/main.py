@@ -14,7 +14,6 @@ from omegaconf import DictConfig
 
 from harness.app.callbacks import PARENT_ENV, failed_job_file, parent_run_file
 from harness.app.config import register_configs
-from harness.app.study import run_study
 from harness.errors import HarnessError
 from harness.paths import PROJECT_ROOT
 
@@ -25,6 +24,8 @@ register_configs()
 
 @hydra.main(version_base="1.3", config_path=str(PROJECT_ROOT / "conf"), config_name="config")
 def _main(cfg: DictConfig) -> None:
+    from harness.app.study import run_study  # here, so --help and config errors answer fast
+
     hc = HydraConfig.get()
     parent = None
     label = ""

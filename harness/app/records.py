@@ -7,7 +7,7 @@ import logging
 import os
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,8 @@ from harness.errors import HarnessError, TrackingUnavailable
 from harness.datasets import Dataset
 from harness.metrics import Metric
 from harness.paths import PROJECT_ROOT, project_path
-from harness.reporting import STATS, ecdf_figure
+from harness.reporting import STATS
+from harness.reporting.figures import figure_mode, study_figures
 from harness.reporting.summary import summarize_study
 from harness.tracking import LogPlan, RunRecord, configure_requests, execute, resolve_tracking_uri
 from harness.tracking.plan import PARAM_LIMIT, close_open_runs, refused
@@ -112,13 +113,21 @@ def write_outputs(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric
     written["dataset_json"] = dump_json(out / "dataset.json", dataset.summary() | {
         "source": dataset.source})
     written["environment_json"] = dump_json(out / "environment.json", environment())
-    if cfg.get("tracking", {}).get("figures", True):
-        fig_dir = out / "figures"
-        for m in metrics:
-            ecdf_figure({name: r.per_query[m.display_name] for name, r in results.items()},
-                        m.display_name, fig_dir / f"{m.key}.png")
-        written["figures"] = fig_dir
     return written
+
+
+def write_figures(cfg: Mapping[str, Any], metrics: list[Metric], results: Mapping[str, Any],
+                  out: Path) -> Path | None:
+    """Draw the study's figures once into ``out/figures`` (``tracking.figures``: headline,
+    all or off; see :func:`harness.reporting.figures.study_figures`); returns the folder,
+    or None when no figure was drawn."""
+    from harness.progress import progress
+
+    mode = figure_mode(cfg.get("tracking", {}).get("figures", "headline"))
+    paths = study_figures({name: r.per_query for name, r in results.items()}, metrics,
+                          out / "figures", mode=mode, progress=lambda jobs: progress(
+                              jobs, desc="figures", unit="fig"))
+    return out / "figures" if paths else None
 
 
 def _params(cfg: Mapping[str, Any], out: Path) -> tuple[dict[str, str], Path | None]:
@@ -176,9 +185,7 @@ def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
             key="sweep", name="sweep", run_id=parent_run_id, attach_only=True,
             artifacts=[[p, f"{prefix}/{d}".rstrip("/")] for p, d in job_files]))
     for name, r in results.items():
-        summary: pd.DataFrame = written["summary"][name]
-        ranker_metrics = {f"{m.key}.{stat}": float(summary.at[m.display_name, stat])
-                          for m in metrics for stat in STATS}
+        ranker_metrics = _stat_metrics(written["summary"][name], metrics, STATS)
         checked = [c for c in r.checks if c.status == "checked"]
         ranker_metrics["sklearn_check.n_variants_checked"] = float(len(checked))
         ranker_metrics["sklearn_check.n_variants_not_checked"] = float(len(r.checks) - len(checked))
@@ -212,8 +219,11 @@ def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
         f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{out.name}.json")
     plan.save(marker)
     t = time.perf_counter()
+    from harness.progress import progress
+
     try:
-        ids = execute(plan, marker)
+        ids = execute(plan, marker, progress=lambda runs: progress(runs, desc="MLflow",
+                                                                   unit="run"))
     except Exception as exc:  # the store is down or refused: keep everything for a replay
         reason = str(exc).splitlines()[0][:300] if str(exc) else ""
         if refused(exc):
@@ -230,13 +240,19 @@ def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
     return ids
 
 
+def _stat_metrics(summary: pd.DataFrame, metrics: list[Metric], stats: Sequence[str], *,
+                  prefix: str = "") -> dict[str, float]:
+    """``{"<prefix><key>.<stat>": value}`` from a summary table (one row per display name),
+    read as one block rather than cell by cell."""
+    block = summary.loc[[m.display_name for m in metrics], list(stats)].to_numpy(dtype=float)
+    return {f"{prefix}{m.key}.{stat}": float(v) for m, row in zip(metrics, block)
+            for stat, v in zip(stats, row)}
+
+
 def _job_metrics(metrics: list[Metric], results: Mapping[str, Any],
                  written: Mapping[str, Any]) -> dict[str, float]:
     out = {}
     for name in results:
-        summary = written["summary"][name]
-        for m in metrics:
-            value = float(summary.at[m.display_name, "mean"])
-            if value == value:
-                out[f"{name}.{m.key}.mean"] = value
+        means = _stat_metrics(written["summary"][name], metrics, ["mean"], prefix=f"{name}.")
+        out.update({k: v for k, v in means.items() if v == v})  # drop NaN
     return out

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.datasets import load_svmlight_file
 
 from harness.data.trec import read_qrels, read_run
 from harness.datasets.base import Dataset, content_digest
@@ -25,6 +24,9 @@ def _existing(path: str | Path, what: str) -> Path:
 
 def _letor_split(path: Path, query_file: Path | None, n_features: int | None,
                  split: str) -> tuple[pd.DataFrame, int]:
+    # imported here: sklearn.datasets costs ~1 s at start-up and only LETOR files need it
+    from sklearn.datasets import load_svmlight_file
+
     try:
         X, y, qid = load_svmlight_file(str(path), n_features=n_features, query_id=True)
     except ValueError as exc:

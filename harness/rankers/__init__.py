@@ -8,6 +8,7 @@ from a name taken out of the configuration.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Callable, Mapping
@@ -21,8 +22,9 @@ import pandas as pd
 from harness.data.trec import read_run
 from harness.datasets import Dataset
 from harness.errors import InputError
+from harness.progress import bars_on, progress
 
-__all__ = ["RANKERS", "ESTIMATORS", "RankerSpec", "score", "cache_key"]
+__all__ = ["RANKERS", "ESTIMATORS", "RankerSpec", "score", "cache_key", "fit"]
 
 CACHE_VERSION = 1
 
@@ -110,9 +112,48 @@ def _sklearn(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
         raise InputError(f"ranker {spec.name!r} needs a train split; dataset {ds.name!r} "
                          "has none", column=f"ranker.{spec.name}")
     cols = list(spec.option("features", ds.features))
-    est.fit(train[cols].to_numpy(), train["label"].to_numpy(dtype=float))
     test = ds.test
-    return _frame(test, est.predict(test[cols].to_numpy()))
+    with _threads(spec.option("threads")):
+        fit(est, train[cols].to_numpy(), train["label"].to_numpy(dtype=float),
+            staged=bars_on(), desc=f"train {spec.name}")
+        return _frame(test, est.predict(test[cols].to_numpy()))
+
+
+def _threads(threads: int | None) -> Any:
+    """Limit the native thread pools (OpenMP, BLAS) to ``threads`` while inside; no limit
+    when None. Scoped, so nothing global changes."""
+    if threads is None:
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=int(threads))
+
+
+#: Boosting rounds fitted between two updates of the training progress bar.
+STAGE_ROUNDS = 10
+
+
+def fit(est: Any, X: np.ndarray, y: np.ndarray, *, staged: bool, desc: str = "train") -> Any:
+    """Fit ``est``; with ``staged`` and an estimator that boosts ``max_iter`` rounds with
+    ``warm_start``, fit :data:`STAGE_ROUNDS` rounds at a time behind a progress bar. The
+    fitted model is the same either way (warm starts keep the seed, the bins and the early
+    stopping split); the staged fit only lets a person see it advance."""
+    params = est.get_params()
+    if not staged or "warm_start" not in params or "max_iter" not in params:
+        return est.fit(X, y)
+    total = int(params["max_iter"])
+    rounds = list(range(min(STAGE_ROUNDS, total), total, STAGE_ROUNDS)) + [total]
+    est.set_params(warm_start=True)
+    try:
+        bar = progress(rounds, desc=desc, unit="stage")
+        for done in bar:
+            est.set_params(max_iter=done)
+            est.fit(X, y)
+            if est.n_iter_ < done:  # early stopping ended it
+                break
+    finally:
+        est.set_params(max_iter=total, warm_start=params["warm_start"])
+    return est
 
 
 def _run_file(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:

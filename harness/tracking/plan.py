@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RunRecord", "LogPlan", "execute", "refused", "close_open_runs", "PARAM_LIMIT"]
+__all__ = ["RunRecord", "LogPlan", "execute", "batches", "refused", "close_open_runs",
+           "PARAM_LIMIT"]
 
 PARAM_LIMIT = 6000  # MLflow truncates (or refuses) longer param values
 
@@ -67,17 +69,34 @@ class LogPlan:
         return next((r.run_id for r in self.runs if r.key == key), None)
 
 
-def _chunks(items: list[Any], size: int) -> list[list[Any]]:
-    return [items[i:i + size] for i in range(0, len(items), size)]
+#: MLflow's log_batch limits: params (and tags) per call, metrics per call, all entities.
+BATCH_PARAMS, BATCH_METRICS, BATCH_ENTITIES = 100, 1000, 1000
 
 
-def execute(plan: LogPlan, marker: Path) -> dict[str, str]:
+def batches(params: list[Any], metrics: list[Any]) -> list[tuple[list[Any], list[Any]]]:
+    """Params and metrics packed into as few ``log_batch`` calls as MLflow's limits allow
+    (:data:`BATCH_PARAMS` params, :data:`BATCH_METRICS` metrics, :data:`BATCH_ENTITIES`
+    entities per call), in order."""
+    out = []
+    while params or metrics:
+        p, params = params[:BATCH_PARAMS], params[BATCH_PARAMS:]
+        room = min(BATCH_METRICS, BATCH_ENTITIES - len(p))
+        m, metrics = metrics[:room], metrics[room:]
+        out.append((p, m))
+    return out
+
+
+def execute(plan: LogPlan, marker: Path, *,
+            progress: Callable[[Iterable[RunRecord]], Iterable[RunRecord]] | None = None
+            ) -> dict[str, str]:
     """Send the plan to MLflow; returns record key -> run id. Deletes ``marker`` on success.
 
+    Each run costs one ``create_run`` (with its tags), its params and metrics in as few
+    ``log_batch`` calls as MLflow allows, its dataset, its artifacts and ``set_terminated``.
     Raises whatever MLflow raises when the store is unreachable; the marker then holds the
-    progress so far.
+    progress so far. ``progress`` wraps the iterable of runs (e.g. a progress bar).
     """
-    from mlflow.entities import Metric, Param, RunTag
+    from mlflow.entities import Metric, Param
     from mlflow.tracking import MlflowClient
 
     from harness.tracking.store import ensure_experiment
@@ -85,7 +104,7 @@ def execute(plan: LogPlan, marker: Path) -> dict[str, str]:
     client = MlflowClient(tracking_uri=plan.tracking_uri)
     exp_id = ensure_experiment(client, plan.experiment, plan.artifact_root)
     now = int(time.time() * 1000)
-    for record in plan.runs:
+    for record in (progress or iter)(plan.runs):
         if record.done:
             continue
         if record.attach_only and record.run_id:
@@ -105,12 +124,9 @@ def execute(plan: LogPlan, marker: Path) -> dict[str, str]:
             plan.save(marker)
         run_id = record.run_id
         params = [Param(k, v) for k, v in record.params.items()]
-        for chunk in _chunks(params, 100):
-            _with_retries(lambda chunk=chunk: client.log_batch(run_id, params=chunk))
         metrics = [Metric(k, float(v), now, 0) for k, v in record.metrics.items()]
-        for chunk in _chunks(metrics, 1000):
-            _with_retries(lambda chunk=chunk: client.log_batch(run_id, metrics=chunk))
-        client.log_batch(run_id, tags=[RunTag(k, v) for k, v in record.tags.items()])
+        for p, m in batches(params, metrics):  # the tags went with create_run
+            _with_retries(lambda p=p, m=m: client.log_batch(run_id, metrics=m, params=p))
         if record.dataset:
             _log_dataset(client, run_id, record.dataset)
         for local, artifact_dir in record.artifacts:
