@@ -101,6 +101,8 @@ def test_every_dataset_option_composes_and_validates(option: str, table_parquet:
     overrides = [f"dataset={option}"]
     if option in ("table", "parquet_run"):
         overrides.append(f"dataset.path={table_parquet}")
+    if option == "table":  # a table's columns are the user's: the feature ranker names one
+        overrides.append("dataset.default_feature=f1")
     if option == "parquet_run":  # evaluated in place: its rankers are its score columns
         overrides.append("ranker=scored_columns")
     cfg = _compose(overrides)
@@ -152,7 +154,8 @@ def test_every_experiment_composes_and_validates(option: str) -> None:
 
 
 def test_table_dataset_validates_with_a_real_parquet(table_parquet: Path) -> None:
-    cfg = _compose(["dataset=table", f"dataset.path={table_parquet}", "dataset.name=mine"])
+    cfg = _compose(["dataset=table", f"dataset.path={table_parquet}", "dataset.name=mine",
+                    "dataset.default_feature=f1"])
     _, _, ds = validate(cfg)
     assert ds == {"kind": "table", "name": "mine", "path": str(table_parquet), "qid": "qid",
                   "docid": "docid", "label": "label", "split": None, "features": None}
@@ -248,7 +251,7 @@ def test_unknown_ranker_kind_names_the_known_kinds() -> None:
     with pytest.raises(InputError, match="unknown kind 'magic'") as info:
         validate(cfg)
     assert all(kind in str(info.value) for kind in RANKERS)
-    assert info.value.column == "ranker.oracle.kind"
+    assert info.value.key == "ranker.oracle.kind" and "key 'ranker.oracle.kind'" in str(info.value)
 
 
 def test_bad_check_mode_fails_in_validate() -> None:

@@ -19,7 +19,7 @@ __all__ = ["load_letor", "load_trec", "load_table"]
 def _existing(path: str | Path, what: str) -> Path:
     p = Path(path).expanduser().resolve()
     if not p.is_file():
-        raise InputError(f"{what} file not found: {p}", column=what)
+        raise InputError(f"{what} file not found: {p}", key=f"dataset.{what}")
     return p
 
 

@@ -43,7 +43,7 @@ class RankerSpec:
         value = self.options.get(key)
         if value is None:
             raise InputError(f"ranker {self.name!r} (kind {self.kind}) needs option {key!r}",
-                             column=f"ranker.{self.name}.{key}")
+                             key=f"ranker.{self.name}.{key}")
         return value
 
 
@@ -67,7 +67,7 @@ def _noisy_oracle(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
     test = ds.test
     sigma = float(spec.option("sigma", 1.0))
     if sigma < 0:
-        raise InputError(f"sigma must be >= 0, got {sigma}", column=f"ranker.{spec.name}.sigma")
+        raise InputError(f"sigma must be >= 0, got {sigma}", key=f"ranker.{spec.name}.sigma")
     rng = np.random.default_rng(int(spec.option("seed", 0)))
     return _frame(test, test["label"].to_numpy(dtype=float) + rng.normal(0, sigma, len(test)))
 
@@ -78,7 +78,7 @@ def _column(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
     pool = ds.features if spec.kind == "feature" else tuple(ds.docs.columns)
     if name not in pool:
         raise InputError(f"ranker {spec.name!r}: no {key} {name!r}; available: "
-                         f"{', '.join(map(str, pool))}", column=f"ranker.{spec.name}.{key}")
+                         f"{', '.join(map(str, pool))}", key=f"ranker.{spec.name}.{key}")
     test = ds.test
     return _frame(test, pd.to_numeric(test[name], errors="raise").to_numpy(dtype=float))
 
@@ -100,7 +100,7 @@ def _sklearn(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
     table = _estimators()
     if name not in table:
         raise InputError(f"ranker {spec.name!r}: unknown estimator {name!r}; known: "
-                         f"{', '.join(table)}", column=f"ranker.{spec.name}.estimator")
+                         f"{', '.join(table)}", key=f"ranker.{spec.name}.estimator")
     params = dict(spec.option("params", {}) or {})
     est = table[name](**params)
     if "random_state" in est.get_params() and "random_state" not in params:
@@ -108,7 +108,7 @@ def _sklearn(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
     train = ds.split("train")
     if len(train) == 0:
         raise InputError(f"ranker {spec.name!r} needs a train split; dataset {ds.name!r} "
-                         "has none", column=f"ranker.{spec.name}")
+                         "has none", key=f"ranker.{spec.name}")
     cols = list(spec.option("features", ds.features))
     est.fit(train[cols].to_numpy(), train["label"].to_numpy(dtype=float))
     test = ds.test
@@ -139,7 +139,7 @@ def _mlflow_model(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
     except Exception as exc:  # noqa: BLE001 - MLflow raises many kinds; name the ranker
         raise InputError(f"ranker {spec.name!r}: cannot load model {uri!r} from "
                          f"{store or 'the default MLflow store'}: {exc}",
-                         column=f"ranker.{spec.name}.uri") from None
+                         key=f"ranker.{spec.name}.uri") from None
     finally:
         for key, value in saved.items():
             if value is None:
@@ -191,7 +191,7 @@ def score(spec: RankerSpec, ds: Dataset, cache_dir: Path | None = None) -> tuple
     """
     if spec.kind not in RANKERS:
         raise InputError(f"unknown ranker kind {spec.kind!r} for ranker {spec.name!r}; known: "
-                         f"{', '.join(RANKERS)}", column=f"ranker.{spec.name}.kind")
+                         f"{', '.join(RANKERS)}", key=f"ranker.{spec.name}.kind")
     key = cache_key(spec, ds)
     cacheable = cache_dir is not None and (spec.kind != "mlflow_model" or _pinned(
         str(spec.option("uri", ""))))
