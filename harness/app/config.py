@@ -1,7 +1,10 @@
 """Structured configs: the schema every YAML under conf/ is validated against.
 
-Registered in Hydra's ConfigStore, so a misspelt key or a value of the wrong type fails at
-compose time; values with a range or a set of choices (k >= 1, ties in {...}) are checked by
+Registered in Hydra's ConfigStore under the group ``schema/`` (``schema/dataset/letor``,
+``schema/metric``, ...), which the YAML files extend with ``- /schema/<group>@_here_`` in
+their defaults lists; so the schemas are never offered as options (``dataset=base_letor``
+fails to compose), and a misspelt key or a value of the wrong type fails at compose time.
+Values with a range or a set of choices (k >= 1, ties in {...}) are checked by
 :func:`harness.app.study.validate` before any data is read.
 """
 
