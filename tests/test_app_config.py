@@ -371,14 +371,14 @@ def test_features_are_checked_against_the_dataset_before_any_ranker_scores(
                     "dataset.default_feature=f0", f"cache_dir={tmp_path / 'cache'}"])
     with caplog.at_level("INFO", logger="harness"), pytest.raises(InputError) as info:
         run_study(cfg, tmp_path / "out")
-    assert str(info.value) == ("ranker 'feature_f0': dataset 'table' has no feature 'f0'; "
+    assert str(info.value) == ("ranker 'feature_f0': no feature 'f0' in dataset 'table'; "
                                "available: f1 (key 'ranker.feature_f0.feature')")
     assert "ranker oracle" not in caplog.text  # the first ranker was never scored
     assert not (tmp_path / "out").exists() and not (tmp_path / "cache").exists()
     cfg = _compose(["dataset=table", f"dataset.path={table_parquet}", "ranker=hgb",
                     "+ranker.hgb.features=[f1,f2,f3]"])
-    with pytest.raises(InputError, match=r"ranker 'hgb': dataset 'table' has no feature "
-                                         r"'f2'.*key 'ranker.hgb.features'"):
+    with pytest.raises(InputError, match=r"ranker 'hgb': no feature 'f2' in dataset "
+                                         r"'table'.*key 'ranker.hgb.features'"):
         run_study(cfg, tmp_path / "out")
 
 

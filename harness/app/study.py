@@ -240,9 +240,10 @@ def check_rankers_against(specs: list[RankerSpec], dataset: Dataset | ParquetRun
                 shown = ", ".join(pool[:8]) + (f", … ({len(pool)} in all)"
                                                 if len(pool) > 8 else "")
                 what = "numeric column" if in_place or key == "column" else "feature"
-                raise InputError(f"ranker {spec.name!r}: dataset {dataset.name!r} has no "
-                                 f"{what} {name!r}; available: {shown or 'none'}",
-                                 key=f"ranker.{spec.name}.{key}")
+                where = dataset.path.name if in_place else f"dataset {dataset.name!r}"
+                raise InputError(f"ranker {spec.name!r}: no {what} {name!r} in {where}; "
+                                 f"{'score columns' if in_place else 'available'}: "
+                                 f"{shown or 'none'}", key=f"ranker.{spec.name}.{key}")
 
 
 def run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
