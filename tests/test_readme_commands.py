@@ -40,6 +40,8 @@ import re
 import shlex
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -159,23 +161,64 @@ def test_the_readme_has_the_commands_this_file_expects() -> None:
     assert len(commands) >= 7
 
 
-@pytest.mark.parametrize("args", _commands(), ids=lambda a: " ".join(a) or "make run")
-def test_command_runs(args: list[str], store: Path, big: Path, tmp_path: Path,
-                      shared_data: Path) -> None:
-    out = tmp_path / "out"
+@dataclass
+class Finished:
+    proc: subprocess.CompletedProcess[str]
+    out: Path
+
+
+def _run(args: list[str], root: Path, store: Path, big: Path, env: dict[str, str]) -> Finished:
+    out = root / "out"
     added = [f"tracking.uri=sqlite:///{store}/mlflow.db",
-             f"tracking.pending_dir={tmp_path / 'pending'}",
-             f"tracking.artifact_root={store / 'artifacts'}", f"cache_dir={tmp_path / 'cache'}",
+             f"tracking.pending_dir={root / 'pending'}",
+             f"tracking.artifact_root={store / 'artifacts'}", f"cache_dir={root / 'cache'}",
              f"hydra.run.dir={out}", f"hydra.sweep.dir={out}", "tracking.figures=false",
              "tracking.bootstrap_resamples=200", *_small(args)]
-    runs_before = _tree(PROJECT / "runs")
+    proc = subprocess.run([sys.executable, "-m", "harness", *_local(args, big), *added],
+                          cwd=PROJECT, env=env, capture_output=True, text=True,
+                          timeout=TIMEOUT)
+    return Finished(proc, out)
+
+
+@dataclass
+class Suite:
+    """Every command's result, and the project's runs/ folder before and after."""
+
+    results: dict[str, Finished]
+    runs_before: set[str]
+    runs_after: set[str]
+
+
+@pytest.fixture(scope="module")
+def suite(store: Path, big: Path, shared_data: Path,
+          tmp_path_factory: pytest.TempPathFactory) -> Suite:
+    """Every command, run two at a time (the machine has two cores; the store already
+    exists, so concurrent jobs only add runs to it, as a joblib sweep's jobs do)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
     env["HARNESS_SHARED_DATA"] = str(shared_data)
     # sklearn's HistGradientBoosting spins OpenMP threads; on a busy 2-core machine its 100
     # rounds on 40 queries took 67 s instead of 0.4 s. One thread keeps the test's time stable.
     env["OMP_NUM_THREADS"] = "1"
-    proc = subprocess.run([sys.executable, "-m", "harness", *_local(args, big), *added], cwd=PROJECT,
-                          env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    before = _tree(PROJECT / "runs")
+    commands = {_id(args): args for args in _commands()}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {key: pool.submit(_run, args, tmp_path_factory.mktemp("cmd"), store, big, env)
+                   for key, args in commands.items()}
+        results = {key: future.result() for key, future in futures.items()}
+    return Suite(results, before, _tree(PROJECT / "runs"))
+
+
+def _id(args: list[str]) -> str:
+    return " ".join(args) or "make run"
+
+
+def test_nothing_is_written_to_the_projects_runs_folder(suite: Suite) -> None:
+    assert suite.runs_after == suite.runs_before
+
+
+@pytest.mark.parametrize("args", _commands(), ids=_id)
+def test_command_runs(args: list[str], suite: Suite) -> None:
+    proc, out = suite.results[_id(args)].proc, suite.results[_id(args)].out
     assert proc.returncode == 0, f"{args}: exit {proc.returncode}\n{proc.stderr[-3000:]}"
     summaries = sorted(out.rglob("summary.csv"))
     jobs = 1
@@ -189,4 +232,3 @@ def test_command_runs(args: list[str], store: Path, big: Path, tmp_path: Path,
     # local_processes jobs log to their own files, the others to the console
     logs = proc.stdout + proc.stderr + "".join(p.read_text() for p in out.rglob("*.log"))
     assert logs.count("logged to MLflow") >= jobs
-    assert _tree(PROJECT / "runs") == runs_before  # nothing written to the project's runs/
