@@ -341,3 +341,20 @@ def test_a_non_number_in_a_feature_column_names_column_and_row(
         load_dataset("table", name="t", path=str(path), qid="query", docid="doc",
                      label="grade", **kw)
     assert info.value.column == "bm25" and info.value.row == 3
+
+
+def test_a_run_file_ranker_on_other_queries_warns(tmp_path: Path,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    from harness.rankers import RankerSpec, score
+
+    (tmp_path / "r.run").write_text("\n".join(_RUN) + "\n")
+    (tmp_path / "q.qrels").write_text("\n".join(_QRELS) + "\n")
+    ds = load_dataset("trec", name="t", qrels_path=str(tmp_path / "q.qrels"),
+                      run_path=str(tmp_path / "r.run"))
+    (tmp_path / "other.run").write_text("Q1 Q0 d1 1 1.0 r\nQ2 Q0 d1 1 1.0 r\nq1 Q0 d1 1 1.0 r\n")
+    with caplog.at_level("WARNING", logger="harness"):
+        run, _, _ = score(RankerSpec("o", "run_file", {"path": str(tmp_path / "other.run")}), ds)
+    assert "other.run and the judgments of dataset 't' share few query ids: 1 of the run's 3 " \
+           "queries are judged (2 queries in the qrels); e.g. run-only ['Q1', 'Q2']" \
+           in caplog.text
+    assert run["qid"].tolist() == ["q1"]

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.data.trec import read_run
+from harness.data.trec import read_run, warn_on_few_judged
 from harness.datasets import Dataset
 from harness.errors import InputError
 
@@ -116,7 +116,10 @@ def _sklearn(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
 
 
 def _run_file(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
-    run = read_run(spec.require("path"))
+    path = spec.require("path")
+    run = read_run(path)
+    warn_on_few_judged(run["qid"].unique(), ds.qrels["qid"].unique(), run=Path(path).name,
+                       qrels=f"the judgments of dataset {ds.name!r}")
     qids = set(ds.test["qid"])
     return run.loc[run["qid"].isin(qids), ["qid", "docid", "score"]].reset_index(drop=True)
 
