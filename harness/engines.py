@@ -57,14 +57,14 @@ class Engine:
     def __post_init__(self) -> None:
         if self.kind not in ENGINES:
             raise InputError(f"unknown engine {self.kind!r}; known: {', '.join(ENGINES)}",
-                             column="engine.kind")
+                             key="engine.kind")
         for key in ("batch_rows", "partition_rows", "threads_per_worker"):
             if int(getattr(self, key)) < 1:
                 raise InputError(f"engine.{key} must be >= 1, got {getattr(self, key)}",
-                                 column=f"engine.{key}")
+                                 key=f"engine.{key}")
         if self.n_workers is not None and int(self.n_workers) < 1:
             raise InputError(f"engine.n_workers must be >= 1 or null, got {self.n_workers}",
-                             column="engine.n_workers")
+                             key="engine.n_workers")
 
     @classmethod
     def from_config(cls, options: Mapping[str, Any] | None) -> Engine:
@@ -73,7 +73,7 @@ class Engine:
         unknown = sorted(set(options) - known)
         if unknown:
             raise InputError(f"unknown engine option(s) {unknown}; known: {sorted(known)}",
-                             column=f"engine.{unknown[0]}")
+                             key=f"engine.{unknown[0]}")
         return cls(**options)
 
     def __enter__(self) -> Engine:

@@ -30,6 +30,8 @@ class InputError(HarnessError, ValueError):
     ----------
     column, qid, row : the column, the query id and the 0-based row of the offending
         DataFrame where they are known, else ``None``.
+    key : the dotted configuration key at fault (``ranker.bm25.path``) when the error is
+        about a configuration value rather than data, else ``None``.
     """
 
     def __init__(
@@ -40,8 +42,11 @@ class InputError(HarnessError, ValueError):
         qid: Any = None,
         row: int | None = None,
         table: str | None = None,
+        key: str | None = None,
     ) -> None:
         where = []
+        if key is not None:
+            where.append(f"key {key!r}")
         if table is not None:
             where.append(f"table {table!r}")
         if column is not None:
@@ -56,21 +61,22 @@ class InputError(HarnessError, ValueError):
         self.qid = qid
         self.row = row
         self.table = table
+        self.key = key
 
     def __reduce__(self) -> tuple[Any, ...]:
         # keep column/qid/row/table when pickled (errors raised on Dask workers)
         return (_rebuild, (type(self), self.message, self.column, self.qid, self.row,
-                           self.table))
+                           self.table, self.key))
 
     def at_row(self, row: int | None, table: str | None = None) -> InputError:
         """The same error, naming another row (and table): a part's row -> the source's."""
         return type(self)(self.message, column=self.column, qid=self.qid, row=row,
-                          table=self.table if table is None else table)
+                          table=self.table if table is None else table, key=self.key)
 
 
 def _rebuild(cls: type[InputError], message: str, column: str | None, qid: Any,
-             row: int | None, table: str | None) -> InputError:
-    return cls(message, column=column, qid=qid, row=row, table=table)
+             row: int | None, table: str | None, key: str | None = None) -> InputError:
+    return cls(message, column=column, qid=qid, row=row, table=table, key=key)
 
 
 class MetricDefinitionError(HarnessError, ValueError):

@@ -254,3 +254,107 @@ def test_table_missing_file_and_bad_suffix(tmp_path: Path) -> None:
         load_dataset("table", name="t", path=str(bad))
     with pytest.raises(InputError, match="unknown dataset kind 'nope'"):
         load_dataset("nope")
+
+
+# --------------------------------------------------------------------------------------
+# file encodings and mismatched files (issue 12: silently wrong numbers from files)
+
+_RUN = ["q1 Q0 d1 1 3.0 r", "q1 Q0 d2 2 2.0 r", "q1 Q0 d3 3 1.0 r",
+        "q2 Q0 d1 1 3.0 r", "q2 Q0 d4 2 2.0 r"]
+_QRELS = ["q1 0 d1 0", "q1 0 d2 0", "q1 0 d3 2", "q2 0 d1 1", "q2 0 d4 3"]
+
+
+def _pytrec_ndcg10(run_lines: list[str], qrels_lines: list[str]) -> dict[str, float]:
+    """nDCG@10 per query from pytrec_eval, on dicts parsed here from the plain text."""
+    import pytrec_eval
+
+    run: dict[str, dict[str, float]] = {}
+    for line in run_lines:
+        q, _, d, _, s, _ = line.split()
+        run.setdefault(q, {})[d] = float(s)
+    qrels: dict[str, dict[str, int]] = {}
+    for line in qrels_lines:
+        q, _, d, rel = line.split()
+        qrels.setdefault(q, {})[d] = int(rel)
+    got = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(run)
+    return {q: v["ndcg_cut_10"] for q, v in got.items()}
+
+
+def test_a_byte_order_mark_does_not_become_part_of_the_first_qid(tmp_path: Path) -> None:
+    from harness import evaluate
+    from harness.data import read_qrels, read_run
+
+    bom = b"\xef\xbb\xbf"
+    run_path, qrels_path = tmp_path / "bom.run", tmp_path / "bom.qrels"
+    run_path.write_bytes(bom + "\n".join(_RUN).encode() + b"\n")
+    qrels_path.write_bytes(bom + "\n".join(_QRELS).encode() + b"\n")
+    run, qrels = read_run(run_path), read_qrels(qrels_path)
+    assert run["qid"].iloc[0] == "q1" and qrels["qid"].iloc[0] == "q1"
+    got = evaluate(run, qrels, metrics=[Metric("ndcg", k=10, convention="trec_eval")])
+    expected = _pytrec_ndcg10(_RUN, _QRELS)
+    assert sorted(got.index) == sorted(expected) == ["q1", "q2"]
+    # q1 puts its only relevant document third: 3/log2(4) / 3 = 0.5, worked by hand too
+    assert expected["q1"] == pytest.approx(0.5, abs=1e-12)
+    for qid, value in expected.items():
+        assert got.loc[qid].iloc[-1] == pytest.approx(value, abs=1e-12)
+
+
+def test_latin1_bytes_in_qrels_name_the_file_and_line(tmp_path: Path) -> None:
+    from harness.data import read_qrels
+
+    path = tmp_path / "latin1.qrels"
+    path.write_bytes(b"q1 0 d1 1\nq1 0 caf\xe9 2\n")
+    with pytest.raises(InputError, match=r"qrels file .*latin1\.qrels is not UTF-8: line 2, "
+                                         r"byte 9 is b'\\xe9'") as info:
+        read_qrels(path)
+    assert info.value.table == "latin1.qrels" and info.value.row == 2
+
+
+def test_a_run_and_qrels_sharing_few_queries_warn(tmp_path: Path,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    (tmp_path / "r.run").write_text("\n".join(_RUN + ["x7 Q0 d1 1 1.0 r", "x8 Q0 d1 1 1.0 r",
+                                                      "x9 Q0 d1 1 1.0 r"]) + "\n")
+    (tmp_path / "q.qrels").write_text("\n".join(_QRELS[:3]) + "\n")  # judges q1 only
+    with caplog.at_level("WARNING", logger="harness"):
+        load_dataset("trec", name="t", qrels_path=str(tmp_path / "q.qrels"),
+                     run_path=str(tmp_path / "r.run"))
+    assert "r.run and q.qrels share few query ids: 1 of the run's 5 queries are judged " \
+           "(1 queries in the qrels); e.g. run-only ['q2', 'x7', 'x8']" in caplog.text
+    caplog.clear()
+    (tmp_path / "q.qrels").write_text("\n".join(_QRELS) + "\n")  # 2 of 5: still below half
+    (tmp_path / "r.run").write_text("\n".join(_RUN) + "\n")  # 2 of 2 judged
+    with caplog.at_level("WARNING", logger="harness"):
+        load_dataset("trec", name="t", qrels_path=str(tmp_path / "q.qrels"),
+                     run_path=str(tmp_path / "r.run"))
+    assert "share few query ids" not in caplog.text
+
+
+@pytest.mark.parametrize("explicit", [False, True])
+def test_a_non_number_in_a_feature_column_names_column_and_row(
+        explicit: bool, raw_table: pd.DataFrame, tmp_path: Path) -> None:
+    table = raw_table.astype({"bm25": object})
+    table.loc[3, "bm25"] = "high"
+    path = _write(table, tmp_path / "t.csv")
+    kw = {"features": ["bm25", "length"]} if explicit else {}
+    with pytest.raises(InputError, match=r"feature column 'bm25' .*holds the non-number "
+                                         r"'high'.*qid 'q2', row 3") as info:
+        load_dataset("table", name="t", path=str(path), qid="query", docid="doc",
+                     label="grade", **kw)
+    assert info.value.column == "bm25" and info.value.row == 3
+
+
+def test_a_run_file_ranker_on_other_queries_warns(tmp_path: Path,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    from harness.rankers import RankerSpec, score
+
+    (tmp_path / "r.run").write_text("\n".join(_RUN) + "\n")
+    (tmp_path / "q.qrels").write_text("\n".join(_QRELS) + "\n")
+    ds = load_dataset("trec", name="t", qrels_path=str(tmp_path / "q.qrels"),
+                      run_path=str(tmp_path / "r.run"))
+    (tmp_path / "other.run").write_text("Q1 Q0 d1 1 1.0 r\nQ2 Q0 d1 1 1.0 r\nq1 Q0 d1 1 1.0 r\n")
+    with caplog.at_level("WARNING", logger="harness"):
+        run, _, _ = score(RankerSpec("o", "run_file", {"path": str(tmp_path / "other.run")}), ds)
+    assert "other.run and the judgments of dataset 't' share few query ids: 1 of the run's 3 " \
+           "queries are judged (2 queries in the qrels); e.g. run-only ['Q1', 'Q2']" \
+           in caplog.text
+    assert run["qid"].tolist() == ["q1"]

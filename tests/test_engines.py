@@ -116,7 +116,7 @@ def test_bad_engine_settings_fail_before_any_data_is_read(override: list[str], w
     cfg = _compose([o.replace("PATH", str(scored)) for o in override])
     with pytest.raises(InputError) as exc:
         validate(cfg)
-    assert exc.value.column == where and where in str(exc.value)
+    assert exc.value.key == where and f"key {where!r}" in str(exc.value)
 
 
 def test_a_score_column_the_file_lacks_is_named(tmp_path: Path, scored: Path) -> None:
@@ -125,7 +125,7 @@ def test_a_score_column_the_file_lacks_is_named(tmp_path: Path, scored: Path) ->
     with pytest.raises(InputError, match=r"no numeric column 'nope' in scored.parquet; "
                        r"score columns: score, weak") as exc:
         run_study(cfg, tmp_path / "out")
-    assert exc.value.column == "ranker.mine.column"
+    assert exc.value.key == "ranker.mine.column"
 
 
 def test_dask_config_attaches_to_a_running_scheduler(tmp_path: Path, scored: Path) -> None:

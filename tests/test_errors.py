@@ -497,3 +497,33 @@ def test_formula_producing_negative_or_nan_gain_is_reported() -> None:
 def test_harness_namespace() -> None:
     assert harness.METRIC_NAMES == ("dcg", "ndcg", "mndcg", "ap", "rr", "precision", "recall",
                                     "err")
+
+
+# --------------------------------------------------------------------------------------
+# config keys are keys, data columns are columns
+
+
+def test_a_config_key_error_says_key_and_survives_pickling() -> None:
+    import pickle
+
+    err = InputError("ranker 'r' needs option 'path'", key="ranker.r.path")
+    assert str(err) == "ranker 'r' needs option 'path' (key 'ranker.r.path')"
+    assert err.key == "ranker.r.path" and err.column is None
+    again = pickle.loads(pickle.dumps(err))
+    assert (again.key, str(again)) == (err.key, str(err))
+    assert err.at_row(3).key == "ranker.r.path"
+
+
+def test_a_data_error_still_says_column() -> None:
+    run = pd.DataFrame({"qid": ["q1"], "docid": ["a"], "score": [float("nan")], "label": [1]})
+    with pytest.raises(InputError, match=r"column 'score'") as info:
+        harness.evaluate(run, metrics=["ndcg@10"])
+    assert info.value.key is None and "key" not in str(info.value)
+
+
+def test_an_unknown_gain_lists_the_named_gains_before_the_formula_syntax() -> None:
+    with pytest.raises(FormulaError) as info:
+        harness.Metric("ndcg", gain="exp3")
+    text = str(info.value)
+    assert text.startswith("gain 'exp3' is not a named gain (exp2, linear)")
+    assert text.index("exp2, linear") < text.index("use numbers")

@@ -110,7 +110,8 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Stores:
     jobs = {
         base: ["ranker=baselines", "dataset.n_queries=60", "dataset.n_train_queries=60",
                "ranker.hgb.params.max_iter=20"],
-        table: ["dataset=table", f"dataset.path={data}", "ranker=repro_table",
+        table: ["dataset=table", f"dataset.path={data}", "dataset.default_feature=f0",
+                "ranker=repro_table",
                 f"hydra.searchpath=[file://{table / 'conf'}]"],
     }
     procs = {root: subprocess.Popen([sys.executable, "-m", "harness", *args, *_app_args(root)],

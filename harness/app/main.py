@@ -47,4 +47,7 @@ def _main(cfg: DictConfig) -> None:
 
 def main() -> None:
     """Console-script entry point (``harness``)."""
+    from harness.app.help import main as help_main
+
+    help_main()  # --help / -h: the project's own help (Hydra's is --hydra-help)
     _main()

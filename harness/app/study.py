@@ -38,7 +38,8 @@ from harness.paths import project_path
 from harness.rankers import ESTIMATORS, RANKERS, RankerSpec, score
 from harness.tracking import resolve_tracking_uri
 
-__all__ = ["StudyResult", "CheckFailed", "validate", "build_metrics", "run_study",
+__all__ = ["StudyResult", "CheckFailed", "validate", "check_rankers_against", "build_metrics",
+           "run_study",
            "DATASET_PATH_OPTIONS"]
 
 log = logging.getLogger("harness")
@@ -83,7 +84,7 @@ def _plain(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
         except MissingMandatoryValue as exc:
             key = getattr(exc, "full_key", "") or "?"
             raise InputError(f"config value {key} is required and not set; set it with "
-                             f"{key}=...", column=str(key)) from None
+                             f"{key}=...", key=str(key)) from None
     return dict(cfg)
 
 
@@ -121,32 +122,34 @@ def build_metrics(grid: Mapping[str, Any]) -> list[Metric]:
 
 def _ranker_specs(rankers: Mapping[str, Any]) -> list[RankerSpec]:
     if not rankers:
-        raise InputError("no ranker configured", column="ranker")
+        raise InputError("no ranker configured", key="ranker")
     specs = []
     for name, options in rankers.items():
         options = _typed_ranker(str(name), options)
-        if not _NAME_OK.match(str(name)):
-            raise InputError(f"ranker name {name!r} may hold only letters, digits, _ . -",
-                             column="ranker")
+        if not _NAME_OK.match(str(name)) or str(name) in (".", ".."):
+            raise InputError(f"ranker name {name!r} may hold only letters, digits, _ . - "
+                             "(and is not . or ..): it names files", key=f"ranker.{name}")
         opts = {k: v for k, v in dict(options).items() if k != "kind" and v not in (None, {})}
         kind = options.get("kind")
         if kind not in RANKERS:
             raise InputError(f"ranker {name!r}: unknown kind {kind!r}; known: "
-                             f"{', '.join(RANKERS)}", column=f"ranker.{name}.kind")
+                             f"{', '.join(RANKERS)}", key=f"ranker.{name}.kind")
         for required in {"feature": ["feature"], "column": ["column"], "run_file": ["path"],
                          "mlflow_model": ["uri"]}.get(kind, []):
             if opts.get(required) is None:
-                raise InputError(f"ranker {name!r} (kind {kind}) needs option {required!r}",
-                                 column=f"ranker.{name}.{required}")
+                hint = (" (or set dataset.default_feature, which it defaults to)"
+                        if required == "feature" else "")
+                raise InputError(f"ranker {name!r} (kind {kind}) needs option {required!r}"
+                                 + hint, key=f"ranker.{name}.{required}")
         if opts.get("sigma") is not None and float(opts["sigma"]) < 0:
             raise InputError(f"ranker {name!r}: sigma must be >= 0, got {opts['sigma']}",
-                             column=f"ranker.{name}.sigma")
+                             key=f"ranker.{name}.sigma")
         if opts.get("threads") is not None and int(opts["threads"]) < 1:
             raise InputError(f"ranker {name!r}: threads must be >= 1 (or null for all cores), "
-                             f"got {opts['threads']}", column=f"ranker.{name}.threads")
+                             f"got {opts['threads']}", key=f"ranker.{name}.threads")
         if kind == "sklearn" and opts.get("estimator", "hist_gradient_boosting") not in ESTIMATORS:
             raise InputError(f"ranker {name!r}: unknown estimator {opts['estimator']!r}; known: "
-                             f"{', '.join(ESTIMATORS)}", column=f"ranker.{name}.estimator")
+                             f"{', '.join(ESTIMATORS)}", key=f"ranker.{name}.estimator")
         if "path" in opts:
             opts["path"] = str(project_path(opts["path"]))
         specs.append(RankerSpec(name=str(name), kind=kind, options=opts))
@@ -159,13 +162,13 @@ def _typed_ranker(name: str, options: Any) -> dict[str, Any]:
 
     if not isinstance(options, Mapping):
         raise InputError(f"ranker {name!r} must be a mapping of options, got {options!r}",
-                         column=f"ranker.{name}")
+                         key=f"ranker.{name}")
     try:
         merged = OmegaConf.merge(OmegaConf.structured(RankerConfig), dict(options))
     except OmegaConfBaseException as exc:
         key = getattr(exc, "full_key", "") or ""
         raise InputError(f"ranker {name!r}: {str(exc).splitlines()[0]}",
-                         column=f"ranker.{name}{'.' + key if key else ''}") from None
+                         key=f"ranker.{name}{'.' + key if key else ''}") from None
     return OmegaConf.to_container(merged)  # type: ignore[return-value]
 
 
@@ -177,7 +180,12 @@ def validate(cfg: DictConfig | Mapping[str, Any], *, store: str | None = None
     ``tracking.uri``, else ``store``, else :func:`~harness.tracking.resolve_tracking_uri`,
     so ``models:/`` URIs resolve against the study's own store.
     """
+    from harness.app.names import path_name
+
     c = _plain(cfg)
+    path_name("study", c.get("study", "default"))
+    if (c.get("tracking") or {}).get("experiment") is not None:
+        path_name("tracking.experiment", c["tracking"]["experiment"])
     metrics = build_metrics(c["metric"])
     specs = _ranker_specs(c["ranker"])
     if any(s.kind == "mlflow_model" for s in specs):
@@ -185,9 +193,10 @@ def validate(cfg: DictConfig | Mapping[str, Any], *, store: str | None = None
         specs = [RankerSpec(s.name, s.kind, {**s.options, "tracking_uri": s.options.get(
             "tracking_uri") or uri}) if s.kind == "mlflow_model" else s for s in specs]
     ds = dict(c["dataset"])
+    ds.pop("default_feature", None)  # read by the feature ranker's config, not the loader
     if ds.get("kind") not in DATASETS:
         raise InputError(f"unknown dataset kind {ds.get('kind')!r}; known: "
-                         f"{', '.join(DATASETS)}", column="dataset.kind")
+                         f"{', '.join(DATASETS)}", key="dataset.kind")
     for key in DATASET_PATH_OPTIONS:
         if ds.get(key):
             ds[key] = str(project_path(ds[key]))
@@ -197,17 +206,17 @@ def validate(cfg: DictConfig | Mapping[str, Any], *, store: str | None = None
                 raise InputError(f"ranker {spec.name!r} (kind {spec.kind}): a parquet_run dataset is "
                                  f"evaluated where it lies, so its rankers are score columns "
                                  f"of the file (kind column, e.g. ranker=scored_columns)",
-                                 column=f"ranker.{spec.name}.kind")
+                                 key=f"ranker.{spec.name}.kind")
     Engine.from_config(c.get("engine"))
     check = c.get("check", {})
     if check.get("sklearn", "fail") not in ("fail", "warn", "off"):
         raise InputError(f"check.sklearn must be fail, warn or off; got {check['sklearn']!r}",
-                         column="check.sklearn")
+                         key="check.sklearn")
     for key, default in (("max_queries", 5_000), ("max_tied_queries", 50)):
         bound = check.get(key, default)
         if bound is not None and (isinstance(bound, bool) or int(bound) < 1):
             raise InputError(f"check.{key} must be an int >= 1 or null (no bound); "
-                             f"got {bound!r}", column=f"check.{key}")
+                             f"got {bound!r}", key=f"check.{key}")
     from harness.reporting.figures import figure_mode  # harness.reporting imports scipy
 
     figure_mode((c.get("tracking") or {}).get("figures", "headline"))
@@ -215,8 +224,37 @@ def validate(cfg: DictConfig | Mapping[str, Any], *, store: str | None = None
         value = c["metric"].get(key, choices[0])
         if value not in choices:
             raise InputError(f"metric.{key} must be one of {choices}; got {value!r}",
-                             column=f"metric.{key}")
+                             key=f"metric.{key}")
     return metrics, specs, ds
+
+
+def check_rankers_against(specs: list[RankerSpec], dataset: Dataset | ParquetRun) -> None:
+    """Check every ranker's ``feature``, ``column`` and ``features`` against the loaded
+    dataset, so a missing name fails before any ranker scores.
+
+    Raises
+    ------
+    InputError
+        Naming the ranker's key, the missing name and a few of the available ones.
+    """
+    in_place = isinstance(dataset, ParquetRun)
+    features = tuple(map(str, dataset.features))
+    columns = features if in_place else tuple(map(str, dataset.docs.columns))
+    for spec in specs:
+        wanted = [(key, spec.options.get(key), pool) for key, pool in
+                  (("feature", features), ("column", columns))
+                  if spec.kind in ("feature", "column") and spec.options.get(key) is not None]
+        if spec.kind in ("sklearn", "mlflow_model") and spec.options.get("features"):
+            wanted += [("features", f, features) for f in spec.options["features"]]
+        for key, name, pool in wanted:
+            if str(name) not in pool:
+                shown = ", ".join(pool[:8]) + (f", … ({len(pool)} in all)"
+                                                if len(pool) > 8 else "")
+                what = "numeric column" if in_place or key == "column" else "feature"
+                where = dataset.path.name if in_place else f"dataset {dataset.name!r}"
+                raise InputError(f"ranker {spec.name!r}: no {what} {name!r} in {where}; "
+                                 f"{'score columns' if in_place else 'available'}: "
+                                 f"{shown or 'none'}", key=f"ranker.{spec.name}.{key}")
 
 
 def run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
@@ -257,6 +295,7 @@ def _run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
     else:
         log.info("dataset %s (%s): %d test queries, %d judgments, digest %s…", dataset.name,
                  kind, dataset.test["qid"].nunique(), len(dataset.qrels), dataset.digest[:12])
+    check_rankers_against(specs, dataset)
     cache_dir = project_path(c.get("cache_dir", "runs/cache/scores"))
     grid = c["metric"]
     options = {"nan_scores": grid.get("nan_scores", "error"),
@@ -332,7 +371,7 @@ def evaluate_in_place(engine: Engine, dataset: ParquetRun, spec: RankerSpec,
     if column not in dataset.features:
         raise InputError(f"ranker {spec.name!r}: no numeric column {column!r} in "
                          f"{dataset.path.name}; score columns: {', '.join(dataset.features)}",
-                         column=f"ranker.{spec.name}.column")
+                         key=f"ranker.{spec.name}.column")
     names = dataset.names(column)
     qrels = None if dataset.labels_in_file else dataset.qrels
     per_query = engine.evaluate_file(dataset.path, qrels, metrics, names, **options)

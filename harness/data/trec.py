@@ -5,10 +5,16 @@
   ranked by score), and anything after the sixth column is ignored, as trec_eval does.
 
 Blank lines and lines starting with ``#`` are skipped. A docid may itself contain ``#``.
+Files are UTF-8; a byte-order mark at the start is dropped (Windows editors write one, and
+it would otherwise become part of the first qid, so that query would never meet its
+judgments). Bytes that are not UTF-8 raise an error naming the file and line.
 """
 
 from __future__ import annotations
 
+import codecs
+import logging
+from collections.abc import Iterable
 from os import PathLike
 from pathlib import Path
 
@@ -16,7 +22,23 @@ import pandas as pd
 
 from harness.errors import InputError
 
-__all__ = ["read_qrels", "read_run"]
+__all__ = ["read_qrels", "read_run", "warn_on_few_judged"]
+
+log = logging.getLogger("harness")
+#: Below this share of run queries that have a judgment, :func:`warn_on_few_judged` warns.
+MIN_JUDGED_SHARE = 0.5
+
+
+def _decoded(raw: bytes, lineno: int, p: Path, kind: str) -> str:
+    if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8):]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{kind} file {p} is not UTF-8: line {lineno}, byte {exc.start + 1} is "
+            f"{raw[exc.start:exc.start + 1]!r} in {raw.rstrip()!r}; re-encode it as UTF-8 "
+            f"(e.g. iconv -f latin1 -t utf-8)", table=p.name, row=lineno) from None
 
 
 def _rows(path: str | PathLike[str], n_fields: int, kind: str) -> list[list[str]]:
@@ -24,9 +46,9 @@ def _rows(path: str | PathLike[str], n_fields: int, kind: str) -> list[list[str]
     if not p.is_file():
         raise InputError(f"{kind} file not found: {p}")
     rows = []
-    with p.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            stripped = line.strip()
+    with p.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            stripped = _decoded(raw, lineno, p, kind).strip()
             if not stripped or stripped.startswith("#"):
                 continue
             fields = stripped.split()
@@ -72,3 +94,33 @@ def read_run(path: str | PathLike[str]) -> pd.DataFrame:
     _to_number(df, "score", path, "run", integer=False)
     df["score"] = df["score"].astype("float64")
     return df
+
+
+def warn_on_few_judged(run_qids: Iterable[object], qrels_qids: Iterable[object], *,
+                       run: str, qrels: str) -> float:
+    """Log a WARNING when fewer than half of a run's queries have a judgment.
+
+    A run and qrels that share few query ids are usually a mismatch (another topic set, a
+    prefix such as ``q`` on one side only, an encoding artefact), and every unjudged query
+    silently leaves the mean.
+
+    Parameters
+    ----------
+    run_qids, qrels_qids : the query ids of the run and of the qrels.
+    run, qrels : how to name the two in the message (file names).
+
+    Returns
+    -------
+    float
+        The share of the run's distinct queries that have a judgment (1.0 for an empty run).
+    """
+    in_run, judged = set(map(str, run_qids)), set(map(str, qrels_qids))
+    both = in_run & judged
+    share = len(both) / len(in_run) if in_run else 1.0
+    if share < MIN_JUDGED_SHARE:
+        unjudged = sorted(in_run - judged)[:3]
+        unretrieved = sorted(judged - in_run)[:3]
+        log.warning("%s and %s share few query ids: %d of the run's %d queries are judged "
+                    "(%d queries in the qrels); e.g. run-only %s, qrels-only %s", run, qrels,
+                    len(both), len(in_run), len(judged), unjudged, unretrieved)
+    return share

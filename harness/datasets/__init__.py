@@ -27,5 +27,5 @@ def load_dataset(kind: str, **options: Any) -> Dataset:
     """Build the dataset of registry kind ``kind`` from its options."""
     if kind not in DATASETS:
         raise InputError(f"unknown dataset kind {kind!r}; known: {', '.join(DATASETS)}",
-                         column="dataset.kind")
+                         key="dataset.kind")
     return DATASETS[kind](**options)

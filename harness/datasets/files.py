@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.data.trec import read_qrels, read_run
+from harness.data.trec import read_qrels, read_run, warn_on_few_judged
 from harness.datasets.base import Dataset, content_digest
 from harness.errors import InputError
 
@@ -18,7 +18,7 @@ __all__ = ["load_letor", "load_trec", "load_table"]
 def _existing(path: str | Path, what: str) -> Path:
     p = Path(path).expanduser().resolve()
     if not p.is_file():
-        raise InputError(f"{what} file not found: {p}", column=what)
+        raise InputError(f"{what} file not found: {p}", key=f"dataset.{what}")
     return p
 
 
@@ -96,6 +96,8 @@ def load_trec(*, name: str, qrels_path: str, run_path: str) -> Dataset:
     qpath, rpath = _existing(qrels_path, "qrels_path"), _existing(run_path, "run_path")
     qrels = read_qrels(qpath)
     run = read_run(rpath)
+    warn_on_few_judged(run["qid"].unique(), qrels["qid"].unique(), run=rpath.name,
+                       qrels=qpath.name)
     labels = qrels.set_index(["qid", "docid"])["label"]
     idx = pd.MultiIndex.from_frame(run[["qid", "docid"]])
     label = labels.reindex(idx).to_numpy()
@@ -131,14 +133,40 @@ def load_table(*, name: str, path: str, qid: str = "qid", docid: str = "docid",
     docs = raw.rename(columns=wanted)
     if not split:
         docs["split"] = "test"
+    explicit = features is not None
     if features is None:
         features = [c for c in docs.columns if c not in ("qid", "docid", "label", "split")
-                    and pd.api.types.is_numeric_dtype(docs[c])]
+                    and (pd.api.types.is_numeric_dtype(docs[c]) or _mostly_numbers(docs[c]))]
     absent = [f for f in features if f not in docs.columns]
     if absent:
         raise InputError(f"table {p.name} lacks feature column(s) {absent}", table=p.name,
                          column=absent[0])
+    for f in features:
+        _numeric_feature(docs, f, p.name, explicit=explicit)
     docs = docs[["qid", "docid", "split", "label", *features]].reset_index(drop=True)
     qrels = docs.loc[docs["split"] == "test", ["qid", "docid", "label"]].reset_index(drop=True)
     return Dataset(name=name, kind="table", docs=docs, qrels=qrels, features=tuple(features),
                    digest=content_digest(docs, qrels), source=str(p))
+
+
+def _mostly_numbers(values: pd.Series) -> bool:
+    """Whether at least half of a text column's values read as numbers (a feature column
+    with a stray non-number, rather than a text column)."""
+    present = values.dropna()
+    return len(present) > 0 and pd.to_numeric(present, errors="coerce").notna().mean() >= 0.5
+
+
+def _numeric_feature(docs: pd.DataFrame, column: str, table: str, *, explicit: bool) -> None:
+    """Convert a feature column to numbers in place, or name its first non-number."""
+    values = docs[column]
+    if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+        return
+    numbers = pd.to_numeric(values, errors="coerce")
+    bad = numbers.isna() & values.notna()
+    if bad.any():
+        row = int(bad.to_numpy().nonzero()[0][0])
+        how = "a feature" if explicit else "mostly numbers, so read as a feature"
+        raise InputError(f"table {table}: feature column {column!r} ({how}) holds the "
+                         f"non-number {values.iloc[row]!r}", table=table, column=column,
+                         qid=docs["qid"].iloc[row], row=row)
+    docs[column] = numbers

@@ -65,7 +65,7 @@ def load_parquet_run(*, name: str, path: str, qid: str = "qid", docid: str = "do
 
     p = Path(path).expanduser().resolve()
     if not p.is_file():
-        raise InputError(f"path file not found: {p}", column="dataset.path")
+        raise InputError(f"path file not found: {p}", key="dataset.path")
     try:
         meta = pq.ParquetFile(p)
     except Exception as exc:  # pyarrow raises several types for a file that is not parquet
@@ -81,7 +81,7 @@ def load_parquet_run(*, name: str, path: str, qid: str = "qid", docid: str = "do
     if qrels_path:
         qpath = Path(qrels_path).expanduser().resolve()
         if not qpath.is_file():
-            raise InputError(f"qrels_path file not found: {qpath}", column="dataset.qrels_path")
+            raise InputError(f"qrels_path file not found: {qpath}", key="dataset.qrels_path")
         qrels = read_qrels(qpath)
         digest = hashlib.sha256((_file_sha256(p) + content_digest(qrels)).encode()).hexdigest()
         source = f"{p} + {qpath}"

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from harness.errors import MetricDefinitionError
+from harness.errors import FormulaError, MetricDefinitionError
 from harness.metrics.formula import Formula, compile_formula
 
 __all__ = [
@@ -134,7 +134,12 @@ def _normalize_gain(gain: Any) -> GainSpec:
         text = gain.strip()
         if text in _NAMED_GAINS:
             return text
-        return compile_formula(text, "rel").source
+        try:
+            return compile_formula(text, "rel").source
+        except FormulaError as exc:
+            raise FormulaError(f"gain {text!r} is not a named gain "
+                               f"({', '.join(_NAMED_GAINS)}), nor a valid formula over "
+                               f"'rel': {exc}") from None
     raise MetricDefinitionError(
         f"gain must be 'exp2', 'linear', a {{label: gain}} table or a formula over 'rel', "
         f"got {gain!r}"

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.data.trec import read_run
+from harness.data.trec import read_run, warn_on_few_judged
 from harness.datasets import Dataset
 from harness.errors import InputError
 from harness.progress import bars_on, progress
@@ -45,7 +45,7 @@ class RankerSpec:
         value = self.options.get(key)
         if value is None:
             raise InputError(f"ranker {self.name!r} (kind {self.kind}) needs option {key!r}",
-                             column=f"ranker.{self.name}.{key}")
+                             key=f"ranker.{self.name}.{key}")
         return value
 
 
@@ -69,7 +69,7 @@ def _noisy_oracle(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
     test = ds.test
     sigma = float(spec.option("sigma", 1.0))
     if sigma < 0:
-        raise InputError(f"sigma must be >= 0, got {sigma}", column=f"ranker.{spec.name}.sigma")
+        raise InputError(f"sigma must be >= 0, got {sigma}", key=f"ranker.{spec.name}.sigma")
     rng = np.random.default_rng(int(spec.option("seed", 0)))
     return _frame(test, test["label"].to_numpy(dtype=float) + rng.normal(0, sigma, len(test)))
 
@@ -80,7 +80,7 @@ def _column(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
     pool = ds.features if spec.kind == "feature" else tuple(ds.docs.columns)
     if name not in pool:
         raise InputError(f"ranker {spec.name!r}: no {key} {name!r}; available: "
-                         f"{', '.join(map(str, pool))}", column=f"ranker.{spec.name}.{key}")
+                         f"{', '.join(map(str, pool))}", key=f"ranker.{spec.name}.{key}")
     test = ds.test
     return _frame(test, pd.to_numeric(test[name], errors="raise").to_numpy(dtype=float))
 
@@ -102,7 +102,7 @@ def _sklearn(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
     table = _estimators()
     if name not in table:
         raise InputError(f"ranker {spec.name!r}: unknown estimator {name!r}; known: "
-                         f"{', '.join(table)}", column=f"ranker.{spec.name}.estimator")
+                         f"{', '.join(table)}", key=f"ranker.{spec.name}.estimator")
     params = dict(spec.option("params", {}) or {})
     est = table[name](**params)
     if "random_state" in est.get_params() and "random_state" not in params:
@@ -110,7 +110,7 @@ def _sklearn(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
     train = ds.split("train")
     if len(train) == 0:
         raise InputError(f"ranker {spec.name!r} needs a train split; dataset {ds.name!r} "
-                         "has none", column=f"ranker.{spec.name}")
+                         "has none", key=f"ranker.{spec.name}")
     cols = list(spec.option("features", ds.features))
     test = ds.test
     with _threads(spec.option("threads")):
@@ -157,7 +157,10 @@ def fit(est: Any, X: np.ndarray, y: np.ndarray, *, staged: bool, desc: str = "tr
 
 
 def _run_file(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
-    run = read_run(spec.require("path"))
+    path = spec.require("path")
+    run = read_run(path)
+    warn_on_few_judged(run["qid"].unique(), ds.qrels["qid"].unique(), run=Path(path).name,
+                       qrels=f"the judgments of dataset {ds.name!r}")
     qids = set(ds.test["qid"])
     return run.loc[run["qid"].isin(qids), ["qid", "docid", "score"]].reset_index(drop=True)
 
@@ -180,7 +183,7 @@ def _mlflow_model(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
     except Exception as exc:  # noqa: BLE001 - MLflow raises many kinds; name the ranker
         raise InputError(f"ranker {spec.name!r}: cannot load model {uri!r} from "
                          f"{store or 'the default MLflow store'}: {exc}",
-                         column=f"ranker.{spec.name}.uri") from None
+                         key=f"ranker.{spec.name}.uri") from None
     finally:
         for key, value in saved.items():
             if value is None:
@@ -232,7 +235,7 @@ def score(spec: RankerSpec, ds: Dataset, cache_dir: Path | None = None) -> tuple
     """
     if spec.kind not in RANKERS:
         raise InputError(f"unknown ranker kind {spec.kind!r} for ranker {spec.name!r}; known: "
-                         f"{', '.join(RANKERS)}", column=f"ranker.{spec.name}.kind")
+                         f"{', '.join(RANKERS)}", key=f"ranker.{spec.name}.kind")
     key = cache_key(spec, ds)
     cacheable = cache_dir is not None and (spec.kind != "mlflow_model" or _pinned(
         str(spec.option("uri", ""))))

@@ -1,0 +1,234 @@
+"""Every ``make run`` command of README.md, and every ``conf/experiment/`` bundle, runs.
+
+The commands are read from README.md's code blocks (``make run`` and
+``make run ARGS="..."``), so a command added to the README is tested without editing this
+file. Each runs as ``python -m harness <args>`` in a subprocess (``make run ARGS=...`` does
+exactly that, after installing the venv), writing into one temporary MLflow store.
+
+Overrides added to every command, and why:
+
+- ``tracking.uri``, ``tracking.pending_dir``, ``tracking.artifact_root``, ``cache_dir``,
+  ``hydra.run.dir``, ``hydra.sweep.dir``: everything goes to pytest's tmp dirs, nothing to
+  the project's ``runs/`` (checked below);
+- ``tracking.figures=false`` and ``tracking.bootstrap_resamples=200``: the figures and the
+  2,000-resample bootstrap are tested elsewhere (tests/test_app_e2e.py) and cost seconds per
+  job here.
+
+The environment sets ``OMP_NUM_THREADS=1`` (see the test body for why).
+
+Overrides added only where the command would be slow:
+
+- on the synthetic dataset, ``dataset.n_queries=40 dataset.n_train_queries=40`` (400 + 400
+  by default);
+- on ``lightgbm_sample``, ``ranker.hgb.params.max_iter=10`` (100 boosting rounds over 300
+  features take ~10 s, the rest of the job ~3 s).
+
+The ``dataset=parquet_run dataset.path=runs/big.parquet`` lines read a file the README makes
+with ``python -m harness.scored_run runs/big.parquet --queries 1000000`` (110M rows); here
+the path is replaced by a file of 200 queries written the same way into a tmp dir.
+
+The command that adds a ranker ``models:/ranker/3`` needs that model: three versions of a
+tiny Ridge model are registered as ``ranker`` in the temporary store first.
+``harness.compare`` and ``harness.reproduce`` lines are not ``make run`` commands and are
+tested in tests/test_compare.py and tests/test_reproduce.py.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import harness.paths
+
+PROJECT = Path(harness.paths.PROJECT_ROOT)
+README = PROJECT / "README.md"
+TIMEOUT = 300
+_FENCE = re.compile(r"^```[a-z]*\n(.*?)^```", re.S | re.M)
+_MAKE_RUN = re.compile(r'^make run(?: ARGS="([^"]*)")?(?:\s|$)')
+
+
+def readme_commands() -> list[list[str]]:
+    """The argument lists of every ``make run`` line in README.md's code blocks."""
+    out = []
+    for block in _FENCE.findall(README.read_text()):
+        for line in block.splitlines():
+            match = _MAKE_RUN.match(line.strip())
+            if match:
+                out.append(shlex.split(match.group(1) or ""))
+    return out
+
+
+def experiment_bundles() -> list[list[str]]:
+    return [[f"experiment={p.stem}"] for p in sorted((PROJECT / "conf/experiment").glob("*.yaml"))]
+
+
+def _commands() -> list[list[str]]:
+    seen: list[list[str]] = []
+    for args in readme_commands() + experiment_bundles():
+        if args not in seen:
+            seen.append(args)
+    return seen
+
+
+def _dataset_of(args: list[str]) -> str:
+    """The dataset a command selects (directly or through its experiment bundle)."""
+    for arg in args:
+        if arg.startswith("dataset="):
+            return arg.split("=", 1)[1]
+    for arg in args:
+        if arg.startswith("experiment="):
+            text = (PROJECT / "conf/experiment" / f"{arg.split('=', 1)[1]}.yaml").read_text()
+            match = re.search(r"override /dataset: (\w+)", text)
+            if match:
+                return match.group(1)
+    return "synthetic"
+
+
+def _small(args: list[str]) -> list[str]:
+    dataset = _dataset_of(args)
+    if dataset == "synthetic":
+        return ["dataset.n_queries=40", "dataset.n_train_queries=40"]
+    if dataset == "lightgbm_sample":
+        return ["ranker.hgb.params.max_iter=10"]
+    return []
+
+
+def _local(args: list[str], big: Path) -> list[str]:
+    """The command with the README's big parquet file replaced by the small one."""
+    return [f"dataset.path={big}" if a == "dataset.path=runs/big.parquet" else a for a in args]
+
+
+def _tree(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")} if root.is_dir() else set()
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A temporary MLflow store holding versions 1-3 of a tiny registered model ``ranker``
+    (for the README line with ``models:/ranker/3``)."""
+    import mlflow
+    import mlflow.sklearn
+    from mlflow.tracking import MlflowClient
+    from sklearn.linear_model import Ridge
+
+    root = tmp_path_factory.mktemp("readme_store")
+    uri = f"sqlite:///{root}/mlflow.db"
+    features = [f"f{i}" for i in range(4)]  # the synthetic dataset's features
+    x = pd.DataFrame([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0]],
+                     columns=features)
+    model = Ridge(alpha=1.0).fit(x, [2.0, 1.0, 0.0])
+    saved = os.environ.get("MLFLOW_TRACKING_URI")
+    os.environ["MLFLOW_TRACKING_URI"] = uri
+    try:
+        exp = mlflow.create_experiment("models", artifact_location=(root / "a").as_uri())
+        with mlflow.start_run(experiment_id=exp):
+            info = mlflow.sklearn.log_model(model, name="model", input_example=x.head(1))
+        client = MlflowClient(tracking_uri=uri)
+        client.create_registered_model("ranker")
+        for _ in range(3):
+            client.create_model_version("ranker", info.model_uri, run_id=info.run_id)
+    finally:
+        if saved is None:
+            os.environ.pop("MLFLOW_TRACKING_URI", None)
+        else:
+            os.environ["MLFLOW_TRACKING_URI"] = saved
+    return root
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small stand-in for the README's runs/big.parquet, written by the same command."""
+    path = tmp_path_factory.mktemp("scored") / "big.parquet"
+    subprocess.run([sys.executable, "-m", "harness.scored_run", str(path), "--queries", "200"],
+                   cwd=PROJECT, check=True, capture_output=True, timeout=TIMEOUT)
+    return path
+
+
+def test_the_readme_has_the_commands_this_file_expects() -> None:
+    commands = readme_commands()
+    assert [] in commands  # plain `make run`
+    assert ["dataset=lightgbm_sample"] in commands
+    assert any(a[:1] == ["-m"] for a in commands)
+    assert len(commands) >= 7
+
+
+@dataclass
+class Finished:
+    proc: subprocess.CompletedProcess[str]
+    out: Path
+
+
+def _run(args: list[str], root: Path, store: Path, big: Path, env: dict[str, str]) -> Finished:
+    out = root / "out"
+    added = [f"tracking.uri=sqlite:///{store}/mlflow.db",
+             f"tracking.pending_dir={root / 'pending'}",
+             f"tracking.artifact_root={store / 'artifacts'}", f"cache_dir={root / 'cache'}",
+             f"hydra.run.dir={out}", f"hydra.sweep.dir={out}", "tracking.figures=false",
+             "tracking.bootstrap_resamples=200", *_small(args)]
+    proc = subprocess.run([sys.executable, "-m", "harness", *_local(args, big), *added],
+                          cwd=PROJECT, env=env, capture_output=True, text=True,
+                          timeout=TIMEOUT)
+    return Finished(proc, out)
+
+
+@dataclass
+class Suite:
+    """Every command's result, and the project's runs/ folder before and after."""
+
+    results: dict[str, Finished]
+    runs_before: set[str]
+    runs_after: set[str]
+
+
+@pytest.fixture(scope="module")
+def suite(store: Path, big: Path, shared_data: Path,
+          tmp_path_factory: pytest.TempPathFactory) -> Suite:
+    """Every command, run two at a time (the machine has two cores; the store already
+    exists, so concurrent jobs only add runs to it, as a joblib sweep's jobs do)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env["HARNESS_SHARED_DATA"] = str(shared_data)
+    # sklearn's HistGradientBoosting spins OpenMP threads; on a busy 2-core machine its 100
+    # rounds on 40 queries took 67 s instead of 0.4 s. One thread keeps the test's time stable.
+    env["OMP_NUM_THREADS"] = "1"
+    before = _tree(PROJECT / "runs")
+    commands = {_id(args): args for args in _commands()}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {key: pool.submit(_run, args, tmp_path_factory.mktemp("cmd"), store, big, env)
+                   for key, args in commands.items()}
+        results = {key: future.result() for key, future in futures.items()}
+    return Suite(results, before, _tree(PROJECT / "runs"))
+
+
+def _id(args: list[str]) -> str:
+    return " ".join(args) or "make run"
+
+
+def test_nothing_is_written_to_the_projects_runs_folder(suite: Suite) -> None:
+    assert suite.runs_after == suite.runs_before
+
+
+@pytest.mark.parametrize("args", _commands(), ids=_id)
+def test_command_runs(args: list[str], suite: Suite) -> None:
+    proc, out = suite.results[_id(args)].proc, suite.results[_id(args)].out
+    assert proc.returncode == 0, f"{args}: exit {proc.returncode}\n{proc.stderr[-3000:]}"
+    summaries = sorted(out.rglob("summary.csv"))
+    jobs = 1
+    if args[:1] == ["-m"]:  # a sweep: one job per combination of the comma lists
+        for arg in args[1:]:
+            jobs *= len(arg.split("=", 1)[1].split(",")) if "=" in arg and "{" not in arg else 1
+    assert len(summaries) == jobs, (args, summaries)
+    for path in summaries:
+        summary = pd.read_csv(path)
+        assert len(summary) > 0 and summary.notna().any(axis=None)
+    # local_processes jobs log to their own files, the others to the console
+    logs = proc.stdout + proc.stderr + "".join(p.read_text() for p in out.rglob("*.log"))
+    assert logs.count("logged to MLflow") >= jobs
