@@ -252,6 +252,8 @@ class Prepared:
 
     def _rank(self, ties: str, seed: int) -> Ranking:
         neg = -self.score
+        if ties == "docid":
+            return self._rank_docid()
         if ties in ("input", "optimistic", "pessimistic"):
             # reorder only within the tie groups of the score order: a stable sort on
             # (group, secondary key), which is nearly sorted already, so timsort is ~linear
@@ -271,10 +273,7 @@ class Prepared:
         if ties == "average":
             perm = segment_argsort(self.layout, [neg], stable=False)
         else:
-            if ties == "docid":
-                codes, _ = pd.factorize(self.docid.astype(str), sort=True)
-                second = -codes[self.row].astype(np.int64)
-            elif ties == "random":
+            if ties == "random":
                 second = _seeded_hash(self.qid_values, self.docid, seed)[self.row]
             else:  # pragma: no cover - Metric validates ties
                 raise AssertionError(ties)
@@ -294,6 +293,26 @@ class Prepared:
                 ranking.gstart = gstart
                 ranking.gsize = gsize
         return ranking
+
+
+    def _rank_docid(self) -> Ranking:
+        """Score descending, then docid descending as strings (trec_eval's order).
+
+        Only the rows of tie groups of the score order are looked at: their docids are
+        ranked among themselves and each group is reordered in place, so untied rows cost
+        nothing beyond the score sort."""
+        base = self.ranking("average")
+        if base.gid is None:
+            return Ranking(perm=base.perm, q=self.q, pos=self.pos, grouped_label=self.label,
+                           n=self.n_docs)
+        tied = np.flatnonzero(base.gsize[base.gid] > 1)  # positions, group by group
+        docids = self.docid.take(self.row[base.perm[tied]])
+        codes, _ = pd.factorize(docids.astype(str), sort=True)
+        order = np.lexsort((-codes, base.gid[tied]))  # within each group: docid descending
+        perm = base.perm.copy()
+        perm[tied] = base.perm[tied[order]]
+        return Ranking(perm=perm, q=self.q, pos=self.pos, grouped_label=self.label,
+                       n=self.n_docs)
 
 
 def _label_codes(labels: np.ndarray) -> np.ndarray:
@@ -411,15 +430,25 @@ def _arrow_string_hash(docid: pd.Series) -> tuple[np.ndarray, bool] | None:
             return word.view(np.int64), True
         if longest <= 7:  # exact with NULs too: the length goes above the bytes
             return (word | (left << np.uint64(56))).view(np.int64), True
+    # a 64-bit hash of each string: its length, then its 8-byte words, the last one read
+    # as the string's last 8 bytes (overlapping the word before), so no read crosses the
+    # string's end and no word needs a mask; strings under 8 bytes are one masked word
     h = lengths.astype(np.uint64) * _MIX
+    short = lengths < 8
+    short_mask = None
+    if short.any():
+        shift = lengths.clip(0, 7).astype(np.uint64) * np.uint64(8)
+        short_mask = np.where(short, (np.uint64(1) << shift) - np.uint64(1),
+                              np.uint64(0xFFFFFFFFFFFFFFFF))
+    last = np.maximum(start + lengths - 8, start)
     with np.errstate(over="ignore"):
         for j in range(words):
-            left = np.clip(lengths - 8 * j, 0, 8).astype(np.uint64)
-            mask = np.where(left >= 8, np.uint64(0xFFFFFFFFFFFFFFFF),
-                            (np.uint64(1) << (np.uint64(8) * left)) - np.uint64(1))
-            mixed = (h ^ (window[start + 8 * j] & mask)) * _MIX
-            mixed ^= mixed >> np.uint64(29)
-            h = np.where(left > 0, mixed, h)  # a string's hash ignores the column's others
+            word = window[np.minimum(start + 8 * j, last)]
+            if short_mask is not None:
+                word &= short_mask
+            h ^= word
+            h *= _MIX
+            h ^= h >> np.uint64(29)
     return h.view(np.int64), False
 
 
