@@ -522,22 +522,27 @@ def prepare(
         qcodes, quniq = pd.factorize(all_q, sort=True)
         rq, jq = qcodes[:n_run], qcodes[n_run:]
         quniq = np.asarray(quniq)
-        dcodes, duniq = pd.factorize(pd.concat([run_doc, j_doc], ignore_index=True))
+        both = pd.concat([run_doc, j_doc], ignore_index=True)
+        dcodes, n_d, exact = _docid_codes(both)
         rd, jd = dcodes[:n_run], dcodes[n_run:]
-        n_d = len(duniq)
-        run_layout = _check_unique_pairs(run, "run", rq, rd, len(quniq), n_d)
-        _check_unique_pairs(qrels, "qrels", jq, jd, len(quniq), n_d)
+        run_layout = _check_unique_pairs(run, "run", rq, rd, len(quniq), n_d, exact)
+        _check_unique_pairs(qrels, "qrels", jq, jd, len(quniq), n_d, exact)
         keep = j_label >= 0  # negative labels (negative_labels='unjudged') are unjudged
+        j_rows = np.arange(len(jq))
         if not keep.all():
-            jq, jd, j_label = jq[keep], jd[keep], j_label[keep]
+            jq, jd, j_label, j_rows = jq[keep], jd[keep], j_label[keep], j_rows[keep]
         # label of each run row from the qrels (0 and unjudged where absent)
-        jkey = jq.astype(np.int64) * n_d + jd
-        order = np.argsort(jkey)
-        sk = jkey[order]
-        rkey = rq.astype(np.int64) * n_d + rd
-        idx = np.minimum(np.searchsorted(sk, rkey), max(len(sk) - 1, 0))
-        hit = sk[idx] == rkey if len(sk) else np.zeros(n_run, dtype=bool)
-        r_label = np.where(hit, np.asarray(j_label)[order[idx]], 0.0)
+        match = _match_pairs(rq, rd, jq, jd, n_d)
+        if match is not None and not exact and not _same_docids(run_doc, j_doc, match,
+                                                                j_rows):
+            match = None  # two docids share a 64-bit hash: match on exact codes
+        if match is None:
+            dcodes, duniq = pd.factorize(both)
+            rd, jd = dcodes[:n_run], dcodes[n_run:][j_rows]
+            match = _match_pairs(rq, rd, jq, jd, len(duniq))
+            assert match is not None  # exact codes below 2**62 never collide
+        hit, matched = match
+        r_label = np.where(hit, np.asarray(j_label)[matched], 0.0)
         in_run = np.bincount(rq, minlength=len(quniq)) > 0
         in_judged = np.bincount(jq, minlength=len(quniq)) > 0
     else:
@@ -599,6 +604,48 @@ def prepare(
     if identity and qrels is None:  # the duplicate check laid out these very rows
         prepared.__dict__["layout"], prepared.__dict__["pos"] = run_layout
     return prepared
+
+
+def _match_pairs(rq: np.ndarray, rd: np.ndarray, jq: np.ndarray, jd: np.ndarray, n_d: int
+                 ) -> tuple[np.ndarray, np.ndarray] | None:
+    """For each run row, whether its (query, docid) codes are a qrels row's, and which.
+
+    Exact codes with a known range are joined on ``q * n_d + d``; 64-bit codes (hashes,
+    packed words) on a mixed 64-bit key, checked afterwards. None when two different
+    pairs share a mixed key, so the caller joins on exact codes instead."""
+    with np.errstate(over="ignore"):
+        if 0 < n_d and (int(jq.max(initial=0)) + 1) * n_d < (1 << 62):
+            jkey = jq.astype(np.int64) * n_d + jd
+            rkey = rq.astype(np.int64) * n_d + rd
+            checked = True
+        else:
+            mix = np.uint64(0x9E3779B97F4A7C15)
+            jkey = (jd.view(np.uint64) + jq.astype(np.uint64) * mix).view(np.int64)
+            rkey = (rd.view(np.uint64) + rq.astype(np.uint64) * mix).view(np.int64)
+            checked = False
+    index = pd.Index(jkey)
+    if not index.is_unique:  # qrels pairs are unique (checked): a collision of keys
+        return None
+    position = index.get_indexer(rkey)  # a hash join; -1 where the run row is unjudged
+    hit = position >= 0
+    matched = np.where(hit, position, 0)
+    if not checked and ((jq[matched[hit]] != rq[hit]).any()
+                        or (jd[matched[hit]] != rd[hit]).any()):
+        return None
+    return hit, matched
+
+
+def _same_docids(run_doc: pd.Series, j_doc: pd.Series,
+                 match: tuple[np.ndarray, np.ndarray], j_rows: np.ndarray) -> bool:
+    """Whether every run docid joined to a qrels docid by hash is that very string."""
+    hit, matched = match
+    rows = np.flatnonzero(hit)
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ours = pa.array(run_doc.take(rows))
+    theirs = pa.array(j_doc.take(j_rows[matched[rows]]))
+    return len(ours) == 0 or bool(pc.all(pc.equal(ours, theirs)).as_py())
 
 
 def _check_labels(df: pd.DataFrame, labels: np.ndarray, table: str, negative: str) -> None:

@@ -1,0 +1,90 @@
+"""Joining a run to its qrels through docid codes: hashed long strings, packed short ones,
+factorised objects, and hash collisions, all against pytrec_eval."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import pytrec_eval
+
+import harness
+from harness.metrics import prepare as prepare_module
+
+METRICS = [harness.Metric(n, k=k, convention="trec_eval") for n, k in (
+    ("ndcg", 10), ("ndcg", None), ("ap", None), ("recall", 100), ("precision", 5))]
+PYTREC = {"ndcg_cut.10", "ndcg", "map", "recall.100", "P.5"}
+NAMES = ["ndcg_cut_10", "ndcg", "map", "recall_100", "P_5"]
+
+
+def _data(prefix: str, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    runs, qrels = [], []
+    for q in range(60):
+        qid = f"topic-{q:04d}"
+        n = int(rng.integers(5, 40))
+        docs = [f"{prefix}{q:03d}{d:04d}" for d in rng.permutation(500)[:n + 10]]
+        scores = np.round(rng.random(n), 1)  # ties, broken by docid under trec_eval
+        runs += [(qid, doc, sc) for doc, sc in zip(docs[:n], scores)]
+        labels = rng.choice([-1, 0, 1, 2], size=n + 10, p=[0.05, 0.5, 0.3, 0.15])
+        judged = rng.random(n + 10) < 0.7  # some retrieved docs unjudged, some judged
+        qrels += [(qid, doc, int(lab)) for doc, lab, j in zip(docs, labels, judged) if j]
+    return (pd.DataFrame(runs, columns=["qid", "docid", "score"]),
+            pd.DataFrame(qrels, columns=["qid", "docid", "label"]))
+
+
+def _pytrec(run: pd.DataFrame, qrels: pd.DataFrame) -> pd.DataFrame:
+    qrel: dict = {}
+    for q, d, lab in qrels.itertuples(index=False):
+        qrel.setdefault(q, {})[d] = lab
+    ranked: dict = {}
+    for q, d, s in run.itertuples(index=False):
+        ranked.setdefault(q, {})[d] = s
+    out = pytrec_eval.RelevanceEvaluator(qrel, PYTREC).evaluate(ranked)
+    return pd.DataFrame({q: [v[n] for n in NAMES] for q, v in out.items()}, index=NAMES).T
+
+
+@pytest.mark.parametrize("prefix", ["", "d", "clueweb12-0000tw-"])  # 7, 8 and 24 bytes
+@pytest.mark.parametrize("dtype", ["str", object])
+def test_joined_labels_give_trec_evals_numbers(prefix: str, dtype: object) -> None:
+    run, qrels = _data(prefix)
+    run["docid"], qrels["docid"] = run["docid"].astype(dtype), qrels["docid"].astype(dtype)
+    ours = harness.evaluate(run, qrels, METRICS)
+    theirs = _pytrec(run, qrels).loc[ours.index]
+    for metric, name in zip(METRICS, NAMES):
+        np.testing.assert_allclose(ours[metric.display_name], theirs[name], rtol=0, atol=1e-12)
+
+
+def test_a_hash_collision_falls_back_to_exact_codes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every long docid gets the same 64-bit code: the join must notice and still give
+    trec_eval's numbers."""
+    run, qrels = _data("clueweb12-0000tw-", seed=3)
+    honest = harness.evaluate(run, qrels, METRICS)
+
+    def colliding(docid: pd.Series) -> tuple[np.ndarray, bool]:
+        return np.zeros(len(docid), dtype=np.int64), False
+
+    monkeypatch.setattr(prepare_module, "_arrow_string_hash", colliding)
+    pd.testing.assert_frame_equal(harness.evaluate(run, qrels, METRICS), honest)
+
+
+def test_one_colliding_pair_is_caught_by_the_string_check(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A collision between one judged and one other docid of the same query: keys stay
+    unique, only the exact string comparison can see it."""
+    run, qrels = _data("clueweb12-0000tw-", seed=4)
+    honest = harness.evaluate(run, qrels, METRICS)
+    real = prepare_module._arrow_string_hash
+    judged = qrels.loc[qrels["label"] > 0].iloc[0]
+    other = run.loc[(run["qid"] == judged["qid"]) & ~run["docid"].isin(
+        qrels.loc[qrels["qid"] == judged["qid"], "docid"])].iloc[0]
+
+    def one_collision(docid: pd.Series) -> tuple[np.ndarray, bool]:
+        codes, _ = real(docid)
+        codes = codes.copy()
+        target = codes[np.flatnonzero((docid == judged["docid"]).to_numpy())[0]]
+        codes[(docid == other["docid"]).to_numpy()] = target
+        return codes, False
+
+    monkeypatch.setattr(prepare_module, "_arrow_string_hash", one_collision)
+    pd.testing.assert_frame_equal(harness.evaluate(run, qrels, METRICS), honest)
