@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import sys
+import threading
 from pathlib import Path
 
 import hydra
@@ -46,8 +48,21 @@ def _main(cfg: DictConfig) -> None:
 
 
 def main() -> None:
-    """Console-script entry point (``harness``)."""
+    """Console-script entry point (``harness``).
+
+    ``--help`` / ``-h`` print the project's own help (Hydra's is ``--hydra-help``). After a
+    successful run (errors leave through ``SystemExit`` before this point), with no other
+    thread alive, the exit handlers run and the process ends without the interpreter's
+    teardown of its ~3,000 modules, which takes 0.3-1.3 s once MLflow and SQLAlchemy are
+    loaded; every file and store connection is closed by then.
+    """
     from harness.app.help import main as help_main
 
-    help_main()  # --help / -h: the project's own help (Hydra's is --hydra-help)
+    help_main()
     _main()
+    if threading.active_count() > 1:  # e.g. the joblib launcher's pool: the interpreter's
+        return  # own shutdown joins its threads before the exit handlers stop the workers
+    atexit._run_exitfuncs()  # flushes logging, closes a sweep's parent run, ...
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
