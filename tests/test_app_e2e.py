@@ -176,6 +176,8 @@ def scored_without_the_app(ranker_options: list[str]) -> tuple[Dataset, dict[str
     for option in ranker_options:
         for name, entry in _ranker_entries(option).items():
             opts = {k: v for k, v in entry.items() if k != "kind"}
+            if opts.get("feature") == "${dataset.default_feature}":
+                opts["feature"] = "f0"  # the synthetic dataset's default feature
             if entry["kind"] == "sklearn":
                 opts["params"] = {**opts.get("params", {}), "max_iter": HGB_ITER}
             run, _, hit = score(RankerSpec(name, entry["kind"], opts), ds, None)
