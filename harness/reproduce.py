@@ -89,14 +89,14 @@ class ReproResult:
 
 
 def _client(tracking_uri: str | None) -> Any:
-    from mlflow.tracking import MlflowClient
+    from harness.tracking.store import open_client
 
     uri = resolve_tracking_uri(tracking_uri)
     if uri.startswith("sqlite:///"):  # do not create an empty store for a mistyped path
         db = Path(uri[len("sqlite:///"):].split("?", 1)[0])
         if not db.is_file():
             raise ReproduceError(f"no MLflow store at {db} (tracking URI {uri})")
-    return MlflowClient(tracking_uri=uri)
+    return open_client(uri)
 
 
 def _get_run(client: Any, run_id: str) -> Any:

@@ -12,6 +12,7 @@ from harness.metrics.sklearn_check import check_against_sklearn
 
 METRICS = [harness.parse_metric(t) for t in (
     "ndcg@5", "ndcg@10(gain=linear)", "ndcg(ideal=retrieved)", "ndcg@3(ties=input)",
+    "ndcg(ties=input)",
     "ndcg@10(empty=one)", "ap@10")]
 
 

@@ -41,14 +41,13 @@ class SweepParentRun(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         if not config.tracking.enabled:
             return
-        from mlflow.tracking import MlflowClient
-
         from harness.app.records import git_commit
         from harness.tracking import configure_requests, ensure_experiment, resolve_tracking_uri
+        from harness.tracking.store import open_client
 
         configure_requests(config.tracking.timeout_s, config.tracking.max_retries)
         self.uri = resolve_tracking_uri(config.tracking.uri)
-        client = MlflowClient(tracking_uri=self.uri)
+        client = open_client(self.uri)
         experiment = config.tracking.experiment or config.study
         exp_id = ensure_experiment(client, experiment, config.tracking.artifact_root)
         overrides = " ".join(config.hydra.overrides.task) if "hydra" in config else ""

@@ -36,8 +36,12 @@ def _main(cfg: DictConfig) -> None:
         parent = path.read_text().strip() if path.is_file() else os.environ.get(PARENT_ENV)
         label = f"{hc.job.num}:{hc.job.override_dirname}" if hc.job.override_dirname \
             else str(hc.job.num)
+    title = " ".join(hc.overrides.task) if hc.mode != RunMode.MULTIRUN else ""
     try:
-        run_study(cfg, Path(hc.runtime.output_dir), parent_run_id=parent, job_label=label)
+        result = run_study(cfg, Path(hc.runtime.output_dir), parent_run_id=parent,
+                           job_label=label, title=title)
+        if hc.mode != RunMode.MULTIRUN:  # a sweep prints one summary at its end
+            print("\n" + result.closing_summary(str(cfg.study)), flush=True)
     except HarnessError as exc:  # bad input, a failed check, MLflow down: one clear line
         log.error("%s", exc)
         code = getattr(exc, "exit_code", 2)

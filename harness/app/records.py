@@ -145,7 +145,7 @@ def _params(cfg: Mapping[str, Any], out: Path) -> tuple[dict[str, str], Path | N
 def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
               results: Mapping[str, Any], written: Mapping[str, Any], out: Path, *,
               parent_run_id: str | None, job_label: str, failed: bool,
-              started: float | None = None) -> dict[str, str]:
+              started: float | None = None, title: str = "") -> dict[str, str]:
     """Build the log plan, save it as pending, send it. Raises TrackingUnavailable when the
     tracking store cannot be reached (the results stay on disk and the plan stays pending)."""
     tcfg = cfg.get("tracking", {})
@@ -170,12 +170,19 @@ def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
         job_files.append([str(written["figures"]), "figures"])
     if overflow is not None:
         job_files.append([str(overflow), ""])
+    from harness.app.notes import ranker_description, study_description
+
+    study = str(cfg.get("study", "default"))
+    summaries = written["summary"]
+    label = title or job_label.split(":", 1)[-1] or "defaults"
     records: list[RunRecord] = []
     if parent_run_id is None:
         job_key = "job"
         records.append(RunRecord(
-            key="job", name=f"{cfg.get('study', 'default')}", tags=common_tags | {
-                "harness.role": "job"}, params=params,
+            key="job", name=f"{study} · {label} · {time.strftime('%H:%M:%S')}",
+            tags=common_tags | {"harness.role": "job", "mlflow.note.content": study_description(
+                summaries, metrics, study=study, dataset=dataset.name, title=label)},
+            params=params,
             metrics=_job_metrics(metrics, results, written), artifacts=job_files,
             dataset=dataset_info, status="FAILED" if failed else "FINISHED"))
     else:  # a sweep: the job's files go to the sweep's parent run, under job_<label>/
@@ -193,12 +200,18 @@ def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
             ranker_metrics["sklearn_check.max_abs_diff"] = max(c.max_abs_diff for c in checked)
             ranker_metrics["sklearn_check.n_queries_checked"] = float(sum(c.n_checked
                                                                           for c in checked))
-        label = f"{name} [{job_label}]" if job_label else name
         extra = [[str(overflow), ""]] if overflow is not None else []
+        if "figures" in written:  # the study's figures show this ranker among the others
+            extra.append([str(written["figures"]), "figures"])
+        extra.append([str(_viewable_table(r.per_query, out / "per_query" / name)), ""])
         records.append(RunRecord(
-            key=f"ranker:{name}", name=label, parent=job_key, parent_run_id=parent_run_id,
+            key=f"ranker:{name}", name=f"{name} · {study} · {label}", parent=job_key,
+            parent_run_id=parent_run_id,
             tags=common_tags | {"harness.role": "ranker", "ranker.name": name,
-                                "ranker.kind": r.spec.kind, "ranker.cache_key": r.cache_key},
+                                "ranker.kind": r.spec.kind, "ranker.cache_key": r.cache_key,
+                                "mlflow.note.content": ranker_description(
+                                    name, summaries[name], metrics, study=study,
+                                    dataset=dataset.name)},
             params=params | {"ranker_name": name},
             metrics={k: v for k, v in ranker_metrics.items() if v == v},  # drop NaN
             artifacts=[[str(written["per_query"][name]), ""], [str(written["config_yaml"]),
@@ -238,6 +251,20 @@ def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
     log.info("logged to MLflow (%s, experiment %r) in %.1fs", uri, experiment,
              time.perf_counter() - t)
     return ids
+
+
+#: Rows of the per-query CSV that MLflow's artifact viewer shows as a table.
+VIEWABLE_ROWS = 5_000
+
+
+def _viewable_table(per_query: pd.DataFrame, folder: Path) -> Path:
+    """``folder/per_query.csv``: the per-query values as MLflow's UI previews them (the
+    first :data:`VIEWABLE_ROWS` queries, values rounded to 6 decimals; the parquet is the
+    exact record)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "per_query.csv"
+    per_query.head(VIEWABLE_ROWS).round(6).to_csv(path)
+    return path
 
 
 def _stat_metrics(summary: pd.DataFrame, metrics: list[Metric], stats: Sequence[str], *,

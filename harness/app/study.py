@@ -20,7 +20,7 @@ import logging
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +74,20 @@ class StudyResult:
     output_dir: Path
     run_ids: dict[str, str]
     check_failures: list[str]
+    summaries: dict[str, pd.DataFrame] = field(default_factory=dict)
+    seconds: float = 0.0
+    tracking_uri: str | None = None
+    experiment: str | None = None
+
+    def closing_summary(self, study: str) -> str:
+        """What to print when the job ends (see :func:`harness.app.notes.closing_summary`)."""
+        from harness.app.notes import closing_summary
+
+        n_queries = max((len(r.per_query) for r in self.rankers.values()), default=0)
+        return closing_summary(study=study, seconds=self.seconds, summaries=self.summaries,
+                               metrics=self.metrics, n_queries=n_queries,
+                               output_dir=self.output_dir, run_ids=self.run_ids,
+                               tracking_uri=self.tracking_uri, experiment=self.experiment)
 
 
 def _plain(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
@@ -258,7 +272,8 @@ def check_rankers_against(specs: list[RankerSpec], dataset: Dataset | ParquetRun
 
 
 def run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
-              parent_run_id: str | None = None, job_label: str = "") -> StudyResult:
+              parent_run_id: str | None = None, job_label: str = "",
+              title: str = "") -> StudyResult:
     """Evaluate every ranker on every variant, write results, log them; see module doc.
 
     Long phases show tqdm bars on a terminal; the job log ends with the time of each phase
@@ -266,11 +281,12 @@ def run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
     from harness.progress import quiet_logs_while_bars
 
     with quiet_logs_while_bars():
-        return _run_study(cfg, output_dir, parent_run_id=parent_run_id, job_label=job_label)
+        return _run_study(cfg, output_dir, parent_run_id=parent_run_id, job_label=job_label,
+                          title=title)
 
 
 def _run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
-               parent_run_id: str | None, job_label: str) -> StudyResult:
+               parent_run_id: str | None, job_label: str, title: str = "") -> StudyResult:
     from harness.progress import Phases, progress
 
     started = time.time()
@@ -350,9 +366,14 @@ def _run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
         with phases("logging"):
             run_ids = log_study(c, dataset, metrics, results, written, output_dir,
                                 parent_run_id=parent_run_id, job_label=job_label,
-                                failed=bool(failures) and mode == "fail", started=started)
+                                failed=bool(failures) and mode == "fail", started=started,
+                                title=title)
     log.info("study done in %.1fs; %s", time.perf_counter() - t0, phases.line())
-    result = StudyResult(dataset, metrics, results, output_dir, run_ids, failures)
+    tcfg = c.get("tracking", {})
+    result = StudyResult(dataset, metrics, results, output_dir, run_ids, failures,
+                         summaries=written["summary"], seconds=time.perf_counter() - t0,
+                         tracking_uri=resolve_tracking_uri(tcfg.get("uri")) if run_ids
+                         else None, experiment=tcfg.get("experiment") or c.get("study"))
     if failures:
         message = "sklearn cross-check: " + "; ".join(failures)
         if mode == "fail":

@@ -113,14 +113,14 @@ def mlflow_call(call: Callable[[], T], uri: str, what: str) -> T:
 
 
 def _client(tracking_uri: str | None) -> tuple[Any, str]:
-    from mlflow.tracking import MlflowClient
+    from harness.tracking.store import open_client
 
     from harness.tracking import resolve_tracking_uri
 
     uri = resolve_tracking_uri(tracking_uri)
     if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
         raise RunNotFound(f"no MLflow store at {uri}: the file does not exist")
-    return MlflowClient(tracking_uri=uri), uri
+    return open_client(uri), uri
 
 
 def latest_parent_run(tracking_uri: str | None = None) -> str:

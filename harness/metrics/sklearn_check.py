@@ -186,7 +186,7 @@ class _Lists:
 
     def tied_at(self, k: int | None) -> np.ndarray:
         """Queries whose value at cut-off ``k`` depends on the order of tied scores."""
-        return self.tie_rank <= (np.inf if k is None else k)
+        return np.isfinite(self.tie_rank) if k is None else self.tie_rank <= k
 
     def gains(self, gain: str) -> np.ndarray:
         if gain == "linear":

@@ -97,11 +97,9 @@ def execute(plan: LogPlan, marker: Path, *,
     progress so far. ``progress`` wraps the iterable of runs (e.g. a progress bar).
     """
     from mlflow.entities import Metric, Param
-    from mlflow.tracking import MlflowClient
+    from harness.tracking.store import ensure_experiment, open_client
 
-    from harness.tracking.store import ensure_experiment
-
-    client = MlflowClient(tracking_uri=plan.tracking_uri)
+    client = open_client(plan.tracking_uri)
     exp_id = ensure_experiment(client, plan.experiment, plan.artifact_root)
     now = int(time.time() * 1000)
     for record in (progress or iter)(plan.runs):
@@ -148,9 +146,9 @@ def refused(exc: BaseException) -> bool:
 
 def close_open_runs(plan: LogPlan) -> None:
     """Best effort after a refusal: mark runs the plan created but did not finish FAILED."""
-    from mlflow.tracking import MlflowClient
+    from harness.tracking.store import open_client
 
-    client = MlflowClient(tracking_uri=plan.tracking_uri)
+    client = open_client(plan.tracking_uri)
     for record in plan.runs:
         if record.run_id and not record.done and not record.attach_only:
             try:

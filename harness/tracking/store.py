@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
+from typing import Any
 
+from harness.errors import TrackingUnavailable
 from harness.paths import project_path
 
 __all__ = ["resolve_tracking_uri", "configure_requests", "ensure_experiment", "project_path"]
@@ -52,3 +55,52 @@ def ensure_experiment(client: object, name: str, artifact_root: str) -> str:
         except MlflowException:
             time.sleep(0.2 * (attempt + 1))
     raise RuntimeError(f"could not create or find MLflow experiment {name!r}")
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` tracking URI, else None."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    return Path(uri[len("sqlite:///"):])
+
+
+def open_client(uri: str) -> Any:
+    """An ``MlflowClient`` whose store is ready, created under a lock across processes.
+
+    MLflow builds or migrates a SQLite store's schema the first time a process opens it;
+    two processes doing so at once race, and can leave the file half-migrated. Here the
+    first opening in each process happens while holding ``<db>.lock`` (:mod:`filelock`),
+    so one process builds the schema and the others find it built.
+
+    Raises
+    ------
+    TrackingUnavailable
+        When the store is half-migrated (a migration was interrupted), naming the file and
+        how to repair it.
+    """
+    from mlflow.tracking import MlflowClient
+
+    db = sqlite_path(uri)
+    if db is None or str(db) in _READY:
+        return MlflowClient(tracking_uri=uri)
+    from filelock import FileLock
+
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(f"{db}.lock", timeout=600):
+        try:
+            client = MlflowClient(tracking_uri=uri)
+            client.search_experiments(max_results=1)  # builds or migrates the schema
+        except Exception as exc:  # noqa: BLE001 - MLflow wraps SQLAlchemy's errors variously
+            if "_alembic_tmp" in str(exc) or "alembic" in type(exc).__module__:
+                raise TrackingUnavailable(
+                    f"the MLflow store {db} is half-migrated (an earlier schema migration was "
+                    f"interrupted: {str(exc).splitlines()[0][:160]}). Repair: back up the file, "
+                    "drop the leftover table (sqlite3 "
+                    f"{db} \"DROP TABLE IF EXISTS _alembic_tmp_latest_metrics\"), then run "
+                    f"mlflow db upgrade sqlite:///{db}") from None
+            raise
+    _READY.add(str(db))
+    return client
+
+
+_READY: set[str] = set()  # stores this process has opened once

@@ -1,0 +1,108 @@
+"""A job as a new user meets it: what it prints, what MLflow shows, parallel starts.
+
+Each job runs as a subprocess (``python -m harness``) into a temporary SQLite store.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+import harness.paths
+from harness.app.notes import DEFAULTS_LINE
+from harness.errors import TrackingUnavailable
+
+PROJECT = Path(harness.paths.PROJECT_ROOT)
+RUN_ID = re.compile(r"\b[0-9a-f]{32}\b")
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+
+
+def _app_args(tmp: Path, tag: str) -> list[str]:
+    return [f"tracking.uri=sqlite:///{tmp}/mlflow.db", f"tracking.artifact_root={tmp}/art",
+            f"tracking.pending_dir={tmp}/pending", f"cache_dir={tmp}/cache",
+            f"hydra.run.dir={tmp}/out/{tag}"]
+
+
+def test_a_job_ends_with_its_ids_and_next_steps_and_mlflow_explains_itself(
+        tmp_path: Path) -> None:
+    args = ["ranker=oracle", "+ranker.coin={kind:random,seed:3}", "metric=ndcg10",
+            "metric.extra=[ap@10]", "dataset.n_queries=30", *_app_args(tmp_path, "job")]
+    proc = subprocess.run([sys.executable, "-m", "harness", *args], cwd=PROJECT, env=_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
+    (exp,) = [e for e in client.search_experiments() if e.name == "default"]
+    runs = {r.data.tags["harness.role"] + ":" + r.data.tags.get("ranker.name", ""): r
+            for r in client.search_runs([exp.experiment_id])}
+    assert set(runs) == {"job:", "ranker:oracle", "ranker:coin"}
+    job = runs["job:"]
+    printed = set(RUN_ID.findall(out))
+    assert {r.info.run_id for r in runs.values()} <= printed  # every id is printed
+    for name in ("oracle", "coin"):  # each next to its ranker's name
+        assert re.search(rf"^\s+{name}\s+{runs['ranker:' + name].info.run_id}$", out, re.M)
+    assert f"python -m harness.compare --parent-run-id {job.info.run_id}" in out
+    assert "nDCG@10" in out and "Files: " + str(tmp_path / "out" / "job") in out
+    # descriptions: the ranker's table of variants, the job's ranker x variant table
+    for name in ("oracle", "coin"):
+        run = runs["ranker:" + name]
+        note = run.data.tags["mlflow.note.content"]
+        assert "| `nDCG@10` |" in note and "| `AP@10` |" in note and DEFAULTS_LINE in note
+        mean = run.data.metrics["ndcg_at_10.mean"]
+        assert f"| `nDCG@10` | {mean:.4f} |" in note
+        assert run.info.run_name.startswith(f"{name} · default · ")
+        files = {a.path for a in client.list_artifacts(run.info.run_id)}
+        assert {"per_query.csv", f"{name}.parquet", "figures"} <= files
+        assert any(f.path.endswith(".png") for f in client.list_artifacts(run.info.run_id,
+                                                                          "figures"))
+    job_note = job.data.tags["mlflow.note.content"]
+    assert "| variant | oracle | coin |" in job_note
+    assert job.info.run_name.startswith("default · ranker=oracle")
+    # the printed reproduce command runs as printed
+    (line,) = [s.strip() for s in out.splitlines() if "harness.reproduce" in s]
+    rerun = subprocess.run([sys.executable, *line.split()[1:]], cwd=PROJECT, env=_env(),
+                           capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0 and "identical" in rerun.stdout, rerun.stderr[-2000:]
+
+
+@pytest.mark.parametrize("attempt", [1, 2])
+def test_four_jobs_started_together_on_a_fresh_store(tmp_path: Path, attempt: int) -> None:
+    procs = [subprocess.Popen(
+        [sys.executable, "-m", "harness", "ranker=oracle", "metric=ndcg10",
+         "dataset.n_queries=20", "tracking.figures=off", f"study=race{i}",
+         *_app_args(tmp_path, f"job{i}")], cwd=PROJECT, env=_env(), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True) for i in range(4)]
+    results = [p.communicate(timeout=600) for p in procs]
+    for p, (_, err) in zip(procs, results):
+        assert p.returncode == 0, err[-3000:]
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
+    for i in range(4):
+        exp = client.get_experiment_by_name(f"race{i}")
+        runs = client.search_runs([exp.experiment_id])
+        assert sorted(r.data.tags["harness.role"] for r in runs) == ["job", "ranker"]
+        assert {r.info.status for r in runs} == {"FINISHED"}
+
+
+def test_a_half_migrated_store_says_how_to_repair_it(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.tracking import store
+
+    def interrupted(self, *args, **kwargs):
+        raise RuntimeError("(sqlite3.OperationalError) table _alembic_tmp_latest_metrics "
+                           "already exists")
+
+    monkeypatch.setattr(MlflowClient, "search_experiments", interrupted)
+    monkeypatch.setattr(store, "_READY", set())
+    with pytest.raises(TrackingUnavailable, match="half-migrated") as err:
+        store.open_client(f"sqlite:///{tmp_path}/mlflow.db")
+    assert "DROP TABLE IF EXISTS _alembic_tmp_latest_metrics" in str(err.value)
+    assert "mlflow db upgrade" in str(err.value)
