@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -456,6 +457,8 @@ def format_result(result: ReproResult) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m harness.reproduce``; returns the exit status (see the module doc)."""
+    # MLflow's artifact-download bars would break the one-line output of this command
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     parser = argparse.ArgumentParser(
         prog="python -m harness.reproduce",
         description="Re-run logged evaluations and compare every per-query value bit for bit.")

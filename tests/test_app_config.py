@@ -307,9 +307,7 @@ def test_a_schema_is_not_a_dataset_option() -> None:
     assert "Could not find 'dataset/base_letor'" in text
     listed = set(text.split("Available options in 'dataset':")[1].split("Config search")[0]
                  .split())
-    # base_synthetic stays until conf/dataset/synthetic.yaml's defaults line reads
-    # /schema/dataset/synthetic@_here_ (that file is edited on another branch)
-    assert listed - {"base_synthetic"} == set(_options("dataset"))
+    assert listed == set(_options("dataset"))
     for group in ("metric", "engine", "tracking"):
         with pytest.raises(ConfigCompositionException, match="Could not find"):
             _compose([f"{group}=base_{ {'metric': 'grid'}.get(group, group)}"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -421,9 +422,9 @@ def test_errors_are_harness_errors() -> None:
 
 def test_cli_end_to_end(small_sweep: SmallSweep, tmp_path: Path) -> None:
     out = tmp_path / "reports"
-    args = [sys.executable, "-m", "harness.compare", "--parent-run-id",
-            small_sweep.parent_run_id, "--tracking-uri", small_sweep.uri, "--out-dir",
-            str(out), "--resamples", "500", "--correction", "bh"]
+    args = [sys.executable, "-m", "harness.compare", small_sweep.parent_run_id,
+            "--tracking-uri", small_sweep.uri, "--out-dir", str(out), "--resamples", "500",
+            "--correction", "bh"]
     proc = subprocess.run(args, cwd=PROJECT_ROOT, env=clean_env(), capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -432,16 +433,39 @@ def test_cli_end_to_end(small_sweep: SmallSweep, tmp_path: Path) -> None:
     for label in VERSIONS:
         assert label in proc.stdout
     assert "queries dropped in 0 of 100 comparisons" in proc.stdout
-    report = out / "compare_test" / small_sweep.parent_run_id
+    # a non-default selection gets its own folder, on disk and in MLflow
+    report = Path(re.search(r"^report: (\S+)report\.html$", proc.stdout, re.M).group(1))
+    assert report.parent == out / "compare_test" / small_sweep.parent_run_id
+    assert report.name.startswith("selection-")
     for name in ("report.html", "report.md", "report.tex", "comparison.csv",
                  "provenance.json"):
         assert (report / name).is_file(), name
-    assert f"logged to run {small_sweep.parent_run_id} under report/" in proc.stdout
-    logged = {a.path for a in MlflowClient(small_sweep.uri).list_artifacts(
-        small_sweep.parent_run_id, "report")}
-    assert {"report/report.html", "report/report.md", "report/report.tex"} <= logged
+    where = f"report/{report.name}"
+    assert f"logged to run {small_sweep.parent_run_id} under {where}/" in proc.stdout
+    client = MlflowClient(small_sweep.uri)
+    logged = {a.path for a in client.list_artifacts(small_sweep.parent_run_id, where)}
+    assert {f"{where}/report.html", f"{where}/report.md", f"{where}/report.tex"} <= logged
+    # another selection of the same parent: another report; neither overwrites the other
+    other = subprocess.run(args + ["--baseline", "random"], cwd=PROJECT_ROOT,
+                           env=clean_env(), capture_output=True, text=True, timeout=300)
+    assert other.returncode == 0, other.stderr[-3000:]
+    report2 = Path(re.search(r"^report: (\S+)report\.html$", other.stdout, re.M).group(1))
+    assert report2 != report and report2.name.startswith("baseline-")
+    for folder in (report, report2):
+        local = client.download_artifacts(small_sweep.parent_run_id,
+                                          f"report/{folder.name}/report.html",
+                                          str(tmp_path / folder.name))
+        assert Path(local).read_bytes() == (folder / "report.html").read_bytes()
+    # the old flag names the same runs
+    flagged = subprocess.run(args[:3] + ["--parent-run-id"] + args[3:] + ["--no-log"],
+                             cwd=PROJECT_ROOT, env=clean_env(), capture_output=True,
+                             text=True, timeout=300)
+    assert flagged.returncode == 0, flagged.stderr[-2000:]
+    both = subprocess.run(args + ["--experiment", "compare_test"], cwd=PROJECT_ROOT,
+                          env=clean_env(), capture_output=True, text=True, timeout=300)
+    assert both.returncode == 2 and "name the runs once" in both.stderr
     # bad input from the real process: one line, exit 2, no traceback
-    bad = subprocess.run(args[:4] + ["f" * 32] + args[5:], cwd=PROJECT_ROOT, env=clean_env(),
+    bad = subprocess.run(args[:3] + ["f" * 32] + args[4:], cwd=PROJECT_ROOT, env=clean_env(),
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2
     assert "Traceback" not in bad.stderr
@@ -485,3 +509,25 @@ def test_a_million_queries_compare_in_seconds_not_hours() -> None:
     row = compare_table(frames).iloc[0]  # the default max_queries applies
     assert row["n"] == n and row["p_permutation"] < 1e-12 and row["wins"] == n
     assert row["ci_low"] == pytest.approx(0.001, abs=1e-9)
+
+
+def test_a_variant_of_one_ranker_enters_no_finding() -> None:
+    """Variants computed for one ranker only (a sweep job that ran one ranker) must not
+    make 'the winner changes' or a winners row."""
+    idx = pd.Index([f"q{i}" for i in range(20)], name="qid")
+    rng = np.random.default_rng(0)
+    good, bad = rng.random(20) * 0.5 + 0.5, rng.random(20) * 0.5
+    frames = {
+        "strong": pd.DataFrame({"n_docs": 10, "n_judged": 10, "n_relevant": 2,
+                                "nDCG@10": good, "nDCG@5": good}, index=idx),
+        "weak": pd.DataFrame({"n_docs": 10, "n_judged": 10, "n_relevant": 2,
+                              "nDCG@10": bad, "nDCG@5": bad,
+                              "nDCG@40": np.ones(20)}, index=idx),  # weak alone here
+    }
+    sens = sensitivity(frames)
+    assert list(sens.winners.index) == ["nDCG@10", "nDCG@5"]
+    assert set(sens.winners["winner"]) == {"strong"}
+    assert not sens.winner_changes
+    assert any("strong wins under every variant" in n for n in sens.notes)
+    assert any("fewer than two rankers" in n and "nDCG@40" in n for n in sens.notes)
+    assert not any("the winner changes" in n for n in sens.notes)

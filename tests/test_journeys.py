@@ -50,7 +50,7 @@ def test_a_job_ends_with_its_ids_and_next_steps_and_mlflow_explains_itself(
     assert {r.info.run_id for r in runs.values()} <= printed  # every id is printed
     for name in ("oracle", "coin"):  # each next to its ranker's name
         assert re.search(rf"^\s+{name}\s+{runs['ranker:' + name].info.run_id}$", out, re.M)
-    assert f"python -m harness.compare --parent-run-id {job.info.run_id}" in out
+    assert f"python -m harness.compare {job.info.run_id} --baseline oracle" in out
     assert "nDCG@10" in out and "Files: " + str(tmp_path / "out" / "job") in out
     # descriptions: the ranker's table of variants, the job's ranker x variant table
     for name in ("oracle", "coin"):
@@ -106,3 +106,18 @@ def test_a_half_migrated_store_says_how_to_repair_it(tmp_path: Path,
         store.open_client(f"sqlite:///{tmp_path}/mlflow.db")
     assert "DROP TABLE IF EXISTS _alembic_tmp_latest_metrics" in str(err.value)
     assert "mlflow db upgrade" in str(err.value)
+
+
+def test_a_sweep_ends_with_its_parent_and_next_steps(tmp_path: Path) -> None:
+    args = ["-m", "ranker=oracle", "metric=ndcg10", "metric.k=5,10", "dataset.n_queries=20",
+            "tracking.figures=off", f"tracking.uri=sqlite:///{tmp_path}/mlflow.db",
+            f"tracking.artifact_root={tmp_path}/art", f"tracking.pending_dir={tmp_path}/p",
+            f"cache_dir={tmp_path}/cache", f"hydra.sweep.dir={tmp_path}/sweep"]
+    proc = subprocess.run([sys.executable, "-m", "harness", *args], cwd=PROJECT, env=_env(),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    parent = (tmp_path / "sweep" / ".mlflow_parent_run_id").read_text().strip()
+    assert f"sweep parent run   {parent}" in proc.stdout
+    assert f"python -m harness.compare {parent} --tracking-uri sqlite:///{tmp_path}/mlflow.db" \
+        in proc.stdout
+    assert f"Files: {tmp_path}/sweep/<job number>/" in proc.stdout

@@ -64,7 +64,12 @@ class SweepParentRun(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         failed = sorted(Path(config.hydra.sweep.dir).glob(".failed_job_*"))
+        parent, uri = self.run_id, self.uri
         self._close("FAILED" if failed else "FINISHED")
+        if parent:
+            print("\n" + sweep_summary(parent, uri or "", str(config.hydra.sweep.dir),
+                                       experiment=config.tracking.experiment or config.study),
+                  flush=True)
         if failed:
             codes = {int(p.read_text().split()[0]) for p in failed}
             log.error("%d job(s) of the sweep failed:", len(failed))
@@ -85,3 +90,22 @@ class SweepParentRun(Callback):
             MlflowClient(tracking_uri=self.uri).set_terminated(run_id, status=status)
         except Exception as exc:  # noqa: BLE001 - best effort at exit; the store may be down
             log.error("could not close sweep parent run %s: %s", run_id, exc)
+
+
+def sweep_summary(parent: str, uri: str, sweep_dir: str, *, experiment: str) -> str:
+    """What a sweep prints at its end: the parent run, where the jobs' files are, and the
+    follow-up commands with the id filled in."""
+    import shlex
+
+    from harness.tracking import resolve_tracking_uri
+
+    flag = "" if uri == resolve_tracking_uri(None) else f" --tracking-uri {shlex.quote(uri)}"
+    return "\n".join([
+        f"Sweep done. MLflow: {uri}, experiment {experiment!r}",
+        f"  sweep parent run   {parent}   (each job's ranker runs are its children)",
+        f"Files: {sweep_dir}/<job number>/",
+        "Next:",
+        f"  python -m harness.compare {parent}{flag}",
+        f"  python -m harness.reproduce {parent}{flag}",
+        "  make ui    # then open http://127.0.0.1:5000" if not flag else
+        f"  mlflow ui --backend-store-uri {shlex.quote(uri)}"])

@@ -189,9 +189,6 @@ def register_configs() -> None:
     cs.store(group="schema", name="engine", node=EngineConfig)
     cs.store(group="schema", name="metric", node=MetricGrid)
     cs.store(group="schema", name="tracking", node=TrackingConfig)
-    # transitional: conf/dataset/synthetic.yaml still lists `- base_synthetic` (that file is
-    # being edited elsewhere); drop this line once it reads `- /schema/dataset/synthetic@_here_`
-    cs.store(group="dataset", name="base_synthetic", node=SyntheticDataset)
     if not OmegaConf.has_resolver("project_root"):
         OmegaConf.register_new_resolver("project_root", lambda: str(PROJECT_ROOT))
     if not OmegaConf.has_resolver("path_name"):

@@ -118,7 +118,7 @@ def closing_summary(*, study: str, seconds: float, summaries: Mapping[str, pd.Da
     first = run_ids.get(f"ranker:{names[0]}") if names else None
     out += ["", "Next:"]
     if job and len(names) > 1:
-        out.append(f"  python -m harness.compare --parent-run-id {job} "
+        out.append(f"  python -m harness.compare {job} "
                    f"--baseline {'random' if 'random' in names else names[0]}{uri}")
     if first:
         out.append(f"  python -m harness.reproduce {first}{uri}")

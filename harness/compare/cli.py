@@ -18,6 +18,8 @@ ranker) prints one line and exits 2; an unreachable tracking server exits 3.
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 
 from harness.errors import HarnessError
@@ -33,7 +35,10 @@ def parser() -> argparse.ArgumentParser:
                                 description="Compare the ranker versions of a sweep: paired "
                                 "tests per metric variant, sensitivity to the metric "
                                 "definition, and an HTML/Markdown/LaTeX report.")
-    source = p.add_mutually_exclusive_group(required=True)
+    p.add_argument("run_id", nargs="?", metavar="RUN_ID",
+                   help="a sweep's or a job's parent run id (as printed when it ends); the "
+                   "same as --parent-run-id")
+    source = p.add_mutually_exclusive_group()
     source.add_argument("--parent-run-id", help="a sweep's (or a job's) parent run id")
     source.add_argument("--experiment", help="an experiment name (every ranker run in it, "
                         "narrowed by --filter)")
@@ -68,9 +73,39 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+#: Options that change what a report holds; two compares differing in one of them write
+#: two reports (``selection_slug``).
+SELECTION = ("baseline", "variants", "filter_string", "correction", "family", "test", "alpha",
+             "resamples", "seed", "max_queries")
+
+
+def selection_slug(args: argparse.Namespace, *, p_defaults: argparse.Namespace) -> str | None:
+    """A folder name for a report whose options differ from the defaults, e.g.
+    ``baseline-random-3f2a9c1e`` (readable part, then a hash of every differing option);
+    None for the default selection."""
+    import hashlib
+    import json
+
+    changed = {k: getattr(args, k) for k in SELECTION
+               if getattr(args, k) != getattr(p_defaults, k)}
+    if not changed:
+        return None
+    digest = hashlib.sha1(json.dumps(changed, sort_keys=True, default=str).encode()
+                          ).hexdigest()[:8]
+    readable = f"baseline-{args.baseline}" if args.baseline else "selection"
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", readable)[:40] + f"-{digest}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the comparison; returns the exit code (0, 2 for bad input, 3 MLflow down)."""
-    args = parser().parse_args(argv)
+    # MLflow's artifact-download bars would break the one-line output of this command
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    p = parser()
+    args = p.parse_args(argv)
+    given = [x for x in (args.run_id, args.parent_run_id, args.experiment) if x]
+    if len(given) != 1:
+        p.error("name the runs once: RUN_ID, --parent-run-id ID or --experiment NAME")
+    args.parent_run_id = args.parent_run_id or args.run_id
     try:
         return _run(args)
     except HarnessError as exc:
@@ -105,7 +140,8 @@ def _run(args: argparse.Namespace) -> int:
                     for r in dropped.itertuples()))
     for note in [*sweep.notes, *comparison.attrs["notes"], *sens.notes]:
         print(f"- {note}")
-    out = report_dir(sweep, args.out_dir)
+    slug = selection_slug(args, p_defaults=parser().parse_args(["x"]))
+    out = report_dir(sweep, args.out_dir) / (slug or "")
     paths = build_report(sweep, comparison, sens, out)
     print(f"report: {paths.html}\n        {paths.markdown}\n        {paths.latex}")
     if args.no_log:
@@ -113,6 +149,7 @@ def _run(args: argparse.Namespace) -> int:
     if sweep.parent_run_id is None:
         print("report not logged to MLflow: the runs have no common parent run")
         return 0
-    log_report(paths, sweep.tracking_uri, sweep.parent_run_id)
-    print(f"logged to run {sweep.parent_run_id} under report/")
+    where = f"report/{slug}" if slug else "report"
+    log_report(paths, sweep.tracking_uri, sweep.parent_run_id, where)
+    print(f"logged to run {sweep.parent_run_id} under {where}/")
     return 0

@@ -200,9 +200,15 @@ def sensitivity(per_query: Mapping[str, pd.DataFrame], comparison: pd.DataFrame 
     means = pd.DataFrame({label: [float(f[v].mean()) if v in f.columns else np.nan
                                   for v in variants] for label, f in frames.items()},
                          index=list(variants), dtype=np.float64)
-    winners = _winners(means)
+    compared = means.notna().sum(axis=1) >= 2  # a variant one ranker has proves nothing
+    winners = _winners(means[compared])
     notes = []
-    notes.append(_winner_note(winners))
+    if not compared.all():
+        lone = list(means.index[~compared])
+        notes.append(f"{len(lone)} variant(s) computed for fewer than two rankers left out of "
+                     f"the winners: {', '.join(lone[:4])}{', …' if len(lone) > 4 else ''}")
+    if len(winners):
+        notes.append(_winner_note(winners))
     tau = kendall_matrix(means)
     off = tau.to_numpy()[~np.eye(len(tau), dtype=bool)]
     off = off[~np.isnan(off)]

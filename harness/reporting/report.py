@@ -394,13 +394,14 @@ def _html_report(parts: _Parts) -> str:
             + "\n".join(body) + "\n</body></html>\n")
 
 
-def log_report(paths: ReportPaths, tracking_uri: str, run_id: str) -> None:
-    """Log every file of the report to run ``run_id`` under ``report/``."""
+def log_report(paths: ReportPaths, tracking_uri: str, run_id: str,
+               artifact_dir: str = "report") -> None:
+    """Log every file of the report to run ``run_id`` under ``artifact_dir``."""
     from mlflow.tracking import MlflowClient
 
     from harness.compare.load import mlflow_call
 
     client = MlflowClient(tracking_uri=tracking_uri)
-    mlflow_call(lambda: client.log_artifacts(run_id, str(paths.directory), "report"),
+    mlflow_call(lambda: client.log_artifacts(run_id, str(paths.directory), artifact_dir),
                 tracking_uri, f"log the report to run {run_id}")
 
