@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from mlflow.tracking import MlflowClient
 
@@ -121,3 +122,39 @@ def test_a_sweep_ends_with_its_parent_and_next_steps(tmp_path: Path) -> None:
     assert f"python -m harness.compare {parent} --tracking-uri sqlite:///{tmp_path}/mlflow.db" \
         in proc.stdout
     assert f"Files: {tmp_path}/sweep/<job number>/" in proc.stdout
+
+
+def test_the_default_study_shows_why_definitions_matter(tmp_path: Path) -> None:
+    """The default rankers are close enough that the metric definition picks the winner,
+    and several of them tie, so the tie rule moves their numbers."""
+    from hydra import compose, initialize_config_dir
+
+    from harness.app.config import register_configs
+    from harness.app.study import run_study
+    from harness.compare import sensitivity
+    from harness.datasets import load_dataset
+
+    register_configs()
+    with initialize_config_dir(version_base="1.3", config_dir=str(PROJECT / "conf")):
+        cfg = compose("config", overrides=["tracking=off", "tracking.figures=off",
+                                           f"cache_dir={tmp_path}/cache"])
+    result = run_study(cfg, tmp_path / "out")
+    sens = sensitivity({n: r.per_query for n, r in result.rankers.items()})
+    winners = set(sens.winners["winner"])
+    assert len(winners) >= 2, sens.winners  # some definitions change which ranker wins
+    tau = sens.tau.to_numpy()
+    assert (tau[~np.isnan(tau)] < 1).any()
+    # rankers whose scores tie inside a query, and whose number the tie rule moves
+    data = load_dataset("synthetic", **{k: v for k, v in cfg.dataset.items()
+                                        if k not in ("kind", "default_feature")})
+    tied = []
+    for name, r in result.rankers.items():
+        feature = r.spec.options.get("feature")
+        if feature and data.test.groupby("qid")[feature].apply(lambda s: s.duplicated().any()
+                                                              ).any():
+            tied.append(name)
+    assert len(tied) >= 2, tied
+    moved = [n for n in tied if abs(result.rankers[n].per_query["nDCG@10"].mean()
+                                    - result.rankers[n].per_query["nDCG@10(ties=input)"]
+                                    .mean()) > 1e-4]
+    assert len(moved) >= 2, moved

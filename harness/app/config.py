@@ -31,7 +31,8 @@ class SyntheticDataset:
     min_docs: int = 10
     max_docs: int = 60
     label_probs: list[float] = field(default_factory=lambda: [0.55, 0.25, 0.12, 0.06, 0.02])
-    signal: list[float] = field(default_factory=lambda: [1.5, 0.8, 0.4, 0.0])
+    # per feature: a slope (signal x label) or one mean per grade
+    signal: list[Any] = field(default_factory=lambda: [1.5, 0.8, 0.4, 0.0])
     round_features: Optional[int] = 1
     seed: int = 0
     default_feature: Optional[str] = "f0"  # what ranker=feature scores by unless told

@@ -21,15 +21,17 @@ def make_synthetic(
     min_docs: int = 10,
     max_docs: int = 60,
     label_probs: Sequence[float] = (0.55, 0.25, 0.12, 0.06, 0.02),
-    signal: Sequence[float] = (1.5, 0.8, 0.4, 0.0),
+    signal: Sequence[float | Sequence[float]] = (1.5, 0.8, 0.4, 0.0),
     round_features: int | None = 2,
     seed: int = 0,
 ) -> Dataset:
     """Generate queries with graded labels ``0..len(label_probs)-1`` and noisy features.
 
     Each query has a uniform number of documents in ``[min_docs, max_docs]``; labels are
-    drawn from ``label_probs``; feature ``f{j}`` is ``signal[j] * label + N(0, 1)``, rounded to
-    ``round_features`` decimals so equal scores (ties) occur as in real systems.
+    drawn from ``label_probs``; feature ``f{j}`` is ``signal[j] * label + N(0, 1)`` when
+    ``signal[j]`` is a number, and ``signal[j][label] + N(0, 1)`` when it is a list of one mean
+    per grade (a feature that tells the top grades apart but not the low ones, say), rounded
+    to ``round_features`` decimals so equal scores (ties) occur as in real systems.
     """
     if n_queries < 1 or n_train_queries < 0:
         raise InputError(f"n_queries must be >= 1 and n_train_queries >= 0, got "
@@ -55,14 +57,22 @@ def make_synthetic(
     })
     features = []
     for j, s in enumerate(signal):
-        values = s * labels + rng.normal(size=len(qid))
+        if isinstance(s, (int, float)):
+            mean = float(s) * labels
+        elif len(s) == len(probs):
+            mean = np.asarray(s, dtype=float)[labels]
+        else:
+            raise InputError(f"signal[{j}] must be a number (a slope) or one mean per grade "
+                             f"({len(probs)} values), got {list(s)}", key=f"dataset.signal[{j}]")
+        values = mean + rng.normal(size=len(qid))
         if round_features is not None:
             values = np.round(values, round_features)
         docs[f"f{j}"] = values
         features.append(f"f{j}")
     qrels = docs.loc[docs["split"] == "test", ["qid", "docid", "label"]].reset_index(drop=True)
+    shown = [float(s) if isinstance(s, (int, float)) else [float(v) for v in s] for s in signal]
     source = (f"synthetic(seed={seed}, n_queries={n_queries}, n_train_queries={n_train_queries},"
-              f" docs={min_docs}-{max_docs}, label_probs={[float(p) for p in probs]}, signal={[float(s) for s in signal]},"
+              f" docs={min_docs}-{max_docs}, label_probs={[float(p) for p in probs]}, signal={shown},"
               f" round_features={round_features})")
     return Dataset(name=name, kind="synthetic", docs=docs, qrels=qrels,
                    features=tuple(features), digest=content_digest(docs, qrels), source=source)
