@@ -91,7 +91,7 @@ def test_default_config_composes_and_validates() -> None:
     cfg = _compose([])
     metrics, specs, ds = validate(cfg)
     assert ds["kind"] == "synthetic"
-    assert {s.name for s in specs} == set(_ranker_names("baselines"))
+    assert {s.name for s in specs} == set(_ranker_names("contenders"))
     assert len(metrics) == 29
     assert cfg.tracking.enabled is True and cfg.check.sklearn == "fail"
 
@@ -278,7 +278,7 @@ def test_feature_ranker_without_feature_fails_in_validate() -> None:
 
 
 def test_unknown_sklearn_estimator_fails_in_validate() -> None:
-    cfg = _compose(["ranker.hgb.estimator=magic"])
+    cfg = _compose(["ranker=baselines", "ranker.hgb.estimator=magic"])
     with pytest.raises(InputError, match="magic"):
         validate(cfg)
 
@@ -383,8 +383,8 @@ def test_features_are_checked_against_the_dataset_before_any_ranker_scores(
 def test_the_letor_bundles_use_a_feature_the_file_has() -> None:
     for overrides in (["dataset=lightgbm_sample"], ["experiment=lightgbm_sample"]):
         _, specs, _ = validate(_compose(overrides))
-        assert {s.name: s.options.get("feature") for s in specs if s.kind == "feature"} == \
-            {"feature_f0": "f1"}  # SVMlight numbers features from 1
+        features = {s.name: s.options.get("feature") for s in specs if s.kind == "feature"}
+        assert features["feature_f0"] == "f1"  # SVMlight numbers features from 1
 
 
 # --------------------------------------------------------------------------------------
@@ -409,7 +409,7 @@ def test_help_is_the_projects_own_and_lists_every_option() -> None:
         assert f"  {group}: " in out
         for option in _options(group):
             assert f" {option} " in out, (group, option)
-    assert "   * synthetic " in out and "   * baselines " in out  # defaults marked
+    assert "   * synthetic " in out and "   * contenders " in out  # defaults marked
     assert "base_letor" not in out
     hydra_help = subprocess.run([sys.executable, "-m", "harness", "--hydra-help"],
                                 cwd=harness.paths.PROJECT_ROOT, capture_output=True,

@@ -60,14 +60,17 @@ def test_a_job_ends_with_its_ids_and_next_steps_and_mlflow_explains_itself(
         assert "| `nDCG@10` |" in note and "| `AP@10` |" in note and DEFAULTS_LINE in note
         mean = run.data.metrics["ndcg_at_10.mean"]
         assert f"| `nDCG@10` | {mean:.4f} |" in note
-        assert run.info.run_name.startswith(f"{name} · default · ")
+        assert run.info.run_name == name
         files = {a.path for a in client.list_artifacts(run.info.run_id)}
         assert {"per_query.csv", f"{name}.parquet", "figures"} <= files
         assert any(f.path.endswith(".png") for f in client.list_artifacts(run.info.run_id,
                                                                           "figures"))
     job_note = job.data.tags["mlflow.note.content"]
     assert "| variant | oracle | coin |" in job_note
-    assert job.info.run_name.startswith("default · ranker=oracle")
+    assert job.info.run_name.startswith("default · ranker=oracle +ranker.coin={kind:random,"
+                                        "seed:3} metric=ndcg10 metric.extra=[ap@10] "
+                                        "dataset.n_queries=30 · ")
+    assert "tracking.uri" not in job.info.run_name
     # the printed reproduce command runs as printed
     (line,) = [s.strip() for s in out.splitlines() if "harness.reproduce" in s]
     rerun = subprocess.run([sys.executable, *line.split()[1:]], cwd=PROJECT, env=_env(),

@@ -36,7 +36,10 @@ def _main(cfg: DictConfig) -> None:
         parent = path.read_text().strip() if path.is_file() else os.environ.get(PARENT_ENV)
         label = f"{hc.job.num}:{hc.job.override_dirname}" if hc.job.override_dirname \
             else str(hc.job.num)
-    title = " ".join(hc.overrides.task) if hc.mode != RunMode.MULTIRUN else ""
+    # the job's overrides less where its outputs go (hydra.job.config.override_dirname)
+    hidden = set(hc.job.config.override_dirname.exclude_keys)
+    title = " ".join(o for o in hc.overrides.task if o.split("=", 1)[0].lstrip("+~")
+                     not in hidden) if hc.mode != RunMode.MULTIRUN else ""
     try:
         result = run_study(cfg, Path(hc.runtime.output_dir), parent_run_id=parent,
                            job_label=label, title=title)

@@ -205,7 +205,8 @@ def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
             extra.append([str(written["figures"]), "figures"])
         extra.append([str(_viewable_table(r.per_query, out / "per_query" / name)), ""])
         records.append(RunRecord(
-            key=f"ranker:{name}", name=f"{name} · {study} · {label}", parent=job_key,
+            key=f"ranker:{name}", name=f"{name} [{job_label}]" if job_label else name,
+            parent=job_key,
             parent_run_id=parent_run_id,
             tags=common_tags | {"harness.role": "ranker", "ranker.name": name,
                                 "ranker.kind": r.spec.kind, "ranker.cache_key": r.cache_key,
