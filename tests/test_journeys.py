@@ -161,3 +161,32 @@ def test_the_default_study_shows_why_definitions_matter(tmp_path: Path) -> None:
                                     - result.rankers[n].per_query["nDCG@10(ties=input)"]
                                     .mean()) > 1e-4]
     assert len(moved) >= 2, moved
+
+
+def test_jobs_started_in_the_same_second_get_their_own_folders(tmp_path: Path) -> None:
+    """The repro of a lost result: two jobs of one study started together, different metric
+    grids; each folder holds its own job's variants."""
+    procs = {m: subprocess.Popen(
+        [sys.executable, "-m", "harness", "study=same", "ranker=oracle", f"metric={m}",
+         "dataset.n_queries=20", "tracking=off", "tracking.figures=off",
+         f"cache_dir={tmp_path}/cache"], cwd=PROJECT, env=_env(), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True) for m in ("ndcg10", "default")}
+    folders = {}
+    for m, p in procs.items():
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err[-2000:]
+        folders[m] = Path(re.search(r"^Files: (\S+)$", out, re.M).group(1))
+    try:
+        assert folders["ndcg10"] != folders["default"]
+        import pandas as pd
+
+        for m, n_variants in (("ndcg10", 1), ("default", 29)):
+            table = pd.read_parquet(folders[m] / "per_query" / "oracle.parquet")
+            assert len(table.columns) == 4 + n_variants  # qid, n_docs, n_judged, n_relevant
+    finally:
+        import shutil
+
+        for folder in folders.values():
+            shutil.rmtree(folder, ignore_errors=True)
+            if folder.parent.is_dir() and not any(folder.parent.iterdir()):
+                folder.parent.rmdir()

@@ -10,6 +10,7 @@ Values with a range or a set of choices (k >= 1, ties in {...}) are checked by
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -175,6 +176,11 @@ class Config:
     cache_dir: str = "runs/cache/scores"
 
 
+#: Six hex digits drawn once per process: output folders of jobs started in the same second
+#: (``${now:...}`` has one-second resolution) never coincide.
+JOB_TOKEN = secrets.token_hex(3)
+
+
 def register_configs() -> None:
     """Register the schemas and the resolvers ``${project_root:}`` and ``${shared_data:}``."""
     cs = ConfigStore.instance()
@@ -192,6 +198,8 @@ def register_configs() -> None:
     cs.store(group="schema", name="tracking", node=TrackingConfig)
     if not OmegaConf.has_resolver("project_root"):
         OmegaConf.register_new_resolver("project_root", lambda: str(PROJECT_ROOT))
+    if not OmegaConf.has_resolver("job_token"):
+        OmegaConf.register_new_resolver("job_token", lambda: JOB_TOKEN)
     if not OmegaConf.has_resolver("path_name"):
         OmegaConf.register_new_resolver("path_name", hydra_dir_name)
     if not OmegaConf.has_resolver("shared_data"):
