@@ -12,11 +12,19 @@ command needs them.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from typing import TYPE_CHECKING
 
 from harness.errors import FormulaError, HarnessError, InputError, MetricDefinitionError
 
 __version__ = "0.1.0"
+
+# MLflow draws artifact progress bars whenever tqdm is installed, terminal or not, so they
+# would land in logs, pipes and the one-line errors of the CLIs. Progress shows only on a
+# terminal here (harness.progress); a value the user set is kept.
+if not (getattr(sys.stderr, "isatty", None) and sys.stderr.isatty()):
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
 #: public name -> module that defines it (imported when the name is first used)
 _LAZY = {

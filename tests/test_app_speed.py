@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -238,3 +239,16 @@ def test_threads_option_scores_the_same_and_is_checked(tmp_path: Path) -> None:
     cfg["ranker"] = {"h": {"kind": "sklearn", "threads": 0}}
     with pytest.raises(InputError, match=r"ranker 'h': threads must be >= 1"):
         validate(cfg)
+
+
+def test_mlflow_artifact_bars_off_unless_a_terminal_or_the_user_asks() -> None:
+    code = ("import os, harness\n"
+            "print(os.environ.get('MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR'))")
+    env = {k: v for k, v in os.environ.items() if k != "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"}
+    piped = subprocess.run([sys.executable, "-c", code], cwd=PROJECT, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert piped.stdout.split() == ["false"], piped.stderr
+    chosen = subprocess.run([sys.executable, "-c", code], cwd=PROJECT, capture_output=True,
+                            env={**env, "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "true"},
+                            text=True, timeout=120)
+    assert chosen.stdout.split() == ["true"], chosen.stderr
