@@ -73,10 +73,11 @@ def study_description(summaries: Mapping[str, pd.DataFrame], metrics: Sequence[M
     """Markdown: the ranker x variant table of means with CIs."""
     names = list(summaries)
     lines = [f"Study `{study}` on dataset `{dataset}`" + (f" ({title})" if title else "")
-             + f": {len(names)} ranker(s) x {len(metrics)} variant(s). Mean [95% CI].", "",
+             + f": {len(names)} ranker(s) x {len(metrics)} variant(s). Mean per query; "
+             "each ranker run's description has the 95% CIs.", "",
              "| variant | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
     for m in metrics:
-        cells = [interval(summaries[n].loc[m.display_name]) for n in names]
+        cells = [f"{summaries[n].at[m.display_name, 'mean']:.4f}" for n in names]
         lines.append(f"| `{m.display_name}` | " + " | ".join(cells) + " |")
     lines += ["", DEFAULTS_LINE]
     return "\n".join(lines)
