@@ -247,7 +247,7 @@ def test_wrongly_typed_value_fails_at_compose_time() -> None:
 
 
 def test_unknown_ranker_kind_names_the_known_kinds() -> None:
-    cfg = _compose(["ranker.oracle.kind=magic"])
+    cfg = _compose(["ranker=baselines", "ranker.oracle.kind=magic"])
     with pytest.raises(InputError, match="unknown kind 'magic'") as info:
         validate(cfg)
     assert all(kind in str(info.value) for kind in RANKERS)

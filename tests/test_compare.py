@@ -46,7 +46,7 @@ from harness.paths import PROJECT_ROOT
 
 # 2 jobs (noisy_oracle sigma) x 2 jobs (tie rule) = 4 jobs of 4 rankers each (no hgb): 5
 # ranker versions (noisy_oracle twice), 10 variants (4 nDCG x 2 tie rules + AP@10 + RR).
-SWEEP_ARGS = ["-m", "~ranker.hgb", "ranker.noisy_oracle.sigma=0.5,2.0",
+SWEEP_ARGS = ["-m", "ranker=baselines", "~ranker.hgb", "ranker.noisy_oracle.sigma=0.5,2.0",
               "metric.ties=optimistic,pessimistic", "metric.name=ndcg", "metric.k=[5,10]",
               "metric.extra=[ap@10,rr]", "dataset.n_queries=60", "dataset.n_train_queries=0",
               "tracking.figures=false", "study=compare_test"]
@@ -531,3 +531,21 @@ def test_a_variant_of_one_ranker_enters_no_finding() -> None:
     assert any("strong wins under every variant" in n for n in sens.notes)
     assert any("fewer than two rankers" in n and "nDCG@40" in n for n in sens.notes)
     assert not any("the winner changes" in n for n in sens.notes)
+
+
+def test_the_latest_parent_skips_runs_of_one_ranker(tmp_path: Path) -> None:
+    """The notebook's default: the newest parent run a comparison can use."""
+    import time
+
+    from harness.compare import latest_parent_run
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    qids = ["q1", "q2", "q3"]
+    two = fake_runs(uri, tmp_path, "latest", {"a": ("d", table(qids, RR=[1.0, 0.5, 0.0])),
+                                              "b": ("d", table(qids, RR=[0.5, 0.5, 1.0]))})
+    time.sleep(0.05)
+    one = fake_runs(uri, tmp_path, "latest", {"c": ("d", table(qids, RR=[1.0, 1.0, 1.0]))})
+    assert latest_parent_run(uri, min_rankers=1) == one
+    assert latest_parent_run(uri) == two
+    with pytest.raises(TooFewRankers, match="3 or more rankers"):
+        latest_parent_run(uri, min_rankers=3)

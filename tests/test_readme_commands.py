@@ -97,7 +97,8 @@ def _small(args: list[str]) -> list[str]:
     dataset = _dataset_of(args)
     if dataset == "synthetic":
         return ["dataset.n_queries=40", "dataset.n_train_queries=40"]
-    if dataset == "lightgbm_sample":
+    if dataset == "lightgbm_sample" and any(a.startswith("experiment=") or a == "ranker=baselines"
+                                            for a in args):  # the bundles train hgb
         return ["ranker.hgb.params.max_iter=10"]
     return []
 

@@ -123,16 +123,26 @@ def _client(tracking_uri: str | None) -> tuple[Any, str]:
     return open_client(uri), uri
 
 
-def latest_parent_run(tracking_uri: str | None = None) -> str:
-    """Id of the most recently started sweep (or single-job) parent run in the store."""
+def latest_parent_run(tracking_uri: str | None = None, *, min_rankers: int = 2) -> str:
+    """Id of the most recently started sweep (or single-job) parent run in the store whose
+    ranker runs name at least ``min_rankers`` rankers (a comparison needs two), looking at
+    the 50 newest parents."""
     client, uri = _client(tracking_uri)
     ids = [e.experiment_id for e in mlflow_call(client.search_experiments, uri, "experiments")]
     runs = mlflow_call(lambda: client.search_runs(
-        ids, "tags.`harness.role` != 'ranker'", max_results=1,
+        ids, "tags.`harness.role` != 'ranker'", max_results=50,
         order_by=["attributes.start_time DESC"]), uri, "latest parent run")
     if not runs:
         raise RunNotFound(f"no harness parent run in the tracking store {uri}")
-    return runs[0].info.run_id
+    for run in runs:
+        children = mlflow_call(lambda run=run: client.search_runs(
+            [run.info.experiment_id], f"tags.`mlflow.parentRunId` = '{run.info.run_id}'",
+            max_results=1000), uri, "ranker runs")
+        if len({c.data.tags.get("ranker.name") for c in children}) >= min_rankers:
+            return run.info.run_id
+    raise TooFewRankers(f"no parent run among the {len(runs)} newest in {uri} has ranker "
+                        f"runs of {min_rankers} or more rankers; run a study with several "
+                        "rankers first (python -m harness)")
 
 
 def _run_info(run: Any) -> RunInfo:
