@@ -29,6 +29,7 @@ import yaml
 
 from harness.app import records
 from harness.app.study import DATASET_PATH_OPTIONS, evaluate_in_place, validate
+from harness.datasets.base import file_sha256, input_files
 from harness.datasets import Dataset, ParquetRun, load_dataset
 from harness.engines import Engine
 from harness.errors import HarnessError, TrackingUnavailable
@@ -286,9 +287,12 @@ def _dataset(run: Any, options: dict[str, Any]) -> Dataset:
         raise ReproduceError(f"run {run_id} has no dataset.digest tag; is it a harness run?")
     if dataset.digest == logged:
         return dataset
-    files = [options[k] for k in DATASET_PATH_OPTIONS if options.get(k)]
-    if kind == "letor":  # LightGBM group files beside the data files count too
-        files += [f + ".query" for f in list(files) if Path(f + ".query").is_file()]
+    inputs = input_files(kind, options)
+    files = [str(p) for p in inputs.values()]
+    logged_files = {role: run.data.tags.get(f"dataset.sha256.{role}") for role in inputs}
+    if any(logged_files.values()):  # name only the files whose bytes changed
+        files = [str(p) for role, p in inputs.items() if logged_files[role] and (
+            not p.is_file() or file_sha256(p) != logged_files[role])] or files
     digests = f"dataset digest logged {logged[:12]}…, now {dataset.digest[:12]}…"
     if not files:
         raise ReproduceError(

@@ -11,6 +11,7 @@ Every store, cache, output, artifact and pending folder lives under pytest's tmp
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -324,3 +325,32 @@ def test_bad_input_raises_reproduce_error(stores: Stores, tmp_path: Path) -> Non
                                              r"None"):
         ranker_run_ids(other, tracking_uri=store.uri)
     assert isinstance(ReproduceError("x"), harness.HarnessError)
+
+
+def test_changed_data_names_only_the_file_that_changed(tmp_path: Path) -> None:
+    """A TREC dataset reads two files; after editing the qrels, reproduce names the qrels
+    and not the untouched run file (each file's sha256 is logged with the run)."""
+    rng = np.random.default_rng(3)
+    qrels, run = tmp_path / "q.qrels", tmp_path / "r.run"
+    qrels.write_text("".join(f"topic{q} 0 doc{q}-{d} {int(rng.integers(0, 3))}\n"
+                             for q in range(8) for d in range(6)))
+    run.write_text("".join(f"topic{q} Q0 doc{q}-{d} {d + 1} {10 - d + rng.random():.4f} sys\n"
+                           for q in range(8) for d in range(6)))
+    args = ["dataset=cast2021_bm25", f"dataset.qrels_path={qrels}", f"dataset.run_path={run}",
+            "dataset.name=tiny_trec", "ranker=random", "metric=ndcg10", *_app_args(tmp_path)]
+    proc = subprocess.run([sys.executable, "-m", "harness", *args], cwd=PROJECT, env=_env(),
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, _explain(proc)
+    client = MlflowClient(f"sqlite:///{tmp_path / 'm.db'}")
+    exp = client.get_experiment_by_name("repro")
+    (ranker,) = client.search_runs([exp.experiment_id], "tags.`harness.role` = 'ranker'")
+    assert ranker.data.tags["dataset.sha256.qrels_path"] == hashlib.sha256(
+        qrels.read_bytes()).hexdigest()
+    lines = qrels.read_text().splitlines(keepends=True)
+    first = lines[0].split()
+    lines[0] = " ".join(first[:3] + [str((int(first[3]) + 1) % 3)]) + "\n"
+    qrels.write_text("".join(lines))
+    proc = _cli(ranker.info.run_id, "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}")
+    assert proc.returncode == 2, _explain(proc)
+    assert f"the data changed since the run: {qrels}" in proc.stderr
+    assert str(run) not in proc.stderr

@@ -158,6 +158,7 @@ def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
                    "study": str(cfg.get("study", "default"))}
     if job_label:
         common_tags["job"] = job_label
+    common_tags |= _file_digests(cfg.get("dataset", {}))
     dataset_info = {"name": dataset.name, "digest": dataset.digest, "source": dataset.source,
                     "profile": json.dumps(dataset.summary())}
     job_files = [[str(written["summary_csv"]), ""], [str(written["check_csv"]), ""],
@@ -252,6 +253,18 @@ def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
     log.info("logged to MLflow (%s, experiment %r) in %.1fs", uri, experiment,
              time.perf_counter() - t)
     return ids
+
+
+def _file_digests(options: Mapping[str, Any]) -> dict[str, str]:
+    """``dataset.sha256.<role>`` tags: the sha256 of each input file, so that reproduce can
+    name the file that changed (a parquet_run's digest is its file's already)."""
+    from harness.datasets.base import file_sha256, input_files
+
+    kind = str(options.get("kind", ""))
+    if kind == "parquet_run":
+        return {}
+    return {f"dataset.sha256.{role}": file_sha256(path)
+            for role, path in input_files(kind, options).items() if path.is_file()}
 
 
 #: Rows of the per-query CSV that MLflow's artifact viewer shows as a table.

@@ -28,6 +28,7 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
+from harness.datasets.base import PATH_OPTIONS
 from harness.datasets import DATASETS, Dataset, ParquetRun, load_dataset
 from harness.engines import Engine
 from harness.errors import HarnessError, InputError, MetricDefinitionError
@@ -46,8 +47,7 @@ log = logging.getLogger("harness")
 
 _GRID_AXES = ("name", "gain", "discount", "k", "ties", "ideal")
 _NAME_OK = re.compile(r"^[A-Za-z0-9_.-]+$")
-#: Dataset options that name files (resolved against the project, logged absolute).
-DATASET_PATH_OPTIONS = ("test_path", "train_path", "qrels_path", "run_path", "path")
+DATASET_PATH_OPTIONS = PATH_OPTIONS  # dataset options that name files
 
 
 class CheckFailed(HarnessError):

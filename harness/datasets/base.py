@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -76,3 +79,26 @@ def content_digest(*frames: pd.DataFrame) -> str:
             h.update(f"\x1e{column}".encode())
             h.update(_column_bytes(frame[column]))
     return h.hexdigest()
+
+
+#: Dataset options that name files (resolved against the project, logged absolute).
+PATH_OPTIONS = ("test_path", "train_path", "qrels_path", "run_path", "path")
+
+
+def input_files(kind: str, options: Mapping[str, Any]) -> dict[str, Path]:
+    """The files a dataset is read from, by role (its path options, and LightGBM ``.query``
+    group files beside LETOR data), for digests that name which file changed."""
+    files = {k: Path(options[k]) for k in PATH_OPTIONS if options.get(k)}
+    if kind == "letor":
+        files |= {f"{k}.query": Path(f"{p}.query") for k, p in list(files.items())
+                  if Path(f"{p}.query").is_file()}
+    return files
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file's bytes, read in 1 MB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
