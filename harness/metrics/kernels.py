@@ -114,7 +114,15 @@ def compute(prep: Prepared, metric: Metric, cache: Cache, top: int | None = None
     """
     r = prep.ranking(metric.ties, metric.seed, top=top)
     nq = prep.n_queries
-    length = max(prep.max_len, metric.k or 0)
+    # positions past the longest list hold nothing: a k beyond every list allocates nothing,
+    # but for mnDCG, whose ideal fills k positions with the top grade
+    length = prep.max_len
+    if metric.name == "mndcg" and metric.k is not None and metric.k > length:
+        if metric.k > MAX_MNDCG_K:
+            raise InputError(f"{metric.display_name}: its ideal fills k = {metric.k:,} positions "
+                             f"with the top grade; k above {MAX_MNDCG_K:,} is refused (the "
+                             f"longest list here has {length:,} documents)")
+        length = metric.k
     if metric.name in ("dcg", "ndcg", "mndcg"):
         return _dcg_family(prep, metric, r, length, cache)
     if metric.name == "err":
@@ -177,6 +185,8 @@ def _dcg_family(prep: Prepared, metric: Metric, r: Ranking, length: int,
 
 
 _MAX_LEVELS = 64
+#: The largest cut-off of mnDCG beyond the longest list (its ideal sums k discounts).
+MAX_MNDCG_K = 10_000_000
 
 
 def _ideal_dcg(prep: Prepared, metric: Metric, disc: np.ndarray, cache: Cache) -> np.ndarray:

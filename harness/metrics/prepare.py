@@ -41,6 +41,8 @@ def _require_frame(df: Any, table: str, columns: tuple[str, ...]) -> pd.DataFram
 
 def _numeric(df: pd.DataFrame, column: str, table: str) -> np.ndarray:
     series = df[column]
+    if column == "label" and pd.api.types.is_bool_dtype(series) and not series.isna().any():
+        return series.to_numpy(dtype=np.float64)  # binary judgments: True 1, False 0
     if pd.api.types.is_bool_dtype(series) or not pd.api.types.is_numeric_dtype(series):
         coerced = pd.to_numeric(series, errors="coerce") if not pd.api.types.is_bool_dtype(
             series) else None
