@@ -88,3 +88,16 @@ def test_one_colliding_pair_is_caught_by_the_string_check(
 
     monkeypatch.setattr(prepare_module, "_arrow_string_hash", one_collision)
     pd.testing.assert_frame_equal(harness.evaluate(run, qrels, METRICS), honest)
+
+
+@pytest.mark.parametrize("width", [9, 10, 16, 23])
+def test_strings_of_one_length_hash_as_the_ragged_path_does(width: int) -> None:
+    rng = np.random.default_rng(width)
+    alphabet = np.array(list("abcdefghij0123456789-_"))
+    same = ["".join(rng.choice(alphabet, width)) for _ in range(500)]
+    fixed, exact = prepare_module._arrow_string_hash(pd.Series(same, dtype="str"))
+    ragged, _ = prepare_module._arrow_string_hash(pd.Series(same + ["x" * (width - 1)],
+                                                            dtype="str"))
+    assert not exact
+    np.testing.assert_array_equal(fixed, ragged[:-1])
+    assert len(set(fixed.tolist())) == len(set(same))  # distinct strings, distinct codes

@@ -432,6 +432,8 @@ def _arrow_string_hash(docid: pd.Series) -> tuple[np.ndarray, bool] | None:
             return word.view(np.int64), True
         if longest <= 7:  # exact with NULs too: the length goes above the bytes
             return (word | (left << np.uint64(56))).view(np.int64), True
+    if longest > 8 and int(lengths.min()) == longest:  # one length: rows of a byte matrix
+        return _fixed_width_hash(data[int(offsets[0]): int(offsets[-1])], longest), False
     # a 64-bit hash of each string: its length, then its 8-byte words, the last one read
     # as the string's last 8 bytes (overlapping the word before), so no read crosses the
     # string's end and no word needs a mask; strings under 8 bytes are one masked word
@@ -452,6 +454,20 @@ def _arrow_string_hash(docid: pd.Series) -> tuple[np.ndarray, bool] | None:
             h *= _MIX
             h ^= h >> np.uint64(29)
     return h.view(np.int64), False
+
+
+def _fixed_width_hash(data: np.ndarray, width: int) -> np.ndarray:
+    """The hash :func:`_arrow_string_hash` gives strings of one length ``width`` > 8, read
+    from the rows of their byte matrix: word j is bytes ``min(8j, width-8)`` onwards."""
+    rows = data.reshape(-1, width)
+    h = np.full(len(rows), np.uint64(width)) * _MIX
+    with np.errstate(over="ignore"):
+        for j in range(-(-width // 8)):
+            start = min(8 * j, width - 8)
+            h ^= np.ascontiguousarray(rows[:, start:start + 8]).view("<u8")[:, 0]
+            h *= _MIX
+            h ^= h >> np.uint64(29)
+    return h.view(np.int64)
 
 
 def _check_unique_pairs(df: pd.DataFrame, table: str, q: np.ndarray, d: np.ndarray,
