@@ -11,6 +11,7 @@ import argparse
 import sys
 import time
 
+from harness.cli import report_error, run_command
 from harness.errors import HarnessError
 from harness.metrics.stream import cluster_parquet
 
@@ -26,11 +27,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         out = cluster_parquet(args.src, args.dst, batch_rows=args.batch_rows)
     except (HarnessError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return report_error(exc)
     print(f"wrote {out} clustered by qid in {time.perf_counter() - t:.1f}s")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_command(main))

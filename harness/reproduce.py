@@ -461,8 +461,6 @@ def format_result(result: ReproResult) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m harness.reproduce``; returns the exit status (see the module doc)."""
-    # MLflow's artifact-download bars would break the one-line output of this command
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     parser = argparse.ArgumentParser(
         prog="python -m harness.reproduce",
         description="Re-run logged evaluations and compare every per-query value bit for bit.")
@@ -500,4 +498,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from harness.cli import run_command
+
+    sys.exit(run_command(main))

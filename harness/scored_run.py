@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from harness.cli import run_command
 from harness.datasets.parquet_run import write_scored_run
 
 
@@ -20,12 +21,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args(argv)
     if args.queries < 1:
-        print(f"error: --queries must be >= 1, got {args.queries}", file=sys.stderr)
-        return 2
+        ap.error(f"--queries must be >= 1, got {args.queries}")  # exits 2
     n = write_scored_run(args.out, args.queries, seed=args.seed)
     print(f"wrote {args.out}: {args.queries:,} queries, {n:,} rows, clustered by qid")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(run_command(main))

@@ -12,6 +12,7 @@ import logging
 import sys
 from pathlib import Path
 
+from harness.cli import add_tracking_uri, run_command
 from harness.paths import project_path
 from harness.tracking import LogPlan, configure_requests, execute
 
@@ -42,8 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.sync", description=__doc__)
     parser.add_argument("--pending-dir", default="runs/pending",
                         help="folder of pending log plans (default: runs/pending)")
-    parser.add_argument("--tracking-uri", default=None,
-                        help="send to this store instead of the one each plan names")
+    add_tracking_uri(parser, help="send to this store instead of the one each plan names")
     parser.add_argument("--timeout", type=int, default=5, help="seconds per HTTP request")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -58,4 +58,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_command(main))

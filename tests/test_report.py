@@ -135,3 +135,25 @@ def test_display_tables_mark_significance() -> None:
     assert letters == {"a": "a", "b": "b", "c": "c"}
     assert means.loc["(a) a", "RR"].endswith("^bc")
     assert "^" not in means.loc["(b) b", "RR"] and "^" not in means.loc["(c) c", "RR"]
+
+
+def test_ranker_colors_are_fixed_by_the_sorted_names() -> None:
+    from harness.reporting.colors import PALETTE, ranker_colors
+
+    a = ranker_colors(["random", "bm25", "oracle", "bm25"])
+    assert a == {"bm25": PALETTE[0], "oracle": PALETTE[1], "random": PALETTE[2]}
+    assert ranker_colors(["oracle", "random", "bm25"]) == a  # order does not matter
+    assert len(set(a.values())) == 3
+    many = ranker_colors([f"r{i:02d}" for i in range(len(PALETTE) + 1)])
+    assert many["r00"] == many[f"r{len(PALETTE):02d}"] == PALETTE[0]  # cycles
+
+
+def test_permutation_p_at_its_floor_is_shown_as_a_bound() -> None:
+    # a beats b on all 40 queries: no sign flip of 2000 reaches the observed mean, so
+    # scipy's two-sided p is its floor 2/(2000+1) ~ 0.0009995
+    qids = [f"q{i}" for i in range(40)]
+    a = pd.DataFrame({"qid": qids, "nDCG@10": np.linspace(0.5, 0.9, 40)})
+    b = pd.DataFrame({"qid": qids, "nDCG@10": np.linspace(0.1, 0.4, 40)})
+    table = compare_table({"a": a, "b": b}, resamples=2000)
+    assert table["p_permutation"].iloc[0] == pytest.approx(2 / 2001)
+    assert comparison_display(table)["p perm"].iloc[0] == "< 0.001"

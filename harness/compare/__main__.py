@@ -2,6 +2,7 @@
 
 import sys
 
+from harness.cli import run_command
 from harness.compare.cli import main
 
-sys.exit(main())
+sys.exit(run_command(main))

@@ -18,7 +18,6 @@ ranker) prints one line and exits 2; an unreachable tracking server exits 3.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 
@@ -98,8 +97,6 @@ def selection_slug(args: argparse.Namespace, *, p_defaults: argparse.Namespace) 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the comparison; returns the exit code (0, 2 for bad input, 3 MLflow down)."""
-    # MLflow's artifact-download bars would break the one-line output of this command
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     p = parser()
     args = p.parse_args(argv)
     given = [x for x in (args.run_id, args.parent_run_id, args.experiment) if x]

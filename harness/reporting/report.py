@@ -31,7 +31,8 @@ __all__ = ["ReportPaths", "build_report", "comparison_display", "means_display",
 
 _STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px;color:#222}
 table{border-collapse:collapse;font-size:12px;margin:.6em 0}th,td{border:1px solid #ccc;
-padding:2px 6px;text-align:right}th{background:#f3f3f3}td:first-child{text-align:left}
+padding:2px 6px;text-align:right;white-space:nowrap}th{background:#f3f3f3}
+td:first-child{text-align:left}
 .note{color:#555;font-size:13px}img{max-width:100%;border:1px solid #eee;margin:.3em 0}
 pre{background:#f7f7f7;padding:.6em;font-size:11px;overflow-x:auto}"""
 
@@ -53,6 +54,14 @@ class ReportPaths:
 
 def _p(value: float) -> str:
     return "" if value != value else f"{value:.3g}"
+
+
+def _p_perm(value: float, resamples: int | None) -> str:
+    """A permutation p-value; at its floor 2/(R+1) (two-sided, R sign flips, no flip as
+    extreme as observed) it reads "< 0.0002" instead of a made-up exact value."""
+    if resamples and value == value and value <= 2 / (resamples + 1) * (1 + 1e-9):
+        return f"< {2 / (resamples + 1):.2g}"
+    return _p(value)
 
 
 def comparison_display(comparison: pd.DataFrame) -> pd.DataFrame:
@@ -79,7 +88,7 @@ def comparison_display(comparison: pd.DataFrame) -> pd.DataFrame:
         "d_z": c["d_z"].map("{:.2f}".format),
         "W/T/L": [f"{w}/{t}/{lo}" for w, t, lo in zip(c["wins"], c["ties"], c["losses"])],
         "p t": c["p_ttest"].map(_p), "p Wilcoxon": c["p_wilcoxon"].map(_p),
-        "p perm": c["p_permutation"].map(_p),
+        "p perm": [_p_perm(v, attrs.get("resamples")) for v in c["p_permutation"]],
         f"p adj ({test}, {correction})": c[f"p_{test}_adj"].map(_p),
         "sig": np.where(c["significant"], "*", ""),
     })
@@ -143,7 +152,8 @@ def _latex(df: pd.DataFrame, caption: str, marks: bool = False) -> str:
 
 def report_dir(sweep: Sweep, root: str | Path = "runs/reports") -> Path:
     """``<root>/<experiment>/<parent run id, or a timestamp>``; a relative root resolves
-    against the project (:func:`harness.paths.project_path`)."""
+    against the project (:func:`harness.paths.project_path`). A compare whose selection
+    differs from the defaults writes below it (``harness.compare.cli.selection_slug``)."""
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", sweep.experiment) or "experiment"
     return project_path(root) / name / (sweep.parent_run_id or time.strftime("%Y%m%d-%H%M%S"))
 

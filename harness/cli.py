@@ -1,0 +1,58 @@
+"""What every ``python -m harness.<command>`` shares: options, exit codes, one-line errors.
+
+Exit codes: 0 ok, 1 differences or failures, 2 bad input, 3 store unreachable.
+An error the user can act on prints one line (``error: ...``) on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+
+from harness.errors import HarnessError
+
+__all__ = ["OK", "DIFFERENT", "BAD_INPUT", "UNREACHABLE", "add_tracking_uri", "exit_code",
+           "report_error", "run_command"]
+
+OK, DIFFERENT, BAD_INPUT, UNREACHABLE = 0, 1, 2, 3
+
+
+def add_tracking_uri(parser: argparse.ArgumentParser, *, help: str | None = None) -> None:
+    """Add the ``--tracking-uri`` option every command shares."""
+    parser.add_argument("--tracking-uri", default=None,
+                        help=help or "MLflow store (default: $MLFLOW_TRACKING_URI, else "
+                        "sqlite:///<project>/runs/mlflow.db)")
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code of an error: its ``exit_code`` attribute (3 for an unreachable store),
+    else 2 (bad input)."""
+    return int(getattr(exc, "exit_code", BAD_INPUT))
+
+
+def report_error(exc: BaseException) -> int:
+    """Print ``error: <first line of exc>`` on stderr; return its exit code."""
+    text = str(exc).strip().splitlines()
+    print(f"error: {text[0] if text else type(exc).__name__}", file=sys.stderr)
+    return exit_code(exc)
+
+
+def run_command(main: Callable[[list[str] | None], int],
+                argv: list[str] | None = None) -> int:
+    """Run a command's ``main(argv)``, mapping a :class:`HarnessError` to one line and its
+    exit code, and ``FileNotFoundError`` (a missing input file) to exit 2. MLflow's
+    artifact progress bars are turned off (they would break the one-line stderr).
+
+    Returns
+    -------
+    int
+        The exit code, to pass to :func:`sys.exit`.
+    """
+    # MLflow's per-download progress bars would turn a one-line error into a dozen lines
+    os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"
+    try:
+        return int(main(argv) or OK)
+    except (HarnessError, FileNotFoundError) as exc:
+        return report_error(exc)

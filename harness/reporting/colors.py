@@ -1,0 +1,28 @@
+"""One color per ranker, the same in every figure of a job and of a compare report."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = ["PALETTE", "ranker_colors"]
+
+#: Okabe-Ito, colour-blind safe, then the tab10 colours it lacks; cycled past 13 rankers
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",
+           "#000000", "#8c564b", "#7f7f7f", "#bcbd22", "#17becf", "#9467bd")
+
+
+def ranker_colors(names: Iterable[str]) -> dict[str, str]:
+    """A fixed color per ranker name: the sorted distinct names take the palette in order.
+
+    Parameters
+    ----------
+    names : iterable of str
+        Ranker names (or version labels), in any order, repeats allowed.
+
+    Returns
+    -------
+    dict of str -> str
+        Name -> hex color; the same set of names always gives the same colors, whatever
+        their order.
+    """
+    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(sorted(set(names)))}
