@@ -10,7 +10,7 @@ of one feature rounded to one decimal, so queries tie), it times side by side, i
 in each round:
 
 * ``harness.evaluate`` of the default 29 variants, and the sklearn cross-check of the same
-  variants (``check_against_sklearn`` with the app's defaults ``max_queries=5000``,
+  variants (``check_against_sklearn`` with the app's defaults ``max_queries=2000``,
   ``max_tied_queries=50``). Target: the
   check costs at most 3x the evaluation it checks;
 * the summaries of 5 rankers x 29 variants: ``summarize_study`` (one paired resample matrix,
@@ -88,7 +88,7 @@ def bench(n_queries: int, rounds: int, scipy_too: bool) -> None:
     for _ in range(rounds):
         ev.append(_timed(lambda: evaluate(run, data.qrels, metrics)))
         ch.append(_timed(lambda: check_against_sklearn(run, data.qrels, metrics, per_query,
-                                                        max_queries=5_000,
+                                                        max_queries=2_000,
                                                         max_tied_queries=50)))
         new.append(_timed(lambda: summarize_study(tables, resamples=2000,
                                                   bootstrap_max_queries=None)))

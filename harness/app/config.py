@@ -156,7 +156,7 @@ class CheckConfig:
     tolerance: float = 1e-9
     sample_rows: int = 200_000  # parquet_run: check the whole queries of the first rows
     # above this many queries a seeded sample of that many is checked (null: every query)
-    max_queries: Optional[int] = 5_000
+    max_queries: Optional[int] = 2_000
     # queries checked on sklearn's tie-averaged path (a Python loop), per (gain, k)
     max_tied_queries: Optional[int] = 50
 

@@ -226,7 +226,7 @@ def validate(cfg: DictConfig | Mapping[str, Any], *, store: str | None = None
     if check.get("sklearn", "fail") not in ("fail", "warn", "off"):
         raise InputError(f"check.sklearn must be fail, warn or off; got {check['sklearn']!r}",
                          key="check.sklearn")
-    for key, default in (("max_queries", 5_000), ("max_tied_queries", 50)):
+    for key, default in (("max_queries", 2_000), ("max_tied_queries", 50)):
         bound = check.get(key, default)
         if bound is not None and (isinstance(bound, bool) or int(bound) < 1):
             raise InputError(f"check.{key} must be an int >= 1 or null (no bound); "
@@ -407,7 +407,7 @@ def evaluate_in_place(engine: Engine, dataset: ParquetRun, spec: RankerSpec,
 
 def _sample_options(check: Mapping[str, Any], seed: Any) -> dict[str, Any]:
     """``check.max_queries`` and the study seed, as :func:`check_against_sklearn` takes them."""
-    return {"max_queries": check.get("max_queries", 5_000),
+    return {"max_queries": check.get("max_queries", 2_000),
             "max_tied_queries": check.get("max_tied_queries", 50), "seed": int(seed or 0)}
 
 
