@@ -45,6 +45,17 @@ def _defaults_line() -> str:
 DEFAULTS_LINE = _defaults_line()
 
 
+def python_command() -> str:
+    """How to call this interpreter in a printed command: ``.venv/bin/python`` when it is
+    the project's own environment (as ``make run`` uses it), else ``python``."""
+    import sys
+
+    from harness.paths import PROJECT_ROOT
+
+    venv = PROJECT_ROOT / ".venv"
+    return ".venv/bin/python" if Path(sys.prefix).resolve() == venv.resolve() else "python"
+
+
 def interval(row: pd.Series) -> str:
     """``0.8123 [0.801, 0.824]`` from a summary row."""
     if row["ci_low"] != row["ci_low"]:  # NaN: no interval
@@ -119,10 +130,10 @@ def closing_summary(*, study: str, seconds: float, summaries: Mapping[str, pd.Da
     first = run_ids.get(f"ranker:{names[0]}") if names else None
     out += ["", "Next:"]
     if job and len(names) > 1:
-        out.append(f"  python -m harness.compare {job} "
+        out.append(f"  {python_command()} -m harness.compare {job} "
                    f"--baseline {'random' if 'random' in names else names[0]}{uri}")
     if first:
-        out.append(f"  python -m harness.reproduce {first}{uri}")
+        out.append(f"  {python_command()} -m harness.reproduce {first}{uri}")
     ui = ("make ui" if default else
           f"mlflow ui --backend-store-uri {shlex.quote(tracking_uri)}")
     out.append(f"  {ui}    # then open http://127.0.0.1:5000")
