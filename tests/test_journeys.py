@@ -190,3 +190,17 @@ def test_jobs_started_in_the_same_second_get_their_own_folders(tmp_path: Path) -
             shutil.rmtree(folder, ignore_errors=True)
             if folder.parent.is_dir() and not any(folder.parent.iterdir()):
                 folder.parent.rmdir()
+
+
+def test_parallel_sweep_jobs_say_which_job_wrote_each_line(tmp_path: Path) -> None:
+    args = ["-m", "ranker=oracle", "metric=ndcg10", "metric.k=5,10", "dataset.n_queries=20",
+            "tracking=off", "tracking.figures=off", "hydra/launcher=joblib",
+            "hydra.launcher.n_jobs=2", f"cache_dir={tmp_path}/cache",
+            f"hydra.sweep.dir={tmp_path}/sweep"]
+    proc = subprocess.run([sys.executable, "-m", "harness", *args], cwd=PROJECT, env=_env(),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = proc.stdout + proc.stderr
+    for num, k in ((0, 5), (1, 10)):
+        assert re.search(rf"#{num} : .*metric\.k={k}\b", text)  # Hydra maps the numbers
+        assert re.search(rf"\[job {num}\] \[1/1\] ranker oracle", text), text[-3000:]

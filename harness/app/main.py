@@ -36,6 +36,12 @@ def _main(cfg: DictConfig) -> None:
         parent = path.read_text().strip() if path.is_file() else os.environ.get(PARENT_ENV)
         label = f"{hc.job.num}:{hc.job.override_dirname}" if hc.job.override_dirname \
             else str(hc.job.num)
+    # parallel jobs share one console: each line says which job wrote it (Hydra's
+    # "Launching jobs" lines map the numbers to the overrides); removed when the job ends,
+    # since the basic launcher runs every job in this process
+    prefix = _JobPrefix(f"[job {hc.job.num}] ") if hc.mode == RunMode.MULTIRUN else None
+    if prefix is not None:
+        log.addFilter(prefix)
     # the job's overrides less where its outputs go (hydra.job.config.override_dirname)
     hidden = set(hc.job.config.override_dirname.exclude_keys)
     title = " ".join(o for o in hc.overrides.task if o.split("=", 1)[0].lstrip("+~")
@@ -52,6 +58,21 @@ def _main(cfg: DictConfig) -> None:
             sys.exit(code)
         # let the other jobs of the sweep run; the sweep callback exits non-zero at the end
         failed_job_file(hc.sweep.dir, hc.job.num).write_text(f"{code}\n{exc}\n")
+    finally:
+        if prefix is not None:
+            log.removeFilter(prefix)
+
+
+class _JobPrefix(logging.Filter):
+    """Prefixes every record of the ``harness`` logger with the sweep job it comes from."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = f"{self.prefix}{record.msg}"
+        return True
 
 
 def main() -> None:
