@@ -203,6 +203,11 @@ def test_server_down_then_sync(server: MlflowServer, tmp_path: Path, shared_data
     assert {r.key for r in plan.runs} == {"job", "ranker:oracle"}
     assert all(r.run_id is None and not r.done for r in plan.runs)
 
+    # while the server is still down, sync keeps the plan and says the store is unreachable
+    proc, _ = run_module("harness.sync", ["--pending-dir", str(tmp_path / "pending")],
+                         shared_data)
+    assert proc.returncode == 3, _explain(proc)
+    assert len(list((tmp_path / "pending").glob("*.json"))) == 1
     srv.start()
     proc, _ = run_module("harness.sync", ["--pending-dir", str(tmp_path / "pending")],
                          shared_data)
