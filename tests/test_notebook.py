@@ -56,3 +56,34 @@ def test_notebook_executes_against_a_sweep(small_sweep: SmallSweep,  # noqa: F81
     assert len(images) == 4 + 1 + 1  # distributions, one paired difference, tau heatmap
     markdown = "".join(o.get("data", {}).get("text/markdown", "") for o in outputs)
     assert small_sweep.parent_run_id in markdown and "wins under every variant" in markdown
+
+
+def test_nbconvert_renders_the_notebook_by_default_after_a_study(tmp_path: Path) -> None:
+    """A new user's path: a study, then a newer one-ranker job, then
+    ``jupyter nbconvert --execute`` with no run id: the notebook picks the newest parent a
+    comparison can use and renders to HTML."""
+    import os
+
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "HARNESS_"))}
+    common = [f"tracking.uri={store}", f"tracking.artifact_root={tmp_path}/art",
+              f"tracking.pending_dir={tmp_path}/pending", f"cache_dir={tmp_path}/cache",
+              "tracking.figures=off", "dataset.n_queries=30", "metric=ndcg10"]
+    for i, extra in enumerate([[], ["ranker=oracle"]]):
+        proc = subprocess.run([sys.executable, "-m", "harness", *extra, *common,
+                               f"hydra.run.dir={tmp_path}/out{i}"], cwd=PROJECT_ROOT,
+                              env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    prefix = tmp_path / "jupyter"
+    subprocess.run([sys.executable, "-m", "ipykernel", "install", "--prefix", str(prefix),
+                    "--name", KERNEL], check=True, capture_output=True, timeout=120)
+    env |= {"JUPYTER_PATH": str(prefix / "share" / "jupyter"), "HARNESS_TRACKING_URI": store,
+            "HARNESS_RESAMPLES": "200"}
+    out = tmp_path / "rendered"
+    proc = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "html",
+                           "--execute", f"--ExecutePreprocessor.kernel_name={KERNEL}",
+                           "--output-dir", str(out), str(NOTEBOOK)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    html = (out / "compare_rankers.html").read_text()
+    assert "W/T/L" in html and "top_grades" in html and "Traceback" not in html
