@@ -26,7 +26,7 @@ ui: $(STAMP)
 	$(VENV)/bin/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/runs/mlflow.db --port 5000
 
 lock:
-	$(PY) -m pip freeze --exclude-editable > requirements.lock
+	( echo "# Exact versions the project is tested with (pip constraints). Regenerate: make lock"; $(PY) -m pip freeze --exclude-editable ) > requirements.lock
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
