@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import os
 import re
 import time
 from collections.abc import Mapping
@@ -48,6 +49,9 @@ log = logging.getLogger("harness")
 _GRID_AXES = ("name", "gain", "discount", "k", "ties", "ideal")
 _NAME_OK = re.compile(r"^[A-Za-z0-9_.-]+$")
 DATASET_PATH_OPTIONS = PATH_OPTIONS  # dataset options that name files
+#: A file in a job's output folder from its start until every result is written: a folder
+#: that still holds it after the job ended belongs to a job that was killed or failed.
+INCOMPLETE = "INCOMPLETE"
 
 
 class CheckFailed(HarnessError):
@@ -291,6 +295,12 @@ def _run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
 
     started = time.time()
     phases = Phases()
+    output_dir.mkdir(parents=True, exist_ok=True)
+    incomplete = output_dir / INCOMPLETE
+    incomplete.write_text(f"This job (pid {os.getpid()}, started "
+                          f"{time.strftime('%Y-%m-%d %H:%M:%S')}) has not finished writing its "
+                          "results. If it is no longer running, it stopped early: the files "
+                          "here are partial; run the job again.\n")
     with phases("setup"):  # the checks, then scipy and the rest of the output side
         metrics, specs, ds_options = validate(cfg)
         from harness.app.records import log_study, write_figures, write_outputs
@@ -360,6 +370,7 @@ def _run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
         figures = write_figures(c, metrics, results, output_dir)
     if figures is not None:
         written["figures"] = figures
+    incomplete.unlink(missing_ok=True)
     log.info("results written to %s", output_dir)
     run_ids: dict[str, str] = {}
     if c.get("tracking", {}).get("enabled", True):

@@ -1,10 +1,15 @@
 """A log plan: everything one job sends to MLflow, as data written to disk first.
 
 The plan is saved as JSON in the pending folder *before* anything is sent. Executing it
-creates the runs (recording each run id back into the file, so a replay never duplicates a
-run), logs params, metrics, tags, inputs and artifacts in batches, and deletes the file when
-everything arrived. If the tracking server is unreachable the file stays, and
+creates the runs (recording each run id back into the file), logs params, metrics, tags,
+inputs and artifacts in batches, and deletes the file when everything arrived. If the
+tracking server is unreachable, or the process is killed, the file stays, and
 ``python -m harness.sync`` replays it later.
+
+A replay is idempotent. Every run is created with a ``harness.plan_run`` tag (the plan's id
+and the record's key); a replay first looks for a run with that tag, so a run created just
+before a kill, whose id never reached the file, is continued rather than created again.
+Metrics carry the time the work ended, so sending them twice stores them once.
 """
 
 from __future__ import annotations
@@ -12,15 +17,17 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 __all__ = ["RunRecord", "LogPlan", "execute", "batches", "refused", "close_open_runs",
-           "PARAM_LIMIT"]
+           "missing_files", "PARAM_LIMIT", "PLAN_RUN_TAG"]
 
 PARAM_LIMIT = 6000  # MLflow truncates (or refuses) longer param values
+PLAN_RUN_TAG = "harness.plan_run"  # "<plan id>/<record key>": finds a run after a kill
 
 
 @dataclass
@@ -52,6 +59,8 @@ class LogPlan:
     artifact_root: str
     runs: list[RunRecord]
     created: float = field(default_factory=time.time)
+    plan_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    attempts: int = 0  # how many times sending began; a replay looks for runs made before
 
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -101,6 +110,9 @@ def execute(plan: LogPlan, marker: Path, *,
 
     client = open_client(plan.tracking_uri)
     exp_id = ensure_experiment(client, plan.experiment, plan.artifact_root)
+    replay = plan.attempts > 0
+    plan.attempts += 1
+    plan.save(marker)
     now = int(time.time() * 1000)
     for record in (progress or iter)(plan.runs):
         if record.done:
@@ -112,8 +124,10 @@ def execute(plan: LogPlan, marker: Path, *,
             plan.save(marker)
             continue
         parent_id = record.parent_run_id or (plan.run_id(record.parent) if record.parent else None)
+        if record.run_id is None and replay:  # created before a kill, id never saved?
+            record.run_id = _find_run(client, exp_id, f"{plan.plan_id}/{record.key}")
         if record.run_id is None:
-            tags = dict(record.tags)
+            tags = dict(record.tags) | {PLAN_RUN_TAG: f"{plan.plan_id}/{record.key}"}
             if parent_id:
                 tags["mlflow.parentRunId"] = parent_id
             run = _with_retries(lambda: client.create_run(
@@ -122,7 +136,8 @@ def execute(plan: LogPlan, marker: Path, *,
             plan.save(marker)
         run_id = record.run_id
         params = [Param(k, v) for k, v in record.params.items()]
-        metrics = [Metric(k, float(v), now, 0) for k, v in record.metrics.items()]
+        stamp = record.end_ms or now  # fixed per record: a metric sent twice is stored once
+        metrics = [Metric(k, float(v), stamp, 0) for k, v in record.metrics.items()]
         for p, m in batches(params, metrics):  # the tags went with create_run
             _with_retries(lambda p=p, m=m: client.log_batch(run_id, metrics=m, params=p))
         if record.dataset:
@@ -134,6 +149,24 @@ def execute(plan: LogPlan, marker: Path, *,
         plan.save(marker)
     marker.unlink(missing_ok=True)
     return {r.key: r.run_id or "" for r in plan.runs}
+
+
+def _find_run(client: Any, exp_id: str, plan_run: str) -> str | None:
+    """The id of the run a previous attempt created for this record, if any (the oldest
+    when several exist)."""
+    from mlflow.entities import ViewType
+
+    found = client.search_runs([exp_id], filter_string=f"tags.`{PLAN_RUN_TAG}` = '{plan_run}'",
+                               run_view_type=ViewType.ALL, max_results=10,
+                               order_by=["attributes.start_time ASC"])
+    return found[0].info.run_id if found else None
+
+
+def missing_files(plan: LogPlan) -> list[str]:
+    """Local files the plan still has to send that no longer exist (a deleted result
+    folder): such a plan can never complete."""
+    return [local for record in plan.runs if not record.done
+            for local, _ in record.artifacts if not Path(local).exists()]
 
 
 def refused(exc: BaseException) -> bool:
