@@ -43,6 +43,7 @@ from harness.compare.cli import main as cli_main
 from harness.compare.versions import split_overrides
 from harness.errors import HarnessError
 from harness.paths import PROJECT_ROOT
+from harness.compare.stats import permutation_pvalues
 
 # 2 jobs (noisy_oracle sigma) x 2 jobs (tie rule) = 4 jobs of 4 rankers each (no hgb): 5
 # ranker versions (noisy_oracle twice), 10 variants (4 nDCG x 2 tie rules + AP@10 + RR).
@@ -549,3 +550,21 @@ def test_the_latest_parent_skips_runs_of_one_ranker(tmp_path: Path) -> None:
     assert latest_parent_run(uri) == two
     with pytest.raises(TooFewRankers, match="3 or more rankers"):
         latest_parent_run(uri, min_rankers=3)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_permutation_pvalues_match_scipy_for_many_rows_and_exact_ties(seed: int) -> None:
+    """Many rows in one call equal scipy's call on each row; with differences on a grid of
+    0.1 (P@10, say), null means equal to the observed one in exact arithmetic count as
+    equal: the reference is scipy on the same data as integers, where every mean is exact."""
+    rng = np.random.default_rng(seed)
+    grid = rng.integers(-4, 5, size=(6, 90)).astype(np.float64)
+    grid[rng.random(grid.shape) < 0.3] = 0
+    grid[0] = np.repeat([1, -1, 3, -3, 2, -2], 15)  # mean 0 exactly
+    grid[1] = rng.normal(size=90) * 7  # continuous
+    got = permutation_pvalues(grid / 10, seed=seed, resamples=999)
+    for row, p in zip(grid, got):
+        exact = stats.permutation_test((row,), lambda x, axis: np.mean(x, axis=axis),
+                                       permutation_type="samples", vectorized=True,
+                                       n_resamples=999, rng=np.random.default_rng(seed))
+        assert p == pytest.approx(exact.pvalue, rel=1e-12)

@@ -17,6 +17,7 @@ from harness.compare import RankerVersion, Sweep, compare_table, load_sweep, sen
 from harness.paths import PROJECT_ROOT
 from harness.reporting import build_report
 from harness.reporting.report import ReportPaths, comparison_display, means_display, report_dir
+from harness.metrics import parse_metric
 from tests.test_compare import VERSIONS, SmallSweep, small_sweep  # noqa: F401 (fixture)
 
 
@@ -31,7 +32,7 @@ def built(small_sweep: SmallSweep, tmp_path_factory: pytest.TempPathFactory  # n
 
 
 def test_html_is_self_contained(built: tuple[Sweep, pd.DataFrame, ReportPaths]) -> None:
-    _, _, paths = built
+    _, comparison, paths = built
     text = paths.html.read_text()
     # no resource from the network or another file: every src/href is inline or a fragment
     refs = re.findall(r"""(?:src|href)\s*=\s*["']?([^"'\s>]*)""", text, flags=re.I)
@@ -41,7 +42,11 @@ def test_html_is_self_contained(built: tuple[Sweep, pd.DataFrame, ReportPaths]) 
     assert "<link" not in text and "<script" not in text
     images = re.findall(r'<img alt="[^"]*" src="data:image/png;base64,([A-Za-z0-9+/=]+)"',
                         text)
-    assert len(images) == 10 + 10 + 1  # distributions per variant, pairs, tau heatmap
+    # distributions as in a job (overview, one small-multiples figure per family of several
+    # variants), one paired-difference figure per pair, the tau heatmap
+    names = [parse_metric(c).name for c in comparison["variant"].unique()]
+    families = sum(names.count(n) > 1 for n in set(names))
+    assert len(images) == 1 + families + 10 + 1
     assert all(base64.b64decode(i)[:8] == b"\x89PNG\r\n\x1a\n" for i in images)
 
 
@@ -81,12 +86,36 @@ def test_markdown_and_latex_tables(built: tuple[Sweep, pd.DataFrame, ReportPaths
         assert label in md
     assert "| W/T/L |" in md and re.search(r"\| \* \|$", md, flags=re.M)
     assert "![Kendall tau heatmap](figures/kendall_tau.png)" in md
+    assert "1.0000<sup>abce</sup>" in md and "^" not in md  # real superscripts only
     tex = paths.latex.read_text()
-    assert tex.count(r"\begin{tabular}") == 5
+    assert tex.count(r"\begin{longtable}") == 5 and tex.count(r"\toprule") == 10
+    assert tex.count(r"\bottomrule") == 5 and r"\usepackage{booktabs,longtable" in tex
     for label in ("oracle", "random", r"feature\_f0", r"noisy\_oracle [sigma=0.5]"):
         assert label in tex
     assert r"1.0000$^{\mathrm{abce}}$" in tex
     assert all(p.is_file() and p.suffix == ".png" for p in paths.figures)
+
+
+@pytest.mark.parametrize("columns, rows", [(3, 5), (12, 120), (16, 30), (30, 4)])
+def test_latex_tables_fit_the_page(columns: int, rows: int) -> None:
+    """Each table takes the first layout whose estimated width fits: portrait, smaller type,
+    landscape; long tables break across pages (longtable) with booktabs rules."""
+    from harness.reporting.latex import LANDSCAPE, PORTRAIT, estimated_width, latex_table
+
+    frame = pd.DataFrame({f"col {j}": [f"{0.5 + i / 1000:.4f}" for i in range(rows)]
+                          for j in range(columns)})
+    frame.insert(0, "variant", [f"nDCG@10(discount=ln,gain=linear,ties=input,empty=one,k={i})"
+                             for i in range(rows)])
+    tex = latex_table(frame, "t")
+    size = re.search(r"\\(footnotesize|scriptsize)", tex).group(1)
+    limit = LANDSCAPE if r"\begin{landscape}" in tex else PORTRAIT
+    fits = estimated_width(frame, size) <= limit
+    assert fits or (limit == LANDSCAPE and size == "scriptsize")  # the last resort
+    if estimated_width(frame, "footnotesize") <= PORTRAIT:
+        assert size == "footnotesize" and limit == PORTRAIT
+    assert tex.count(r"\\") - 2 * 1 - 1 == rows  # rows, twice the header, the caption
+    assert r"\endhead" in tex and r"p{1.9in}" in tex  # header repeats; variant wraps
+    assert r"gain=linear,\allowbreak{}ties" in tex
 
 
 def fake_sweep(per_query: dict[str, pd.DataFrame]) -> Sweep:

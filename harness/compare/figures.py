@@ -82,11 +82,13 @@ def paired_difference_figure(per_query: Mapping[str, pd.DataFrame], comparison: 
         labels = [f"{v}  ({w}/{t}/{lo})" for v, w, t, lo in
                   zip(rows["variant"], rows["wins"], rows["ties"], rows["losses"])]
         ax.set_yticks(positions, labels, fontsize=8)
-        ax.legend(fontsize=7, loc="lower right")
+        # above the plot, right of the title: it never hides a row
+        ax.legend(fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=2,
+                  frameon=False, borderaxespad=0.2)
     ax.axvline(0, color="0.2", linewidth=0.8)
     ax.set_xlabel(f"per-query difference: {ranker_a} - {ranker_b}  (mean with 95% bootstrap "
                   "interval; W/T/L)", fontsize=8)
-    ax.set_title(f"{ranker_a} vs {ranker_b}", fontsize=10)
+    ax.set_title(f"{ranker_a} vs {ranker_b}", fontsize=10, loc="left")
     fig.tight_layout()
     return fig
 

@@ -214,14 +214,45 @@ def permutation_pvalues(d: np.ndarray, *, seed: int = 0, resamples: int = 10_000
     per-query differences): :func:`scipy.stats.permutation_test` with
     ``permutation_type="samples"`` on the differences flips their signs.
 
-    One call covers every row, so all rows see the same sign flips; a row's p-value equals
-    that of a call on the row alone with the same seed.
+    Every row sees the same sign flips; a row's p-value equals that of a call on the row
+    alone with the same seed. The flips are scipy's own, drawn once: scipy permutes a
+    vector of ones, and each batch of flipped ones (a matrix of signs) gives the null means
+    of every row at once as one matrix product, instead of a mean over a copy of the data
+    per row. The p-value is scipy's: counts of null means at or beyond the observed one on
+    either side, plus one, over resamples plus one, doubled; where scipy treats values within
+    100 ulp of the observed mean as equal, the tolerance here is also at least 16 ulp of the
+    row's largest difference, the rounding error of a mean of such values, so that a null
+    mean equal to the observed one in exact arithmetic always counts (scipy's answer can
+    then depend on the order of summation, by a few counts, for differences on a grid such
+    as those of P@10).
     """
-    batch = max(1, int(4_000_000 // max(1, d.size)))  # bound the memory of one batch
-    res = stats.permutation_test((d,), _mean_last_axis, permutation_type="samples",
-                                 vectorized=True, n_resamples=resamples, batch=batch,
-                                 axis=-1, rng=np.random.default_rng(seed))
-    return np.atleast_1d(np.asarray(res.pvalue, dtype=np.float64))
+    rows, n = d.shape
+    if n < 64 and 2 ** n <= resamples:  # scipy enumerates every flip: cheap, call it as is
+        res = stats.permutation_test((d,), _mean_last_axis, permutation_type="samples",
+                                     vectorized=True, n_resamples=resamples, axis=-1,
+                                     rng=np.random.default_rng(seed))
+        return np.atleast_1d(np.asarray(res.pvalue, dtype=np.float64))
+    observed = np.mean(d, axis=-1)
+    eps = np.finfo(np.float64).eps
+    gamma = np.maximum(np.abs(eps * 100 * observed), 16 * eps * np.abs(d).max(axis=-1))
+    at_most = np.zeros(rows, dtype=np.int64)
+    at_least = np.zeros(rows, dtype=np.int64)
+    dt = np.ascontiguousarray(d.T) / n
+
+    def count(signs: np.ndarray, axis: int) -> np.ndarray:
+        if signs.ndim == 1:  # the observed statistic of the ones: not needed
+            return np.zeros(())
+        null = signs @ dt  # (batch, rows): the mean of each row under each flip
+        at_most[:] += np.count_nonzero(null <= observed + gamma, axis=0)
+        at_least[:] += np.count_nonzero(null >= observed - gamma, axis=0)
+        return np.zeros(len(signs))
+
+    batch = max(1, min(resamples, int(4_000_000 // max(1, n))))  # memory of one batch
+    stats.permutation_test((np.ones(n),), count, permutation_type="samples", vectorized=True,
+                           n_resamples=resamples, batch=batch, axis=-1,
+                           rng=np.random.default_rng(seed))
+    p = np.minimum(at_most + 1, at_least + 1) / (resamples + 1) * 2
+    return np.clip(p, 0.0, 1.0)
 
 
 def _aligned_comparison(x: np.ndarray, y: np.ndarray, d: np.ndarray, n_dropped: int,
@@ -305,25 +336,26 @@ def per_query_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _compare_pair(frames: Mapping[str, pd.DataFrame], ra: str, rb: str,
-                  variants: Sequence[str], *, seed: int, resamples: int,
-                  confidence: float, max_queries: int | None = None
-                  ) -> dict[tuple[str, str, str], dict[str, Any]]:
-    """Every variant of one ranker pair; the permutation test and the bootstrap run once per
-    group of variants aligned on the same queries (their normal approximations above
-    ``max_queries`` queries)."""
+def _compare_pairs(frames: Mapping[str, pd.DataFrame],
+                   pairs: Mapping[tuple[str, str], Sequence[str]], *, seed: int,
+                   resamples: int, confidence: float, max_queries: int | None = None
+                   ) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """Every variant of every ranker pair. The permutation test and the bootstrap run once
+    per set of aligned queries, over the rows of every pair and variant aligned on it (their
+    normal approximations above ``max_queries`` queries), so the resamples are drawn once."""
     aligned, groups = {}, {}
-    for variant in variants:
-        kept, x, y, n_dropped, dropped = _align(frames[ra][variant], frames[rb][variant])
-        if not len(x):
-            raise NoOverlap(f"{ra} vs {rb} under {variant}: no query has a value for both "
-                            f"({dropped or 'both are empty'}); compare rankers evaluated on "
-                            "the same queries")
-        aligned[variant] = (x, y, _differences(x, y), n_dropped, dropped)
-        groups.setdefault(tuple(kept), []).append(variant)
+    for (ra, rb), variants in pairs.items():
+        for variant in variants:
+            kept, x, y, n_dropped, dropped = _align(frames[ra][variant], frames[rb][variant])
+            if not len(x):
+                raise NoOverlap(f"{ra} vs {rb} under {variant}: no query has a value for "
+                                f"both ({dropped or 'both are empty'}); compare rankers "
+                                "evaluated on the same queries")
+            aligned[(variant, ra, rb)] = (x, y, _differences(x, y), n_dropped, dropped)
+            groups.setdefault(tuple(kept), []).append((variant, ra, rb))
     out = {}
     for members in groups.values():
-        d = np.vstack([aligned[v][2] for v in members])
+        d = np.vstack([aligned[m][2] for m in members])
         if max_queries is not None and d.shape[1] > max_queries:
             pvalues = normal_pvalues(d)
             note = (f"{d.shape[1]:,} queries > max_queries {max_queries:,}: normal "
@@ -333,8 +365,8 @@ def _compare_pair(frames: Mapping[str, pd.DataFrame], ra: str, rb: str,
             pvalues = permutation_pvalues(d, seed=seed, resamples=resamples)
             intervals = zip(*bootstrap_intervals(d, seed=seed, resamples=resamples,
                                                  confidence=confidence))
-        for v, p, interval in zip(members, pvalues, intervals):
-            out[(v, ra, rb)] = _aligned_comparison(*aligned[v], p, interval)
+        for m, p, interval in zip(members, pvalues, intervals):
+            out[m] = _aligned_comparison(*aligned[m], p, interval)
     return out
 
 
@@ -417,11 +449,8 @@ def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str]
             pairs.setdefault(pair, []).append(variant)
     if not pairs:
         raise TooFewRankers("no variant was computed for two rankers: " + "; ".join(notes))
-    results = {}
-    for (ra, rb), pair_variants in pairs.items():
-        results.update(_compare_pair(frames, ra, rb, pair_variants, seed=seed,
-                                     resamples=int(resamples), confidence=confidence,
-                                     max_queries=max_queries))
+    results = _compare_pairs(frames, pairs, seed=seed, resamples=int(resamples),
+                             confidence=confidence, max_queries=max_queries)
     rows = [{"variant": v, "ranker_a": ra, "ranker_b": rb} | results[(v, ra, rb)]
             for v in variants for (ra, rb), vs in pairs.items() if v in vs]
     table = pd.DataFrame(rows)

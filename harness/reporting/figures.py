@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import InputError
+from harness.reporting.colors import ranker_colors
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -41,8 +42,7 @@ PANEL_POINTS = 256
 DPI = 72
 _PANEL, _GAP = (2.3, 1.5), (0.25, 0.45)  # inches per small-multiples panel, between panels
 _MARGIN = {"left": 0.55, "right": 0.15, "top": 0.75, "bottom": 0.3}  # inches
-_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-           "#7f7f7f", "#bcbd22", "#17becf")
+_YPAD = 0.04  # share of a panel's height kept free below 0 and above 1
 
 
 def figure_mode(value: Any) -> str:
@@ -143,14 +143,15 @@ def _small_multiples(per_query: Mapping[str, pd.DataFrame], variants: Sequence[s
     def put(x: float, y: float, text: str, **options: Any) -> None:  # at (x, y) inches
         fig.text(x, y, text, transform=fig.dpi_scale_trans, **options)  # no clip path
 
-    colors = list(zip(per_query, _cycle()))
+    colors = list(ranker_colors(per_query).items())
     lines: dict[str, list[np.ndarray]] = {r: [] for r in per_query}
     frames, marks, mark_colors = [], [], []
     for n, variant in enumerate(variants):
         r, c = divmod(n, cols)
         x0 = _MARGIN["left"] + c * (pw + gx)
         y0 = _MARGIN["bottom"] + (rows - 1 - r) * (ph + gy)
-        data = [(name, color, _finite(per_query[name][variant])) for name, color in colors]
+        data = [(name, color, _finite(per_query[name][variant])) for name, color in colors
+                if variant in per_query[name]]  # a compare may hold a variant for a few
         lo = min([0.0, *(float(d.min()) for _, _, d in data if len(d))])
         hi = max([1.0, *(float(d.max()) for _, _, d in data if len(d))])
 
@@ -158,11 +159,14 @@ def _small_multiples(per_query: Mapping[str, pd.DataFrame], variants: Sequence[s
             pad = 0.03 * pw  # so a step at the range's ends stays off the frame
             return x0 + pad + (v - lo) / (hi - lo) * (pw - 2 * pad)
 
+        def up(share: Any, y0: float = y0) -> Any:  # the ECDF's 0 and 1 stay off the frame
+            return y0 + _YPAD * ph + share * (1 - 2 * _YPAD) * ph
+
         for name, color, values in data:
             if len(values):
                 x, y = ecdf_steps(values, PANEL_POINTS)
-                lines[name].append(np.c_[at(x), y0 + y * ph])
-                marks.append((at(values.mean()), y0 + 0.04 * ph))
+                lines[name].append(np.c_[at(x), up(y)])
+                marks.append((at(values.mean()), y0 + 0.5 * _YPAD * ph))
                 mark_colors.append(color)
         frames.append(np.array([[x0, y0], [x0 + pw, y0], [x0 + pw, y0 + ph], [x0, y0 + ph],
                                 [x0, y0]]))
@@ -171,7 +175,7 @@ def _small_multiples(per_query: Mapping[str, pd.DataFrame], variants: Sequence[s
             put(at(value), y0 - 0.03, f"{value:g}", fontsize=6, ha="center", va="top")
         if c == 0:
             for value in (0, 0.5, 1):
-                put(x0 - 0.04, y0 + value * ph, f"{value:g}", fontsize=6, ha="right",
+                put(x0 - 0.04, up(value), f"{value:g}", fontsize=6, ha="right",
                     va="center")
     for name, color in colors:
         if lines[name]:
@@ -183,7 +187,7 @@ def _small_multiples(per_query: Mapping[str, pd.DataFrame], variants: Sequence[s
         ax.scatter(*np.array(marks).T, c=mark_colors, marker="^", s=14, zorder=3)
     fig.text(0.12 / width, 0.5, "share of queries <= x", rotation=90, fontsize=7,
              va="center", ha="left")
-    fig.legend(handles=_handles(per_query), loc="upper center", ncol=min(len(per_query), 6),
+    fig.legend(handles=_handles(dict(colors)), loc="upper center", ncol=min(len(per_query), 6),
                fontsize=7, frameon=False, bbox_to_anchor=(0.5, 1 - 0.28 / height))
     fig.suptitle(title, fontsize=8, y=1 - 0.05 / height, va="top")
     return _save(fig, path)
@@ -209,37 +213,39 @@ def ecdf_figure(values: Mapping[str, pd.Series], title: str, path: Path) -> Path
     values of one metric variant."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(9, 3.4), dpi=DPI)
-    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.15, top=0.82, wspace=0.2)
+    fig = Figure(figsize=(9, 3.6), dpi=DPI)
+    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.15, top=0.74, wspace=0.2)
     ax_ecdf, ax_hist = fig.subplots(1, 2)
     finite = [_finite(v) for v in values.values()]
     upper = max((float(f.max()) for f in finite if len(f)), default=1.0)
     bins = np.linspace(0, max(upper, 1.0), 21)
-    for name, data, color in zip(values, finite, _cycle()):
+    colors = ranker_colors(values)
+    handles = []
+    for name, data in zip(values, finite):
         if not len(data):
             continue
-        ax_ecdf.step(*ecdf_steps(data), where="post", color=color, lw=1.2,
-                     label=f"{name} (mean {data.mean():.4f})")
-        ax_hist.hist(data, bins=bins, histtype="step", color=color, label=name)
-    ax_ecdf.set(xlabel=title, ylabel="share of queries <= x", title="ECDF", ylim=(0, 1.02))
+        (line,) = ax_ecdf.step(*ecdf_steps(data), where="post", color=colors[name], lw=1.2,
+                               label=f"{name} (mean {data.mean():.4f})")
+        handles.append(line)
+        ax_hist.hist(data, bins=bins, histtype="step", color=colors[name], label=name)
+    ax_ecdf.set(xlabel=title, ylabel="share of queries <= x", title="ECDF", ylim=(-0.02, 1.04))
     ax_hist.set(xlabel=title, ylabel="queries", title="histogram")
-    ax_ecdf.legend(fontsize=7, loc="upper left")
-    fig.suptitle(title, fontsize=10)
+    for ax in (ax_ecdf, ax_hist):  # a step at the range's end stays inside the frame
+        ax.margins(x=0.03)
+    # the legend above the panels, where it cannot hide a curve
+    fig.legend(handles=handles, loc="upper center", ncol=min(len(handles), 4), fontsize=7,
+               frameon=False, bbox_to_anchor=(0.5, 0.92))
+    fig.suptitle(title, fontsize=10, y=0.99)
     return _save(fig, path)
 
 
 # -- helpers ---------------------------------------------------------------------------
 
 
-def _handles(per_query: Mapping[str, pd.DataFrame]) -> list[Any]:
+def _handles(colors: Mapping[str, str]) -> list[Any]:
     from matplotlib.lines import Line2D
 
-    return [Line2D([], [], color=c, lw=1.5, label=r) for r, c in zip(per_query, _cycle())]
-
-
-def _cycle() -> Iterable[str]:
-    while True:
-        yield from _COLORS
+    return [Line2D([], [], color=c, lw=1.5, label=r) for r, c in colors.items()]
 
 
 def _finite(values: pd.Series) -> np.ndarray:

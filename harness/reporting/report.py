@@ -115,39 +115,22 @@ def means_display(means: pd.DataFrame, comparison: pd.DataFrame) -> tuple[pd.Dat
     return table, letters
 
 
-def _markdown(df: pd.DataFrame, index: bool = False) -> str:
-    """A GitHub-flavoured Markdown table (``|`` in cells escaped)."""
+def _markdown(df: pd.DataFrame, index: bool = False, marks: bool = False) -> str:
+    """A GitHub-flavoured Markdown table (``|`` in cells escaped); ``marks``: a cell
+    ``0.91^ac`` shows its letters as a real superscript (``<sup>ac</sup>``)."""
     if index:
         df = df.reset_index()
     def cell(v: Any) -> str:
-        return str(v).replace("|", "\\|").replace("\n", " ")
+        text = str(v).replace("|", "\\|").replace("\n", " ")
+        if marks and "^" in text:
+            number, _, sup = text.partition("^")
+            text = f"{number}<sup>{html.escape(sup)}</sup>"
+        return text
     lines = ["| " + " | ".join(cell(c) for c in df.columns) + " |",
              "|" + "---|" * len(df.columns)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |"
               for row in df.itertuples(index=False)]
     return "\n".join(lines)
-
-
-_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-        "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
-        "^": r"\textasciicircum{}"}
-
-
-def _tex(text: Any) -> str:
-    return re.sub(r"[\\&%$#_{}~^]", lambda m: _TEX[m.group()], str(text))
-
-
-def _latex(df: pd.DataFrame, caption: str, marks: bool = False) -> str:
-    def cell(v: Any) -> str:
-        text = str(v)
-        if marks and "^" in text:
-            number, _, sup = text.partition("^")
-            return f"{number}$^{{\\mathrm{{{sup}}}}}$"
-        return _tex(text)
-    body = df.map(cell)
-    body.columns = [_tex(c) for c in df.columns]
-    return body.to_latex(index=False, escape=False, caption=_tex(caption),
-                         column_format="l" * len(df.columns)) + "\n"
 
 
 def report_dir(sweep: Sweep, root: str | Path = "runs/reports") -> Path:
@@ -169,20 +152,20 @@ def _safe(text: str) -> str:
 
 def _figures(sweep: Sweep, comparison: pd.DataFrame, sens: Sensitivity,
              fig_dir: Path) -> dict[str, list[tuple[str, Path]]]:
-    from harness.compare.figures import (
-        distribution_figure,
-        paired_difference_figure,
-        png_bytes,
-        tau_heatmap,
-    )
+    """The distributions as in a job (an overview of the headline variants, one panel per
+    variant of each metric family), a paired-difference figure per pair, the tau heatmap."""
+    from harness.compare.figures import paired_difference_figure, png_bytes, tau_heatmap
+    from harness.metrics import parse_metric
+    from harness.reporting.figures import study_figures
 
     fig_dir.mkdir(parents=True, exist_ok=True)
     out: dict[str, list[tuple[str, Path]]] = {"distributions": [], "differences": [],
                                               "tau": []}
-    for i, variant in enumerate(sens.means.index):
-        path = fig_dir / f"distribution_{i:02d}_{_safe(variant)}.png"
-        out["distributions"].append((variant, distribution_figure(sweep.per_query, variant,
-                                                                  path)))
+    metrics = [parse_metric(v) for v in sens.means.index]
+    for path in study_figures(sweep.per_query, metrics, fig_dir, mode="headline"):
+        name = path.stem.removeprefix("family-")
+        out["distributions"].append(("headline variants" if name == "overview" else
+                                     f"every {name} variant", path))
     pairs = comparison[["ranker_a", "ranker_b"]].drop_duplicates().itertuples(index=False)
     for i, (a, b) in enumerate(pairs):
         path = fig_dir / f"difference_{i:02d}_{_safe(a)}_vs_{_safe(b)}.png"
@@ -332,7 +315,7 @@ def _markdown_report(parts: _Parts) -> str:
         elif key == "tau" and len(frame) > _MAX_TAU_TABLE:
             md += [f"{len(frame)} x {len(frame)}: see kendall_tau.csv", ""]
         else:
-            md += [_markdown(frame, index), ""]
+            md += [_markdown(frame, index, marks=key == "means"), ""]
         if key == "tau":
             md += ["![Kendall tau heatmap](figures/kendall_tau.png)", ""]
     md += ["## Notes", "", *[f"- {n}" for n in parts.notes], "", "## Figures", ""]
@@ -346,13 +329,21 @@ def _markdown_report(parts: _Parts) -> str:
 
 
 def _latex_report(parts: _Parts) -> str:
-    tex = [f"% {parts.title}: tables (\\usepackage{{booktabs}}); made by harness.compare\n"]
+    from harness.reporting.latex import latex_document_tables
+
+    tables = []
     for key in ("means", "comparison", "winners", "power", "ties"):
         caption, frame, index = parts.tables[key]
-        if not frame.empty:
-            tex.append(_latex(frame.reset_index() if index else frame, caption,
-                              marks=key == "means"))
-    return "\n".join(tex)
+        if frame.empty:
+            continue
+        frame = frame.reset_index() if index else frame
+        if key == "comparison":  # the deciding test's corrected p-value is enough on paper
+            drop = ["p t", "p Wilcoxon", "p perm"]
+            if not frame["dropped"].astype(float).any():
+                drop.append("dropped")
+            frame = frame.drop(columns=drop)
+        tables.append((caption, frame, key == "means"))
+    return latex_document_tables(parts.title, tables)
 
 
 def _html_marked(frame: pd.DataFrame) -> str:
@@ -381,7 +372,7 @@ def _html_report(parts: _Parts) -> str:
         if key == "tau":
             body += [_img(p, n) for n, p in parts.figures["tau"]]
     body += ["<h2>Notes</h2><ul>", *[f"<li>{html.escape(n)}</li>" for n in parts.notes],
-             "</ul>", "<h2>Per-query distributions per variant</h2>"]
+             "</ul>", "<h2>Per-query distributions</h2>"]
     body += [_img(p, n) for n, p in parts.figures["distributions"]]
     body.append("<h2>Paired differences per comparison</h2>")
     body += [_img(p, n) for n, p in parts.figures["differences"]]
