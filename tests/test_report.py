@@ -84,7 +84,7 @@ def test_markdown_and_latex_tables(built: tuple[Sweep, pd.DataFrame, ReportPaths
     md = paths.markdown.read_text()
     for label in VERSIONS:
         assert label in md
-    assert "| W/T/L |" in md and re.search(r"\| \* \|$", md, flags=re.M)
+    assert "| W/T/L | p adj (ttest, holm) | sig |" in md and re.search(r"\| \* \| ", md)
     assert "![Kendall tau heatmap](figures/kendall_tau.png)" in md
     assert "1.0000<sup>abce</sup>" in md and "^" not in md  # real superscripts only
     tex = paths.latex.read_text()

@@ -34,7 +34,9 @@ table{border-collapse:collapse;font-size:12px;margin:.6em 0}th,td{border:1px sol
 padding:2px 6px;text-align:right;white-space:nowrap}th{background:#f3f3f3}
 td:first-child{text-align:left}
 .note{color:#555;font-size:13px}img{max-width:100%;border:1px solid #eee;margin:.3em 0}
-pre{background:#f7f7f7;padding:.6em;font-size:11px;overflow-x:auto}"""
+pre{background:#f7f7f7;padding:.6em;font-size:11px;overflow-x:auto}
+.wide{overflow-x:auto;max-width:100%}.wide td:first-child,.wide th:first-child{position:sticky;
+left:0;background:#fff}.wide th:first-child{background:#f3f3f3}"""
 
 #: Above this many variants the Kendall tau matrix is shown as a heatmap only (and CSV).
 _MAX_TAU_TABLE = 12
@@ -87,10 +89,10 @@ def comparison_display(comparison: pd.DataFrame) -> pd.DataFrame:
         "95% CI": [f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in zip(c["ci_low"], c["ci_high"])],
         "d_z": c["d_z"].map("{:.2f}".format),
         "W/T/L": [f"{w}/{t}/{lo}" for w, t, lo in zip(c["wins"], c["ties"], c["losses"])],
+        f"p adj ({test}, {correction})": c[f"p_{test}_adj"].map(_p),  # the deciding one first
+        "sig": np.where(c["significant"], "*", ""),
         "p t": c["p_ttest"].map(_p), "p Wilcoxon": c["p_wilcoxon"].map(_p),
         "p perm": [_p_perm(v, attrs.get("resamples")) for v in c["p_permutation"]],
-        f"p adj ({test}, {correction})": c[f"p_{test}_adj"].map(_p),
-        "sig": np.where(c["significant"], "*", ""),
     })
 
 
@@ -365,10 +367,11 @@ def _html_report(parts: _Parts) -> str:
         body.append(f"<h2>{html.escape(caption)}</h2>")
         if key == "ties" and frame.empty:
             body.append(f'<p class="note">{html.escape(_ties_note(parts))}</p>')
-        elif key == "means":
-            body.append(_html_marked(frame))
+        elif key == "means":  # wide tables scroll in their own box, first column fixed
+            body.append(f'<div class="wide">{_html_marked(frame)}</div>')
         elif key != "tau" or len(frame) <= _MAX_TAU_TABLE:
-            body.append(frame.to_html(index=index, border=0, na_rep=""))
+            body.append(f'<div class="wide">{frame.to_html(index=index, border=0, na_rep="")}'
+                        "</div>")
         if key == "tau":
             body += [_img(p, n) for n, p in parts.figures["tau"]]
     body += ["<h2>Notes</h2><ul>", *[f"<li>{html.escape(n)}</li>" for n in parts.notes],
