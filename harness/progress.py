@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["progress", "Phases", "bars_on", "quiet_logs_while_bars"]
+__all__ = ["progress", "Phases", "Steps", "bars_on", "quiet_logs_while_bars"]
 
 T = TypeVar("T")
 
@@ -36,6 +36,38 @@ def progress(iterable: Iterable[T], *, desc: str, total: int | None = None,
 
     return tqdm(iterable, desc=desc, total=total, unit=unit, disable=None, leave=False,
                 file=sys.stderr, dynamic_ncols=True)
+
+
+class Steps:
+    """One bar over a command's named steps, on stderr when it is a terminal: the bar shows
+    the running step's name, so a long step is never silent.
+
+    >>> steps = Steps(["load", "compare"], desc="compare")
+    >>> with steps("load"):
+    ...     pass
+    >>> steps.close()
+    """
+
+    def __init__(self, names: list[str], *, desc: str) -> None:
+        self.bar, self.desc = None, desc
+        if bars_on():
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=len(names), desc=desc, unit="step", leave=False,
+                            file=sys.stderr, dynamic_ncols=True,
+                            bar_format="{desc} [{n}/{total}, {elapsed}]")
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        if self.bar is not None:
+            self.bar.set_description_str(f"{self.desc}: {name}...")
+        yield
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 @contextlib.contextmanager

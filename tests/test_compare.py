@@ -568,3 +568,27 @@ def test_permutation_pvalues_match_scipy_for_many_rows_and_exact_ties(seed: int)
                                        permutation_type="samples", vectorized=True,
                                        n_resamples=999, rng=np.random.default_rng(seed))
         assert p == pytest.approx(exact.pvalue, rel=1e-12)
+
+
+class _Terminal(__import__("io").StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_cli_names_each_step_on_a_terminal_and_stays_quiet_in_a_pipe(
+        small_sweep: SmallSweep, tmp_path: Path) -> None:
+    import contextlib
+    import io
+
+    args = [small_sweep.parent_run_id, "--tracking-uri", small_sweep.uri, "--out-dir",
+            str(tmp_path), "--resamples", "200", "--no-log"]
+    for err in (_Terminal(), io.StringIO()):
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            assert cli_main(args) == 0
+        shown = err.getvalue()
+        steps = ("compare: load runs...", "compare: compare pairs (200 resamples)...",
+                 "compare: write report and figures...")
+        if isinstance(err, _Terminal):  # the silent phases now say what runs
+            assert all(s in shown for s in steps), shown
+        else:
+            assert shown == ""

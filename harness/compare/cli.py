@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from typing import Any
 
 from harness.errors import HarnessError
 
@@ -111,19 +112,31 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from harness.progress import Steps
+
+    steps = Steps(["load runs", "compare pairs", "write report", "log report"], desc="compare")
+    try:
+        return _steps(args, steps)
+    finally:
+        steps.close()
+
+
+def _steps(args: argparse.Namespace, steps: Any) -> int:
     import pandas as pd
 
     from harness.compare import compare_table, load_sweep, sensitivity
     from harness.reporting.report import build_report, comparison_display, log_report, report_dir
 
-    sweep = load_sweep(args.tracking_uri, parent_run_id=args.parent_run_id,
-                       experiment=args.experiment, filter_string=args.filter_string)
+    with steps("load runs"):
+        sweep = load_sweep(args.tracking_uri, parent_run_id=args.parent_run_id,
+                           experiment=args.experiment, filter_string=args.filter_string)
     baseline = sweep.resolve(args.baseline) if args.baseline else None
-    comparison = compare_table(sweep.per_query, args.variants, baseline,
-                               correction=args.correction, alpha=args.alpha, test=args.test,
-                               seed=args.seed, resamples=args.resamples, family=args.family,
-                               max_queries=args.max_queries or None)
-    sens = sensitivity(sweep.per_query, comparison, variants=args.variants)
+    with steps(f"compare pairs ({args.resamples} resamples)"):
+        comparison = compare_table(sweep.per_query, args.variants, baseline,
+                                   correction=args.correction, alpha=args.alpha,
+                                   test=args.test, seed=args.seed, resamples=args.resamples,
+                                   family=args.family, max_queries=args.max_queries or None)
+        sens = sensitivity(sweep.per_query, comparison, variants=args.variants)
     n_queries = max(len(f) for f in sweep.per_query.values())
     print(f"{sweep.experiment}: {len(sweep.versions)} ranker versions "
           f"({', '.join(sweep.versions)}), {len(sweep.variants)} variants, up to {n_queries} "
@@ -139,7 +152,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"- {note}")
     slug = selection_slug(args, p_defaults=parser().parse_args(["x"]))
     out = report_dir(sweep, args.out_dir) / (slug or "")
-    paths = build_report(sweep, comparison, sens, out)
+    with steps("write report and figures"):
+        paths = build_report(sweep, comparison, sens, out)
     print(f"report: {paths.html}\n        {paths.markdown}\n        {paths.latex}")
     if args.no_log:
         return 0
@@ -147,6 +161,7 @@ def _run(args: argparse.Namespace) -> int:
         print("report not logged to MLflow: the runs have no common parent run")
         return 0
     where = f"report/{slug}" if slug else "report"
-    log_report(paths, sweep.tracking_uri, sweep.parent_run_id, where)
+    with steps("log report to MLflow"):
+        log_report(paths, sweep.tracking_uri, sweep.parent_run_id, where)
     print(f"logged to run {sweep.parent_run_id} under {where}/")
     return 0
