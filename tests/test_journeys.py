@@ -63,6 +63,10 @@ def test_a_job_ends_with_its_ids_and_next_steps_and_mlflow_explains_itself(
         assert run.info.run_name == name
         files = {a.path for a in client.list_artifacts(run.info.run_id)}
         assert {"per_query.csv", f"{name}.parquet", "figures"} <= files
+        table = Path(client.download_artifacts(run.info.run_id, "per_query.csv",
+                                               str(tmp_path / name)))
+        header = table.read_text().splitlines()[0].split(",")
+        assert header[:3] == ["qid", "nDCG@10", "AP@10"]  # the preview opens on the values
         assert any(f.path.endswith(".png") for f in client.list_artifacts(run.info.run_id,
                                                                           "figures"))
     job_note = job.data.tags["mlflow.note.content"]

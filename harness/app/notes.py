@@ -134,7 +134,9 @@ def closing_summary(*, study: str, seconds: float, summaries: Mapping[str, pd.Da
                    f"--baseline {'random' if 'random' in names else names[0]}{uri}")
     if first:
         out.append(f"  {python_command()} -m harness.reproduce {first}{uri}")
+    mlflow = python_command().removesuffix("python") + "mlflow" if python_command() != \
+        "python" else "mlflow"
     ui = ("make ui" if default else
-          f"mlflow ui --backend-store-uri {shlex.quote(tracking_uri)}")
+          f"{mlflow} ui --backend-store-uri {shlex.quote(tracking_uri)}")
     out.append(f"  {ui}    # then open http://127.0.0.1:5000")
     return "\n".join(out)

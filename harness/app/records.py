@@ -274,10 +274,15 @@ VIEWABLE_ROWS = 5_000
 def _viewable_table(per_query: pd.DataFrame, folder: Path) -> Path:
     """``folder/per_query.csv``: the per-query values as MLflow's UI previews them (the
     first :data:`VIEWABLE_ROWS` queries, values rounded to 6 decimals; the parquet is the
-    exact record)."""
+    exact record). The metric columns come first, the counts (documents, judged, relevant)
+    last, so the preview opens on the values."""
+    from harness.metrics.evaluate import metric_columns
+
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "per_query.csv"
-    per_query.head(VIEWABLE_ROWS).round(6).to_csv(path)
+    values = metric_columns(per_query)
+    shown = per_query[values + [c for c in per_query.columns if c not in values]]
+    shown.head(VIEWABLE_ROWS).round(6).to_csv(path)
     return path
 
 
