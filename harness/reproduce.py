@@ -17,7 +17,7 @@ import argparse
 import json
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,13 @@ from harness.errors import HarnessError, TrackingUnavailable
 from harness.metrics import evaluate
 from harness.metrics.evaluate import STAT_COLUMNS
 from harness.rankers import RankerSpec, cache_key, score
+from harness.reproduce_checks import (
+    ReproduceError,
+    as_params,
+    describe_mismatches,
+    param_mismatches,
+    read_artifact,
+)
 from harness.tracking import resolve_tracking_uri
 
 __all__ = ["ReproduceError", "ReproResult", "reproduce_run", "ranker_run_ids", "format_result",
@@ -46,10 +53,6 @@ DIFF_COLUMNS = ["variant", "qid", "logged", "now", "abs_diff"]
 N_EXAMPLES = 3
 
 
-class ReproduceError(HarnessError):
-    """A run cannot be reproduced: unknown id, not a harness run, data changed since."""
-
-    exit_code = 2
 
 
 @dataclass(frozen=True)
@@ -234,12 +237,16 @@ def reproduce_run(run_id: str, *, tracking_uri: str | None = None) -> ReproResul
     name = tags.get("ranker.name") or ""
     with tempfile.TemporaryDirectory(prefix="harness-reproduce-") as tmp:
         dst = Path(tmp)
-        cfg = yaml.safe_load(_download(client, run_id, CONFIG_ARTIFACT, dst).read_text())
-        logged = pd.read_parquet(_download(client, run_id, f"{name}.parquet", dst))
+        cfg = read_artifact(run_id, _download(client, run_id, CONFIG_ARTIFACT, dst),
+                            lambda p: yaml.safe_load(p.read_text()))
+        logged = read_artifact(run_id, _download(client, run_id, f"{name}.parquet", dst),
+                               pd.read_parquet)
         env_path = _download(client, run_id, ENV_ARTIFACT, dst, required=False)
-        logged_env = json.loads(env_path.read_text()) if env_path else None
+        logged_env = read_artifact(run_id, env_path, lambda p: json.loads(p.read_text())) \
+            if env_path else None
     if not isinstance(cfg, dict):
         raise ReproduceError(f"run {run_id}: {CONFIG_ARTIFACT} does not hold a config mapping")
+    mismatched = param_mismatches(run.data.params, as_params(cfg))
     try:
         metrics, specs, ds_options = validate(cfg, store=client.tracking_uri)
     except HarnessError as exc:
@@ -248,7 +255,7 @@ def reproduce_run(run_id: str, *, tracking_uri: str | None = None) -> ReproResul
     if spec is None:
         raise ReproduceError(f"run {run_id}: ranker {name!r} is not in its config (rankers: "
                              f"{', '.join(s.name for s in specs)})")
-    notes: list[str] = []
+    notes: list[str] = [describe_mismatches(mismatched)] if mismatched else []
     dataset = _dataset(run, ds_options)
     grid = cfg.get("metric", {})
     options = {"nan_scores": grid.get("nan_scores", "error"),
@@ -266,7 +273,10 @@ def reproduce_run(run_id: str, *, tracking_uri: str | None = None) -> ReproResul
         notes.append(f"code: git commit {_short(commit_then)} -> {_short(commit_now)}")
     if logged_env is None:
         notes.append("environment: not logged by this run")
-    return _compare(run_id, name, logged, now, _env_changes(logged_env), notes)
+    result = _compare(run_id, name, logged, now, _env_changes(logged_env), notes)
+    if mismatched:  # values equal to a config the run did not log prove nothing
+        result = replace(result, identical=False)
+    return result
 
 
 def _short(commit: str) -> str:
@@ -428,8 +438,12 @@ def format_result(result: ReproResult) -> list[str]:
     else:
         d = result.differences
         n_bad = d["variant"].nunique() if not d.empty else 0
-        lines = [f"{head} DIFFERENT — {n_bad} column(s) with differing values; {size} "
-                 "compared"]
+        if n_bad == 0 and any(n.startswith("config:") for n in result.notes):
+            lines = [f"{head} DIFFERENT — the run's logged params do not match its saved "
+                     f"config ({size} compared)"]
+        else:
+            lines = [f"{head} DIFFERENT — {n_bad} column(s) with differing values; {size} "
+                     "compared"]
         for variant, group in d.groupby("variant", sort=False):
             diffs = group["abs_diff"].to_numpy(dtype=float)
             finite = diffs[~np.isnan(diffs)]

@@ -354,3 +354,61 @@ def test_changed_data_names_only_the_file_that_changed(tmp_path: Path) -> None:
     assert proc.returncode == 2, _explain(proc)
     assert f"the data changed since the run: {qrels}" in proc.stderr
     assert str(run) not in proc.stderr
+
+
+# --------------------------------------------------------------------------------------
+# a run whose own records cannot be trusted
+
+
+def _clone(stores: Stores, tmp: Path, *, params: dict[str, str] | None = None,
+           truncate: str | None = None) -> str:
+    """A copy of the noisy_oracle run: its tags, artifacts and ``params`` (none when None);
+    ``truncate``: an artifact cut to its first 100 bytes."""
+    client, store = stores.baselines.client(), stores.baselines
+    source = client.get_run(store.runs()["noisy_oracle"])
+    files = ("noisy_oracle.parquet", "config/config_resolved.yaml", "environment.json")
+    for path in files:
+        client.download_artifacts(source.info.run_id, path, str(tmp))
+    if truncate:
+        cut = tmp / truncate
+        cut.write_bytes(cut.read_bytes()[:100])
+    tags = {k: v for k, v in source.data.tags.items() if not k.startswith("mlflow.")}
+    run_id = client.create_run(source.info.experiment_id, run_name="clone", tags=tags).info.run_id
+    for key, value in (params or {}).items():
+        client.log_param(run_id, key, value)
+    client.log_artifact(run_id, str(tmp / "noisy_oracle.parquet"))
+    client.log_artifact(run_id, str(tmp / "environment.json"))
+    client.log_artifact(run_id, str(tmp / "config_resolved.yaml"), "config")
+    client.set_terminated(run_id)
+    return run_id
+
+
+@pytest.mark.parametrize("artifact", ["noisy_oracle.parquet", "environment.json"])
+def test_a_corrupted_artifact_is_one_line_exit_2_naming_it(stores: Stores, tmp_path: Path,
+                                                           artifact: str) -> None:
+    run_id = _clone(stores, tmp_path, truncate=artifact)
+    proc = _cli(run_id, "--tracking-uri", stores.baselines.uri)
+    assert proc.returncode == 2, _explain(proc)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert f"run {run_id}: artifact {artifact!r} is unreadable" in lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_params_that_differ_from_the_saved_config_are_not_identical(stores: Stores,
+                                                                    tmp_path: Path) -> None:
+    """A job whose folder another job overwrote logs its own params next to the other's
+    config: the values recomputed from that config match, yet nothing is reproduced."""
+    client = stores.baselines.client()
+    logged = dict(client.get_run(stores.baselines.runs()["noisy_oracle"]).data.params)
+    assert logged["seed"] == "0" and logged["metric.k"] == "[5, 10, null]"
+    honest = _clone(stores, tmp_path / "a", params=logged)
+    assert reproduce_run(honest, tracking_uri=stores.baselines.uri).identical
+    swapped = _clone(stores, tmp_path / "b", params=logged | {"seed": "1",
+                                                              "metric.k": "[10]"})
+    result = reproduce_run(swapped, tracking_uri=stores.baselines.uri)
+    assert not result.identical and result.differences.empty
+    (note,) = [n for n in result.notes if n.startswith("config:")]
+    assert "metric.k: logged '[10]'" in note and "seed: logged '1', config '0'" in note
+    proc = _cli(swapped, "--tracking-uri", stores.baselines.uri)
+    assert proc.returncode == 1 and "logged params do not match its saved config" in proc.stdout

@@ -76,6 +76,16 @@ def load_parquet_run(*, name: str, path: str, qid: str = "qid", docid: str = "do
     if missing:
         raise InputError(f"parquet run {p.name} lacks column(s) {missing}; it has "
                          f"{schema.names}", table=p.name, column=missing[0])
+    if not qrels_path:  # judgments in the file: the label column must hold numbers
+        kind = schema.field(label).type
+        if not (pat.is_floating(kind) or pat.is_integer(kind) or pat.is_boolean(kind)):
+            sample = meta.read_row_group(0, columns=[label]).column(0)[:3].to_pylist() \
+                if meta.num_row_groups else []
+            raise InputError(f"parquet run {p.name}: label column {label!r} holds {kind}, not "
+                             f"numbers (first values {sample}); write grades as integers or "
+                             "floats, or give judgments in a TREC file with "
+                             "dataset.qrels_path", table=p.name, column=label,
+                             key="dataset.label")
     scores = tuple(f.name for f in schema if f.name not in roles.values() and f.name != label
                    and (pat.is_floating(f.type) or pat.is_integer(f.type)))
     if qrels_path:

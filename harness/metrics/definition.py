@@ -98,6 +98,18 @@ DiscountSpec = str
 _UNSET: Any = object()
 
 
+def _refuse_unknown_options(unknown: Mapping[str, Any]) -> None:
+    import difflib
+
+    known = ("k", *_OPTIONS, "convention")
+    parts = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1)
+        parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    raise MetricDefinitionError(f"unknown Metric option(s) {', '.join(parts)}; known options: "
+                                f"{', '.join(known)}")
+
+
 def _fmt_num(x: float) -> str:
     """Shortest text of a number: ``3`` for 3.0, ``4.5`` for 4.5."""
     x = float(x)
@@ -297,7 +309,10 @@ class Metric:
         level: Any = _UNSET,
         max_label: Any = _UNSET,
         convention: str | None = None,
+        **unknown: Any,
     ) -> None:
+        if unknown:
+            _refuse_unknown_options(unknown)
         canonical = _ALIASES.get(str(name).strip().lower()) if isinstance(name, str) else None
         if canonical is None:
             raise MetricDefinitionError(

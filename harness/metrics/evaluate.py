@@ -214,6 +214,11 @@ def aggregate(per_query: pd.DataFrame, weights: Mapping[Any, float] | pd.Series 
         if metric.empty == "exclude" or not nan.any():
             keep = ~nan
             total = w[keep].sum()
+            if total == 0 and keep.any():
+                raise InputError(
+                    f"the weights of the {int(keep.sum())} queries averaged for {column} sum "
+                    "to 0, so their weighted mean is undefined; give at least one of them a "
+                    "positive weight", column="weight")
             mean = float(np.dot(values[keep], w[keep]) / total) if total > 0 else float("nan")
             rows[column] = (mean, int(keep.sum()), int(nan.sum()) + outside)
         else:
@@ -255,8 +260,8 @@ def evaluate_dense(
     qid
     0         4         4           1             0.6876
     """
-    yt = np.asarray(y_true, dtype=np.float64)
-    ys = np.asarray(y_score, dtype=np.float64)
+    yt = _dense("y_true", y_true)
+    ys = _dense("y_score", y_score)
     if yt.ndim != 2 or ys.shape != yt.shape:
         raise InputError(
             f"y_true and y_score must be 2-D arrays of the same shape, got {yt.shape} and "
@@ -275,6 +280,31 @@ def evaluate_dense(
                              column="weight")
         w = pd.Series(warr, index=np.arange(yt.shape[0]))
     return evaluate(run, None, metrics, weights=w)
+
+
+def _dense(name: str, values: Any) -> np.ndarray:
+    """A 2-D float array, or an InputError naming the argument and the row that breaks it
+    (a list of another length, a value that is not a number)."""
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (ValueError, TypeError):
+        pass
+    rows = list(values) if not isinstance(values, np.ndarray) else list(values)
+    lengths = [len(r) if hasattr(r, "__len__") and not isinstance(r, str) else None
+               for r in rows]
+    if lengths and lengths[0] is not None and any(n != lengths[0] for n in lengths):
+        i = next(i for i, n in enumerate(lengths) if n != lengths[0])
+        raise InputError(f"{name} must be a rectangle of lists of one length (pad and mask "
+                         f"shorter lists): row 0 has {lengths[0]} items, row {i} has "
+                         f"{lengths[i]}", column=name, row=i)
+    for i, row in enumerate(rows):
+        for j, value in enumerate(row if lengths[i] is not None else [row]):
+            try:
+                float(value)
+            except (ValueError, TypeError):
+                raise InputError(f"{name} must hold numbers, got {value!r} at row {i}, item "
+                                 f"{j}", column=name, row=i) from None
+    raise InputError(f"{name} cannot be read as a 2-D array of numbers", column=name)
 
 
 def tie_interval(run: pd.DataFrame, qrels: pd.DataFrame | None = None,

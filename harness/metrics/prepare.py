@@ -75,6 +75,27 @@ def _first_bad(df: pd.DataFrame, mask: np.ndarray, what: str, column: str, table
 def _check_keys(df: pd.DataFrame, table: str) -> None:
     for column in ("qid", "docid"):
         _first_bad(df, df[column].isna().to_numpy(), "missing", column, table)
+        _check_one_key_type(df[column], column, table)
+
+
+def _check_one_key_type(series: pd.Series, column: str, table: str) -> None:
+    """Refuse an id column mixing text with other types: ``1`` and ``"1"`` would be two
+    different ids that print alike."""
+    if series.dtype != object or pd.api.types.infer_dtype(series, skipna=True) not in (
+            "mixed", "mixed-integer"):
+        return
+    kinds = series.map(lambda v: type(v).__name__).to_numpy()
+    first = {}
+    for row, kind in enumerate(kinds):
+        first.setdefault(kind, row)
+        if len(first) > 1:
+            break
+    (a, ra), (b, rb) = list(first.items())[:2]
+    raise InputError(
+        f"ids of more than one type in one column: {series.iloc[ra]!r} ({a}) at row {ra} "
+        f"and {series.iloc[rb]!r} ({b}) at row {rb}; equal-looking ids of different types "
+        f"would be different queries or documents. Convert the column to one type, e.g. "
+        f"df[{column!r}] = df[{column!r}].astype(str)", table=table, column=column, row=rb)
 
 
 def _align_key_dtypes(a: pd.Series, b: pd.Series) -> tuple[pd.Series, pd.Series]:
