@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
@@ -208,3 +209,31 @@ def test_parallel_sweep_jobs_say_which_job_wrote_each_line(tmp_path: Path) -> No
     for num, k in ((0, 5), (1, 10)):
         assert re.search(rf"#{num} : .*metric\.k={k}\b", text)  # Hydra maps the numbers
         assert re.search(rf"\[job {num}\] \[1/1\] ranker oracle", text), text[-3000:]
+
+
+def test_two_jobs_started_together_get_their_own_folders(tmp_path: Path) -> None:
+    """The issue's repro: two jobs of one study started in the same second wrote into one
+    runs/hydra/<study>/<time> folder, one overwriting the other."""
+    import shutil
+    import uuid
+
+    study = f"same_second_{uuid.uuid4().hex[:8]}"
+    root = PROJECT / "runs" / "hydra" / study
+    try:
+        procs = [subprocess.Popen(
+            [sys.executable, "-m", "harness", f"study={study}", "ranker=oracle", f"metric={m}",
+             "dataset.n_queries=20", "tracking=off", "tracking.figures=off",
+             f"cache_dir={tmp_path}/cache"], cwd=PROJECT, env=_env(),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for m in ("ndcg10", "default")]
+        for proc in procs:
+            out, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0, err[-2000:]
+        folders = sorted(p for p in root.iterdir() if p.is_dir())
+        assert len(folders) == 2, folders
+        grids = sorted(len(pd.read_parquet(f / "per_query" / "oracle.parquet").columns)
+                       for f in folders)
+        assert grids == [1 + 3 + 1, 1 + 3 + 29]  # qid, counts, and each job's own variants
+        assert not any((f / "INCOMPLETE").exists() for f in folders)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
