@@ -10,6 +10,7 @@ import pytrec_eval
 
 import harness
 from harness.metrics import prepare as prepare_module
+from harness.errors import InputError
 
 METRICS = [harness.Metric(n, k=k, convention="trec_eval") for n, k in (
     ("ndcg", 10), ("ndcg", None), ("ap", None), ("recall", 100), ("precision", 5))]
@@ -101,3 +102,49 @@ def test_strings_of_one_length_hash_as_the_ragged_path_does(width: int) -> None:
     assert not exact
     np.testing.assert_array_equal(fixed, ragged[:-1])
     assert len(set(fixed.tolist())) == len(set(same))  # distinct strings, distinct codes
+
+
+def test_a_large_run_is_checked_for_duplicates_on_the_other_core(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """From BACKGROUND_ROWS rows the duplicate check runs in a worker thread while the
+    metrics are computed; its error still reaches the caller, naming the row, and the
+    values equal those of the inline check."""
+    from harness.metrics import background
+
+    rng = np.random.default_rng(3)
+    n_q, per = 3000, 80
+    run = pd.DataFrame({
+        "qid": pd.array(np.repeat([f"query-{i:07d}" for i in range(n_q)], per), dtype="str"),
+        "docid": pd.array([f"doc-{i:09d}" for i in range(n_q * per)], dtype="str"),
+        "score": rng.integers(0, 20, n_q * per).astype(float),
+        "label": rng.integers(0, 4, n_q * per)})
+    assert len(run) >= background.BACKGROUND_ROWS
+    threaded = harness.evaluate(run, metrics=["ndcg@10", "ap"])
+    monkeypatch.setattr(background, "BACKGROUND_ROWS", 10**9)
+    inline = harness.evaluate(run, metrics=["ndcg@10", "ap"])
+    pd.testing.assert_frame_equal(threaded, inline)
+    monkeypatch.undo()
+    bad = run.copy()
+    bad.loc[len(bad) - 1, "docid"] = bad.loc[len(bad) - 2, "docid"]  # same query, twice
+    with pytest.raises(InputError, match=r"duplicate") as info:
+        harness.evaluate(bad, metrics=["ndcg@10"])
+    assert f"row {len(bad) - 1}" in str(info.value) or f"row {len(bad) - 2}" in str(info.value)
+
+
+def test_large_run_and_qrels_are_checked_for_duplicates_on_the_other_core() -> None:
+    rng = np.random.default_rng(4)
+    n_q, per = 2000, 100
+    qids = np.repeat([f"query-{i:07d}" for i in range(n_q)], per)
+    docs = [f"doc-{i:09d}" for i in range(n_q * per)]
+    run = pd.DataFrame({"qid": pd.array(qids, dtype="str"), "docid": pd.array(docs, dtype="str"),
+                        "score": rng.normal(size=n_q * per).round(1)})
+    qrels = pd.DataFrame({"qid": qids[::3], "docid": docs[::3],
+                          "label": rng.integers(-1, 3, len(docs[::3]))})
+    metrics = [harness.Metric(m, k=10, convention="trec_eval") for m in ("ndcg", "ap")]
+    ok = harness.evaluate(run, qrels, metrics)  # negative labels: unjudged, not an error
+    assert len(ok) == n_q
+    bad = qrels.copy()
+    bad.loc[len(bad) - 1, "docid"] = bad.loc[len(bad) - 2, "docid"]  # a repeated judgment
+    with pytest.raises(InputError, match="duplicate") as info:
+        harness.evaluate(run, bad, metrics)
+    assert "qrels" in str(info.value)

@@ -295,12 +295,6 @@ def _run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
 
     started = time.time()
     phases = Phases()
-    output_dir.mkdir(parents=True, exist_ok=True)
-    incomplete = output_dir / INCOMPLETE
-    incomplete.write_text(f"This job (pid {os.getpid()}, started "
-                          f"{time.strftime('%Y-%m-%d %H:%M:%S')}) has not finished writing its "
-                          "results. If it is no longer running, it stopped early: the files "
-                          "here are partial; run the job again.\n")
     with phases("setup"):  # the checks, then scipy and the rest of the output side
         metrics, specs, ds_options = validate(cfg)
         from harness.app.records import log_study, write_figures, write_outputs
@@ -322,6 +316,12 @@ def _run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
         log.info("dataset %s (%s): %d test queries, %d judgments, digest %s…", dataset.name,
                  kind, dataset.test["qid"].nunique(), len(dataset.qrels), dataset.digest[:12])
     check_rankers_against(specs, dataset)
+    output_dir.mkdir(parents=True, exist_ok=True)  # the input is valid: work begins
+    incomplete = output_dir / INCOMPLETE
+    incomplete.write_text(f"This job (pid {os.getpid()}, started "
+                          f"{time.strftime('%Y-%m-%d %H:%M:%S')}) has not finished writing its "
+                          "results. If it is no longer running, it stopped early: the files "
+                          "here are partial; run the job again.\n")
     cache_dir = project_path(c.get("cache_dir", "runs/cache/scores"))
     grid = c["metric"]
     options = {"nan_scores": grid.get("nan_scores", "error"),

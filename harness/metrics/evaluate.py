@@ -118,10 +118,13 @@ def evaluate(
         "n_judged": prep.n_judged,
         "n_relevant": prep.relevant_counts(level),
     }
-    tops = _contender_limits(mlist, prep)
-    for m in mlist:
-        values, empty = compute(prep, m, cache, top=tops.get((m.ties, m.seed)))
-        columns[m.display_name] = _apply_empty(values, empty, m.empty)
+    try:
+        tops = _contender_limits(mlist, prep)
+        for m in mlist:
+            values, empty = compute(prep, m, cache, top=tops.get((m.ties, m.seed)))
+            columns[m.display_name] = _apply_empty(values, empty, m.empty)
+    finally:
+        prep.wait()  # the input's duplicate check, run meanwhile: bad input wins
     out = pd.DataFrame(columns, index=prep.qids)
     if weights is not None:
         out["weight"] = _weights_for(out.index, weights)

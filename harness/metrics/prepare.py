@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import InputError, plain
+from harness.metrics import background
 from harness.metrics.segments import Layout, duplicate_within, group_by_query, segment_argsort
 
 __all__ = ["Prepared", "Ranking", "Ideal", "prepare"]
@@ -194,6 +195,12 @@ class Prepared:
     _rankings: dict[tuple[str, int], Ranking] = field(default_factory=dict)
     _contenders: dict[int, Prepared] = field(default_factory=dict)
     _relevant: dict[int, np.ndarray] = field(default_factory=dict)
+    pending: Any = None  # a validation still running on the other core (see wait())
+
+    def wait(self) -> None:
+        """Return once every validation of the input is done; raise its error, if any."""
+        pending, self.pending = self.pending, None
+        background.wait(pending)
 
     @property
     def n_queries(self) -> int:
@@ -376,8 +383,39 @@ def _factorize_qid(qid: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         first = np.flatnonzero(change)
         counts = np.diff(np.append(first, len(values)))
         return np.repeat(np.arange(len(first)), counts), values[first]
+    grouped = _grouped_text_codes(qid)
+    if grouped is not None:
+        return grouped
     codes, uniques = pd.factorize(qid, sort=True)
     return codes, np.asarray(uniques)
+
+
+def _grouped_text_codes(qid: pd.Series) -> tuple[np.ndarray, np.ndarray] | None:
+    """Codes by sorted qid of an Arrow-backed text column whose rows come grouped by query
+    (each qid in one run of rows, as runs and qrels files are written), from the runs'
+    boundaries: one pass of adjacent comparisons instead of a hash table of every row.
+    None when the column is not Arrow text or a qid comes back after another."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    array = getattr(qid.array, "_pa_array", None)
+    if array is None or len(qid) < 2 or not pa.types.is_string(array.type) and \
+            not pa.types.is_large_string(array.type):
+        return None
+    array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    if array.null_count:
+        return None
+    change = pc.not_equal(array[1:], array[:-1]).to_numpy(zero_copy_only=False)
+    first = np.flatnonzero(np.concatenate(([True], change)))
+    heads = array.take(pa.array(first))
+    if pc.count_distinct(heads).as_py() != len(heads):  # a qid in two places: not grouped
+        return None
+    order = pc.sort_indices(heads).to_numpy()
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    counts = np.diff(np.append(first, len(qid)))
+    return np.repeat(rank, counts), np.asarray(heads.take(pa.array(order)).to_pylist(),
+                                               dtype=object)
 
 
 def _docid_codes(docid: pd.Series) -> tuple[np.ndarray, int, bool]:
@@ -491,17 +529,26 @@ def _fixed_width_hash(data: np.ndarray, width: int) -> np.ndarray:
     return h.view(np.int64)
 
 
-def _check_unique_pairs(df: pd.DataFrame, table: str, q: np.ndarray, d: np.ndarray,
-                        n_queries: int, n_docids: int, exact: bool = True
-                        ) -> tuple[Layout, np.ndarray]:
-    """Raise on a duplicate (qid, docid): a fast per-query test, then the exact row. With
-    inexact codes (hashes), a duplicate found is confirmed on factorised docids first."""
+def _query_layout(q: np.ndarray, n_queries: int
+                  ) -> tuple[Layout, np.ndarray, np.ndarray | None]:
+    """Rows laid out by query: the layout, each row's position in its query, and the
+    permutation grouping the rows (None when they already are)."""
     grouping = group_by_query(q, n_queries)
-    gq, gd = (q, d) if grouping is None else (q[grouping], d[grouping])
+    gq = q if grouping is None else q[grouping]
     counts = np.bincount(gq, minlength=n_queries)
     starts = np.cumsum(counts) - counts
     pos = np.arange(len(gq), dtype=np.int64) - starts[gq]
-    layout = Layout.of(starts, counts, gq, pos)
+    return Layout.of(starts, counts, gq, pos), pos, grouping
+
+
+def _check_unique_pairs(df: pd.DataFrame, table: str, q: np.ndarray, d: np.ndarray,
+                        n_queries: int, n_docids: int, exact: bool = True,
+                        laid_out: tuple[Layout, np.ndarray, np.ndarray | None] | None = None
+                        ) -> tuple[Layout, np.ndarray]:
+    """Raise on a duplicate (qid, docid): a fast per-query test, then the exact row. With
+    inexact codes (hashes), a duplicate found is confirmed on factorised docids first."""
+    layout, pos, grouping = laid_out or _query_layout(q, n_queries)
+    gd = d if grouping is None else d[grouping]
     if duplicate_within(layout, gd):
         if not exact:
             d, uniques = pd.factorize(df["docid"])
@@ -556,6 +603,7 @@ def prepare(
         run_qid, run_doc = run["qid"], run["docid"]
 
     n_run = len(run)
+    pending = None
     if qrels is not None:
         all_q = pd.concat([run_qid, j_qid], ignore_index=True)
         qcodes, quniq = pd.factorize(all_q, sort=True)
@@ -564,8 +612,15 @@ def prepare(
         both = pd.concat([run_doc, j_doc], ignore_index=True)
         dcodes, n_d, exact = _docid_codes(both)
         rd, jd = dcodes[:n_run], dcodes[n_run:]
-        run_layout = _check_unique_pairs(run, "run", rq, rd, len(quniq), n_d, exact)
-        _check_unique_pairs(qrels, "qrels", jq, jd, len(quniq), n_d, exact)
+
+        def check_duplicates(rq: np.ndarray = rq, rd: np.ndarray = rd, jq: np.ndarray = jq,
+                             jd: np.ndarray = jd, n: int = len(quniq)) -> None:
+            # on the other core while metrics are computed (bound now: names are reused)
+            _check_unique_pairs(run, "run", rq, rd, n, n_d, exact)
+            _check_unique_pairs(qrels, "qrels", jq, jd, n, n_d, exact)
+
+        pending = background.start(check_duplicates, len(run) + len(qrels))
+        run_layout = None
         keep = j_label >= 0  # negative labels (negative_labels='unjudged') are unjudged
         j_rows = np.arange(len(jq))
         if not keep.all():
@@ -586,8 +641,15 @@ def prepare(
         in_judged = np.bincount(jq, minlength=len(quniq)) > 0
     else:
         rq, quniq = _factorize_qid(run_qid)
-        rd, n_d, exact = _docid_codes(run_doc)
-        run_layout = _check_unique_pairs(run, "run", rq, rd, len(quniq), n_d, exact)
+        laid_out = _query_layout(rq, len(quniq))
+        run_layout = laid_out[:2]
+
+        def check_duplicates(rq: np.ndarray = rq, n: int = len(quniq)) -> None:
+            # on the other core while metrics are computed
+            rd, n_d, exact = _docid_codes(run_doc)
+            _check_unique_pairs(run, "run", rq, rd, n, n_d, exact, laid_out)
+
+        pending = background.start(check_duplicates, len(run))
         judged_row = run_label >= 0
         if judged_row.all():
             r_label, jq, j_label = run_label, rq, run_label
@@ -642,6 +704,7 @@ def prepare(
     )
     if identity and qrels is None:  # the duplicate check laid out these very rows
         prepared.__dict__["layout"], prepared.__dict__["pos"] = run_layout
+    prepared.pending = pending
     return prepared
 
 
