@@ -148,3 +148,17 @@ def test_large_run_and_qrels_are_checked_for_duplicates_on_the_other_core() -> N
     with pytest.raises(InputError, match="duplicate") as info:
         harness.evaluate(run, bad, metrics)
     assert "qrels" in str(info.value)
+
+
+def test_docid_tie_order_is_trec_evals_for_digits_case_and_non_ascii() -> None:
+    """ties=docid orders tied documents by docid descending as trec_eval compares them
+    (bytes; for UTF-8 the code-point order): checked against pytrec_eval on one query whose
+    six documents all tie, the relevant one moved through every position."""
+    docs = ["a10", "a9", "\u00e91", "Z2", "10", "9"]
+    for relevant in docs:
+        run = pd.DataFrame({"qid": "q", "docid": docs, "score": 1.0})
+        qrels = pd.DataFrame({"qid": ["q"], "docid": [relevant], "label": [1]})
+        ours = harness.evaluate(run, qrels, [harness.Metric("rr", convention="trec_eval")])
+        evaluator = pytrec_eval.RelevanceEvaluator({"q": {relevant: 1}}, {"recip_rank"})
+        theirs = evaluator.evaluate({"q": {d: 1.0 for d in docs}})["q"]["recip_rank"]
+        assert ours.iloc[0, -1] == theirs, relevant

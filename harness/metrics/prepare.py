@@ -336,9 +336,16 @@ class Prepared:
             return Ranking(perm=base.perm, q=self.q, pos=self.pos, grouped_label=self.label,
                            n=self.n_docs)
         tied = np.flatnonzero(base.gsize[base.gid] > 1)  # positions, group by group
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         docids = self.docid.take(self.row[base.perm[tied]])
-        codes, _ = pd.factorize(docids.astype(str), sort=True)
-        order = np.lexsort((-codes, base.gid[tied]))  # within each group: docid descending
+        if not isinstance(docids.dtype, pd.StringDtype):
+            docids = docids.astype(str)
+        # within each group, docid descending as strings (UTF-8 bytes order as code points)
+        table = pa.table({"group": base.gid[tied], "docid": pa.array(docids)})
+        order = pc.sort_indices(table, sort_keys=[("group", "ascending"),
+                                                  ("docid", "descending")]).to_numpy()
         perm = base.perm.copy()
         perm[tied] = base.perm[tied[order]]
         return Ranking(perm=perm, q=self.q, pos=self.pos, grouped_label=self.label,
