@@ -361,12 +361,29 @@ def _label_codes(labels: np.ndarray) -> np.ndarray:
 
 
 def _seeded_hash(qid: pd.Series, docid: pd.Series, seed: int) -> np.ndarray:
-    """A per-row pseudo-random key that depends on (seed, qid, docid) only."""
+    """A per-row pseudo-random key that depends on (seed, qid, docid) only.
+
+    Each id is hashed (SipHash, :func:`pandas.util.hash_array`), then the query's hash and
+    the seed are mixed into the docid's by two rounds of the SplitMix64 finalizer, whose
+    output bits each depend on every input bit: the order of a query's tied documents is
+    a uniform shuffle, a different one per query and per seed (a plain XOR of the query's
+    hash would flip the same bits of every key in the query, so only a few orders could
+    occur)."""
     hash_key = hashlib.sha256(f"harness-ties-{seed}".encode()).hexdigest()[:16]
     hq = pd.util.hash_array(np.asarray(qid, dtype=object), hash_key=hash_key)
     hd = pd.util.hash_array(np.asarray(docid, dtype=object), hash_key=hash_key)
     with np.errstate(over="ignore"):
-        return ((hd ^ (hq * np.uint64(0x9E3779B97F4A7C15))) >> np.uint64(1)).astype(np.int64)
+        key = _splitmix(hd ^ _splitmix(hq + np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)))
+        return (key >> np.uint64(1)).astype(np.int64)
+
+
+def _splitmix(x: np.ndarray) -> np.ndarray:
+    """The SplitMix64 finalizer (Steele, Lea & Flood 2014), elementwise on uint64."""
+    with np.errstate(over="ignore"):
+        x = x + np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
 
 
 def _duplicates(q: np.ndarray, d: np.ndarray, n_docs: int) -> np.ndarray:
