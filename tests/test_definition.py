@@ -282,7 +282,8 @@ def test_parse_options_and_keyword_overrides() -> None:
 # averages ties, 0 when all-zero); trec_eval (ndcg with linear gain over the qrels, ties by
 # docno descending, 0 when no relevant); LightGBM/XGBoost (2^i - 1 gain, ideal of the list,
 # stable sort = input order, 1 when no relevant); keras_rs (exp2, the list, seeded shuffle,
-# 0); ranx (linear Jarvelin gain over the qrels, docid ties, 0).
+# 0); ranx (linear Jarvelin gain over the qrels, insertion-order ties, 0: checked against
+# ranx itself in tests/test_tie_conventions.py).
 _EXPECTED_CONVENTIONS = {
     "sklearn": dict(gain="linear", discount="log2", ideal="retrieved", ties="average",
                     empty="zero"),
@@ -294,7 +295,7 @@ _EXPECTED_CONVENTIONS = {
                     empty="one"),
     "keras_rs": dict(gain="exp2", discount="log2", ideal="retrieved", ties="random",
                      empty="zero"),
-    "ranx": dict(gain="linear", discount="log2", ideal="judged", ties="docid", empty="zero"),
+    "ranx": dict(gain="linear", discount="log2", ideal="judged", ties="input", empty="zero"),
 }
 
 

@@ -60,3 +60,64 @@ def test_random_ties_average_to_the_exact_expectation() -> None:
     assert exact.iloc[0] == pytest.approx((7 + 3) / 4 / 7)  # (2^3-1 + 2^2-1)/4 over IDCG 7
     se = shuffled.std(ddof=1) / np.sqrt(len(shuffled))
     assert abs(shuffled.mean() - exact.iloc[0]) < 4 * se
+
+
+# -- ranx: ties in insertion order -------------------------------------------------------
+
+RANX_NAMES = {"ndcg@5": ("ndcg", 5), "ndcg": ("ndcg", None), "map@10": ("ap", 10),
+              "map": ("ap", None), "mrr": ("rr", None), "precision@5": ("precision", 5),
+              "recall@10": ("recall", 10)}
+
+
+def _ranx_data(seed: int, sizes: tuple[int, int], tied: bool
+               ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for qi in range(200):
+        n = int(rng.integers(*sizes))
+        for d in rng.permutation(60)[:n]:
+            score = float(rng.integers(0, 4)) / 2 if tied else float(rng.normal())
+            rows.append((f"q{qi:03d}", f"d{d:02d}", score, int(rng.choice(4, p=[.5, .25, .15,
+                                                                               .1]))))
+    df = pd.DataFrame(rows, columns=["qid", "docid", "score", "label"])
+    unretrieved = pd.DataFrame([(f"q{qi:03d}", f"x{qi}", 0.0, 2) for qi in range(0, 200, 3)],
+                               columns=df.columns)
+    qrels = pd.concat([df[df.label > 0], unretrieved])[["qid", "docid", "label"]]
+    return df[["qid", "docid", "score"]], qrels
+
+
+def _ranx_per_query(run: pd.DataFrame, qrels: pd.DataFrame) -> dict[str, pd.Series]:
+    import warnings
+
+    from ranx import Qrels, Run, evaluate
+
+    qd: dict[str, dict[str, int]] = {}
+    for q, d, label in qrels.itertuples(index=False):
+        qd.setdefault(q, {})[d] = int(label)
+    rd: dict[str, dict[str, float]] = {}
+    for q, d, s in run.itertuples(index=False):  # insertion order = the run's row order
+        rd.setdefault(q, {})[d] = s
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numba's type-safety chatter
+        scores = evaluate(Qrels.from_dict(qd), Run.from_dict(rd), list(RANX_NAMES),
+                          return_mean=False, make_comparable=True)
+    return {name: pd.Series(v, index=list(Qrels.from_dict(qd).keys()))
+            for name, v in scores.items()}
+
+
+@pytest.mark.parametrize("sizes, tied", [((2, 16), True), ((16, 40), False)])
+def test_the_ranx_convention_is_ranx_value_for_value(sizes: tuple[int, int],
+                                                     tied: bool) -> None:
+    """ranx 0.3 keeps tied documents in the run's insertion order while a query holds at
+    most 15 documents (numba's quicksort sorts such short lists by insertion); with 16 or
+    more, tied documents take that quicksort's internal order, which no tie rule gives, so
+    longer queries are compared without ties."""
+    run, qrels = _ranx_data(5, sizes, tied)
+    theirs = _ranx_per_query(run, qrels)
+    for name, (metric, k) in RANX_NAMES.items():
+        ours = harness.evaluate(run, qrels, [harness.Metric(metric, k=k, convention="ranx")])
+        mine = ours.iloc[:, -1]
+        common = mine.index.intersection(theirs[name].index)
+        assert len(common) > 150
+        np.testing.assert_allclose(mine[common], theirs[name][common], rtol=0, atol=1e-15,
+                                   err_msg=name)

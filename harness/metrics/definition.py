@@ -87,8 +87,9 @@ CONVENTIONS: Final[dict[str, dict[str, Any]]] = {
     # keras_rs NDCG: exp2 gain, seeded shuffle of ties, masked dense lists, 0 when empty
     "keras_rs": {"gain": "exp2", "discount": "log2", "ideal": "retrieved", "ties": "random",
                  "empty": "zero"},
-    # ranx ndcg (Jarvelin: linear gain), ideal over the qrels, 0 when empty
-    "ranx": {"gain": "linear", "discount": "log2", "ideal": "judged", "ties": "docid",
+    # ranx 0.3 ndcg (Jarvelin: linear gain), ideal over the qrels, 0 when empty; ties in
+    # the run's insertion order, which is ranx's own for queries of at most 15 documents
+    "ranx": {"gain": "linear", "discount": "log2", "ideal": "judged", "ties": "input",
              "empty": "zero"},
 }
 
