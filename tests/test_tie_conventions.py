@@ -121,3 +121,67 @@ def test_the_ranx_convention_is_ranx_value_for_value(sizes: tuple[int, int],
         assert len(common) > 150
         np.testing.assert_allclose(mine[common], theirs[name][common], rtol=0, atol=1e-15,
                                    err_msg=name)
+
+
+# -- trec_eval ----------------------------------------------------------------------------
+
+TREC_MEASURES = {"map": ("ap", None), "ndcg": ("ndcg", None), "recip_rank": ("rr", None),
+                 "P_5": ("precision", 5), "ndcg_cut_10": ("ndcg", 10),
+                 "recall_100": ("recall", 100)}
+
+
+def _pytrec(qrel: dict, run: dict) -> pd.DataFrame:
+    import pytrec_eval
+
+    measures = {"map", "ndcg", "recip_rank", "P.5", "ndcg_cut.10", "recall.100"}
+    out = pytrec_eval.RelevanceEvaluator(qrel, measures).evaluate(run)
+    return pd.DataFrame(out).T[list(TREC_MEASURES)].sort_index()
+
+
+def _ours(qrel: dict, run: dict) -> pd.DataFrame:
+    r = pd.DataFrame([(q, d, s) for q, docs in run.items() for d, s in docs.items()],
+                     columns=["qid", "docid", "score"])
+    j = pd.DataFrame([(q, d, lab) for q, docs in qrel.items() for d, lab in docs.items()],
+                     columns=["qid", "docid", "label"])
+    metrics = [harness.Metric(m, k=k, convention="trec_eval")
+               for m, k in TREC_MEASURES.values()]
+    out = harness.evaluate(r, j, metrics)
+    return out[[m.display_name for m in metrics]].set_axis(list(TREC_MEASURES), axis=1)
+
+
+def test_trec_eval_scores_a_query_judged_only_negative() -> None:
+    """A query whose every judgment is negative is in the qrels, so trec_eval evaluates it
+    (0 for every measure); it is not dropped as unjudged."""
+    qrel = {"q1": {"d1": -1, "d2": -2}, "q2": {"d1": 1, "d3": 2}}
+    run = {"q1": {"d1": 1.0, "d2": 0.5}, "q2": {"d1": 1.0, "d2": 0.3}}
+    ours, theirs = _ours(qrel, run), _pytrec(qrel, run)
+    assert list(ours.index) == ["q1", "q2"] == list(theirs.index)
+    np.testing.assert_allclose(ours.to_numpy(), theirs.to_numpy(), rtol=0, atol=1e-15)
+    assert (ours.loc["q1"] == 0).all()
+
+
+def test_trec_eval_compares_scores_as_float32() -> None:
+    """trec_eval reads scores into C floats: 0.5 and 0.5 + 1e-8 tie there and the docid
+    decides. Random queries whose scores differ only below float32's resolution (and some
+    that differ above it) agree with pytrec_eval on every measure."""
+    rng = np.random.default_rng(11)
+    qrel: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for qi in range(150):
+        q = f"q{qi:03d}"
+        n = int(rng.integers(2, 30))
+        docs = [f"d{d:03d}" for d in rng.permutation(300)[:n]]
+        base = rng.choice([0.25, 0.5, 1.0, 3.0], size=n)
+        tiny = rng.choice([0.0, 1e-9, 3e-8, 1e-6], size=n)  # 1e-6 survives float32
+        run[q] = {d: float(b + t) for d, b, t in zip(docs, base, tiny)}
+        qrel[q] = {d: int(rng.integers(0, 3)) for d in docs if rng.random() < 0.6}
+        qrel[q] = qrel[q] or {docs[0]: 1}
+    ours, theirs = _ours(qrel, run), _pytrec(qrel, run)
+    np.testing.assert_allclose(ours.to_numpy(), theirs.loc[ours.index].to_numpy(), rtol=0,
+                               atol=1e-12)
+    # the float64 order would differ: the rule is what makes them agree
+    r = pd.DataFrame({"qid": "q", "docid": ["a", "z"], "score": [0.5 + 1e-8, 0.5]})
+    j = pd.DataFrame({"qid": ["q"], "docid": ["a"], "label": [1]})
+    rr = harness.evaluate(r, j, [harness.Metric("rr", convention="trec_eval"),
+                                 harness.Metric("rr", ties="input")]).iloc[0, -2:]
+    assert list(rr) == [0.5, 1.0]

@@ -241,7 +241,8 @@ class Metric:
         Order of documents with equal scores: ``average`` the expected value over every
         order of each tied group (McSherry & Najork 2008; sklearn); ``random`` a shuffle
         seeded by ``seed`` (keras_rs); ``input`` row order (LightGBM, XGBoost); ``docid``
-        docid descending as strings (trec_eval); ``optimistic`` / ``pessimistic`` relevant
+        docid descending as strings after rounding scores to float32, as trec_eval
+        compares them (trec_eval); ``optimistic`` / ``pessimistic`` relevant
         documents first / last.
     seed : int >= 0, default 0
         Seed of ``ties='random'``; the shuffle depends on (seed, qid, docid) only, not on row

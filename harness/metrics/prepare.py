@@ -9,7 +9,7 @@ the same tie mode shares that order.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -243,12 +243,28 @@ class Prepared:
         """Rows ranked under a tie rule. With ``top``, only the rows that can reach the top
         ``top`` positions are ranked (see :meth:`contenders`): exact for every metric cut at
         ``k <= top``, for every tie rule."""
+        if ties == "docid" and self.float32 is not self:  # trec_eval compares float32
+            return self.float32.ranking(ties, seed, top)
         if top is not None:
             return self.contenders(top).ranking(ties, seed)
         key = (ties, seed if ties == "random" else 0)
         if key not in self._rankings:
             self._rankings[key] = self._rank(ties, seed)
         return self._rankings[key]
+
+    @cached_property
+    def float32(self) -> Prepared:
+        """These rows with each score rounded to float32, as trec_eval reads a run's scores
+        (so 0.5 and 0.5 + 1e-8 tie there): ``ties='docid'`` ranks on them. Itself when no
+        score changes."""
+        rounded = self.score.astype(np.float32).astype(np.float64)
+        if np.array_equal(rounded, self.score):
+            return self
+        twin = replace(self, score=rounded, _rankings={}, _contenders={}, _relevant={},
+                       pending=None)
+        twin.__dict__["layout"], twin.__dict__["pos"] = self.layout, self.pos
+        twin.__dict__["float32"] = twin
+        return twin
 
     def contenders(self, top: int) -> Prepared:
         """The rows scoring at least their query's ``top``-th highest score.
@@ -647,6 +663,9 @@ def prepare(
         run_layout = None
         keep = j_label >= 0  # negative labels (negative_labels='unjudged') are unjudged
         j_rows = np.arange(len(jq))
+        # a query in the qrels is evaluated even when its judgments are all negative
+        # (trec_eval scores it, 0 for every measure): it counts as judged
+        in_judged = np.bincount(jq, minlength=len(quniq)) > 0
         if not keep.all():
             jq, jd, j_label, j_rows = jq[keep], jd[keep], j_label[keep], j_rows[keep]
         # label of each run row from the qrels (0 and unjudged where absent)
@@ -662,7 +681,6 @@ def prepare(
         hit, matched = match
         r_label = np.where(hit, np.asarray(j_label)[matched], 0.0)
         in_run = np.bincount(rq, minlength=len(quniq)) > 0
-        in_judged = np.bincount(jq, minlength=len(quniq)) > 0
     else:
         rq, quniq = _factorize_qid(run_qid)
         laid_out = _query_layout(rq, len(quniq))
