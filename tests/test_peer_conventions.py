@@ -1,0 +1,177 @@
+"""The xgboost, lightgbm, catboost and keras_rs conventions against the libraries themselves,
+on randomized data with tied scores, queries without relevant document and query weights.
+
+Versions checked: xgboost 3.2.0, lightgbm 4.7.0, catboost 1.2.10, keras-rs 0.4.0 (on JAX).
+Scores are multiples of 1/4 and weights multiples of 1/2, so float32 copies inside the
+libraries hold them exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import harness
+from harness import Metric, parse_metric
+from harness.errors import InputError
+
+TOL = 1e-12
+SEEDS = (0, 1, 2)
+
+
+def _tied_run(seed: int, *, n_queries: int = 40, max_docs: int = 45) -> pd.DataFrame:
+    """Queries of 1..max_docs documents, labels 0..4, a fifth of the queries without any
+    relevant document, six distinct scores (so ties in every long query); rows grouped by
+    qid, docid = row number."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, max_docs + 1, n_queries)
+    qid = np.repeat(np.arange(n_queries), sizes)
+    label = rng.integers(0, 5, len(qid)).astype(np.float64)
+    empty = rng.random(n_queries) < 0.2
+    empty[:2] = True, False
+    label[empty[qid]] = 0.0
+    score = rng.integers(0, 6, len(qid)) / 4.0
+    return pd.DataFrame({"qid": qid, "docid": np.arange(len(qid)), "score": score,
+                         "label": label})
+
+
+def _query_weights(run: pd.DataFrame, seed: int) -> pd.Series:
+    rng = np.random.default_rng(seed + 100)
+    qids = np.unique(run["qid"])
+    return pd.Series(rng.integers(1, 9, len(qids)) / 2.0, index=qids)
+
+
+def _harness_mean(run: pd.DataFrame, metric: Metric, weights: pd.Series | None = None
+                  ) -> float:
+    per_query = harness.evaluate(run, metrics=[metric], weights=weights)
+    return float(harness.aggregate(per_query).loc[metric.display_name, "mean"])
+
+
+def _has_empty_and_ties(run: pd.DataFrame) -> None:
+    assert (run.groupby("qid")["label"].max() == 0).any()
+    assert run.duplicated(["qid", "score"]).any()
+
+
+# -- XGBoost ---------------------------------------------------------------------------------
+
+def _xgboost(run: pd.DataFrame, eval_metric: str, weights: pd.Series | None = None) -> float:
+    """XGBoost's eval metric on the run's scores as base margins (no boosting round)."""
+    import xgboost as xgb
+
+    data = xgb.DMatrix(np.zeros((len(run), 1)), label=run["label"].to_numpy(),
+                       qid=run["qid"].to_numpy(), base_margin=run["score"].to_numpy())
+    if weights is not None:
+        data.set_weight(weights.to_numpy())  # one weight per query group
+    booster = xgb.train({"objective": "rank:ndcg", "eval_metric": eval_metric}, data,
+                        num_boost_round=0)
+    text = booster.eval(data)
+    assert f"-{eval_metric}:" in text, text
+    return float(text.rsplit(":", 1)[1])
+
+
+def test_xgboost_ndcg_without_k_counts_32_documents() -> None:
+    """33 documents, the only relevant one ranked 33rd: XGBoost's ndcg is 0, ndcg@33 not."""
+    run = pd.DataFrame({"qid": 0, "docid": np.arange(33), "score": -np.arange(33.0),
+                        "label": np.r_[np.zeros(32), 1.0]})
+    assert _xgboost(run, "ndcg") == 0.0
+    assert _xgboost(run, "ndcg@33") == pytest.approx(1 / np.log2(34), abs=TOL)
+    default = Metric("ndcg", convention="xgboost")
+    assert default.k == 32 and default.display_name.startswith("nDCG@32(")
+    assert _harness_mean(run, default) == 0.0
+    assert Metric("ndcg", k=None, convention="xgboost").k is None  # an explicit k wins
+    assert Metric("ndcg", k=5, convention="xgboost").k == 5
+    assert parse_metric("ndcg", convention="xgboost").k == 32
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("eval_metric,k", [("ndcg", None), ("ndcg@3", 3), ("ndcg@10", 10),
+                                           ("ndcg@40", 40)])
+def test_xgboost_ndcg(seed: int, eval_metric: str, k: int | None) -> None:
+    run = _tied_run(seed)
+    _has_empty_and_ties(run)
+    assert run.groupby("qid").size().max() > 32
+    metric = Metric("ndcg", convention="xgboost") if k is None else \
+        Metric("ndcg", k=k, convention="xgboost")
+    expected = _xgboost(run, eval_metric)
+    assert abs(_harness_mean(run, metric) - expected) <= TOL
+    weights = _query_weights(run, seed)
+    expected_w = _xgboost(run, eval_metric, weights)
+    assert abs(_harness_mean(run, metric, weights) - expected_w) <= TOL
+    # the weighting of queries without relevant document is what makes it agree
+    own = metric.with_options(empty_weight="own")
+    assert abs(_harness_mean(run, own, weights) - expected_w) > 1e-6
+
+
+def test_xgboost_whole_list_differs_from_its_default() -> None:
+    run = _tied_run(0)
+    whole = Metric("ndcg", k=None, convention="xgboost")
+    assert abs(_harness_mean(run, whole) - _xgboost(run, "ndcg")) > 1e-6
+
+
+# -- the weighted-mean example ---------------------------------------------------------------
+
+# query a: labels [0, 1], scores [1, 0], weight 1 (nDCG@1 = 0); query b: all 0, weight 3
+_TWO = pd.DataFrame({"qid": ["a", "a", "b", "b"], "docid": [0, 1, 0, 1],
+                     "score": [1.0, 0.0, 1.0, 0.0], "label": [0.0, 1.0, 0.0, 0.0]})
+_TWO_W = pd.Series({"a": 1.0, "b": 3.0})
+
+
+def test_xgboost_weights_a_query_without_relevant_document_by_one() -> None:
+    run = _TWO.assign(qid=_TWO["qid"].map({"a": 0, "b": 1}))
+    expected = _xgboost(run, "ndcg@1", pd.Series([1.0, 3.0]))
+    assert expected == 0.25  # (0 * 1 + 1) / (1 + 3)
+    assert _harness_mean(_TWO, Metric("ndcg", k=1, convention="xgboost"), _TWO_W) == 0.25
+    assert _harness_mean(_TWO, Metric("ndcg", k=1, empty="one"), _TWO_W) == 0.75
+
+
+# -- LightGBM --------------------------------------------------------------------------------
+
+def _lightgbm(run: pd.DataFrame, ks: tuple[int, ...], row_weights: np.ndarray | None = None
+              ) -> dict[int, float]:
+    """LightGBM's ndcg@k of the run's scores given as init_score (no boosting round)."""
+    import lightgbm as lgb
+
+    sizes = run.groupby("qid", sort=False).size().to_numpy()
+    data = lgb.Dataset(np.zeros((len(run), 1)), label=run["label"].to_numpy(), group=sizes,
+                       weight=row_weights, init_score=run["score"].to_numpy())
+    booster = lgb.Booster({"objective": "lambdarank", "metric": "ndcg", "eval_at": list(ks),
+                           "verbose": -1}, data)
+    return {int(r.metric_name.split("@")[1]): float(r.metric_value)
+            for r in booster.eval_train()}
+
+
+def _row_weights(run: pd.DataFrame, weights: pd.Series) -> np.ndarray:
+    """Row weights whose mean over each query is the query's weight but that vary within
+    it (w + d, w - d for rows 2j, 2j+1), so only the mean (not a row, not the sum) fits."""
+    pos = run.groupby("qid").cumcount().to_numpy()
+    size = run.groupby("qid")["qid"].transform("size").to_numpy()
+    qid = run["qid"].to_numpy()
+    d = ((qid * 7 + (pos // 2) * 3) % 3 + 1) / 4.0
+    d = np.where(pos < size - size % 2, d, 0.0)  # the last row of an odd query: w
+    return weights.reindex(qid).to_numpy() + np.where(pos % 2 == 0, d, -d)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_lightgbm_ndcg_weighted(seed: int) -> None:
+    run = _tied_run(seed)
+    _has_empty_and_ties(run)
+    ks = (1, 3, 5, 10, 40)
+    weights = _query_weights(run, seed) + 2.0  # >= 2.5, so a row weight w - d stays > 0
+    rows = _row_weights(run, weights)
+    means = pd.Series(rows).groupby(run["qid"].to_numpy()).mean()
+    assert np.array_equal(means.to_numpy(), weights.to_numpy())
+    assert (pd.Series(rows).groupby(run["qid"].to_numpy()).nunique() > 1).any()
+    plain, weighted = _lightgbm(run, ks), _lightgbm(run, ks, rows)
+    for k in ks:
+        metric = Metric("ndcg", k=k, convention="lightgbm")
+        assert abs(_harness_mean(run, metric) - plain[k]) <= TOL, k
+        assert abs(_harness_mean(run, metric, weights) - weighted[k]) <= TOL, k
+        own = metric.with_options(empty_weight="own")
+        assert abs(_harness_mean(run, own, weights) - weighted[k]) > 1e-6, k
+
+
+def test_lightgbm_weighted_example() -> None:
+    run = _TWO.assign(qid=_TWO["qid"].map({"a": 0, "b": 1}))
+    assert _lightgbm(run, (1,), np.array([1.0, 1.0, 2.0, 4.0]))[1] == 0.25
+    assert _harness_mean(_TWO, Metric("ndcg", k=1, convention="lightgbm"), _TWO_W) == 0.25
