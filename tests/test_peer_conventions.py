@@ -175,3 +175,123 @@ def test_lightgbm_weighted_example() -> None:
     run = _TWO.assign(qid=_TWO["qid"].map({"a": 0, "b": 1}))
     assert _lightgbm(run, (1,), np.array([1.0, 1.0, 2.0, 4.0]))[1] == 0.25
     assert _harness_mean(_TWO, Metric("ndcg", k=1, convention="lightgbm"), _TWO_W) == 0.25
+
+
+# -- CatBoost --------------------------------------------------------------------------------
+
+def _catboost(run: pd.DataFrame, spec: str, weights: pd.Series | None = None) -> float:
+    from catboost.utils import eval_metric
+
+    kwargs = {} if weights is None else {
+        "group_weight": weights.reindex(run["qid"]).to_numpy().tolist()}
+    (value,) = eval_metric(run["label"].to_numpy().tolist(), run["score"].to_numpy().tolist(),
+                           spec, group_id=run["qid"].to_numpy().tolist(), **kwargs)
+    return float(value)
+
+
+_CATBOOST = [  # CatBoost metric spec -> the options that differ from the convention
+    ("NDCG", {}),
+    ("NDCG:top=10", {"k": 10}),
+    ("NDCG:top=10;type=Exp", {"k": 10, "gain": "exp2"}),
+    ("NDCG:top=10;type=Base", {"k": 10}),
+    ("NDCG:top=5;type=Base;denominator=Position", {"k": 5, "discount": "reciprocal"}),
+    ("NDCG:top=3;type=Exp;denominator=Position", {"k": 3, "gain": "exp2",
+                                                 "discount": "reciprocal"}),
+    ("NDCG:type=Exp;denominator=LogPosition", {"gain": "exp2"}),
+]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("spec,options", _CATBOOST)
+def test_catboost_ndcg(seed: int, spec: str, options: dict) -> None:
+    run = _tied_run(seed)
+    _has_empty_and_ties(run)
+    metric = Metric("ndcg", convention="catboost", **options)
+    assert abs(_harness_mean(run, metric) - _catboost(run, spec)) <= TOL
+    weights = _query_weights(run, seed)
+    assert abs(_harness_mean(run, metric, weights) - _catboost(run, spec, weights)) <= TOL
+
+
+def test_catboost_ties_are_pessimistic_and_empty_groups_score_one() -> None:
+    run = _tied_run(0)
+    assert abs(_harness_mean(run, Metric("ndcg", k=10, convention="catboost", ties="average"))
+               - _catboost(run, "NDCG:top=10")) > 1e-6
+    # one group without relevant document (weight 3) and one scoring 0 at top 1 (weight 1)
+    assert _catboost(_TWO.assign(qid=_TWO["qid"].map({"a": 0, "b": 1})), "NDCG:top=1",
+                     pd.Series({0: 1.0, 1: 3.0})) == 0.75
+    assert _harness_mean(_TWO, Metric("ndcg", k=1, convention="catboost"), _TWO_W) == 0.75
+
+
+# -- keras_rs --------------------------------------------------------------------------------
+
+@pytest.fixture
+def keras_rs_x64():
+    """keras_rs with JAX in 64-bit mode (restored afterwards)."""
+    import jax
+
+    before = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    import keras_rs
+
+    yield keras_rs
+    jax.config.update("jax_enable_x64", before)
+
+
+def _dense_lists(seed: int, n_lists: int = 30, size: int = 12) -> tuple[np.ndarray, ...]:
+    """Tie-free scores (a permutation per list), labels 0..3, some all-zero lists, and list
+    weights (half-integers)."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 4, (n_lists, size)).astype(np.float64)
+    y[rng.random(n_lists) < 0.25] = 0.0
+    y[0] = 0.0
+    s = np.argsort(rng.random((n_lists, size)), axis=1).astype(np.float64) / 8.0
+    w = rng.integers(1, 9, n_lists) / 2.0
+    return y, s, w
+
+
+def _keras_rs_ndcg(keras_rs, y, s, w, k):
+    """keras_rs NDCG: its per-list values and list weights (float64), and its result()."""
+    import jax.numpy as jnp
+
+    metric = keras_rs.metrics.NDCG(k=k, shuffle_ties=False, dtype="float64")
+    yt, yp = jnp.asarray(y, jnp.float64), jnp.asarray(s, jnp.float64)
+    sw = jnp.broadcast_to(jnp.asarray(w, jnp.float64)[:, None], yt.shape)
+    values, list_weights = metric.compute_metric(
+        y_true=yt, y_pred=yp, mask=jnp.ones(yt.shape, bool), sample_weight=sw)
+    metric.update_state(yt, yp, sample_weight=jnp.asarray(w, jnp.float64))
+    return (np.asarray(values, np.float64)[:, 0], np.asarray(list_weights, np.float64)[:, 0],
+            float(metric.result()))
+
+
+def test_keras_rs_weighted_example(keras_rs_x64) -> None:
+    y, s = np.array([[1.0, 0.0], [0.0, 0.0]]), np.array([[0.0, 1.0], [1.0, 0.0]])
+    _, list_weights, result = _keras_rs_ndcg(keras_rs_x64, y, s, [1.0, 3.0], None)
+    assert list_weights.tolist() == [1.0, 1.0]  # the all-zero list gets the graded mean
+    assert result == pytest.approx(1 / np.log2(3) / 2, rel=1e-6)
+    pq = harness.evaluate_dense(y, s, Metric("ndcg", convention="keras_rs"), weights=[1, 3])
+    assert harness.aggregate(pq)["mean"].iloc[0] == pytest.approx(1 / np.log2(3) / 2,
+                                                                  abs=TOL)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("k", [None, 1, 5, 10])
+def test_keras_rs_ndcg(keras_rs_x64, seed: int, k: int | None) -> None:
+    """Per list and weighted mean to 1e-12 against keras_rs's own float64 per-list values
+    and list weights. Its result() adds each weighted list value through keras' Mean, which
+    rounds it to float32 (keras maps float64 to float32 when it promotes dtypes), so that
+    one agrees to float32 precision."""
+    y, s, w = _dense_lists(seed)
+    values, list_weights, result = _keras_rs_ndcg(keras_rs_x64, y, s, w, k)
+    metric = Metric("ndcg", k=k, convention="keras_rs")
+    pq = harness.evaluate_dense(y, s, metric, weights=w)
+    assert np.abs(pq[metric.display_name].to_numpy() - values).max() <= TOL
+    expected = float(np.dot(values, list_weights) / list_weights.sum())
+    mean = float(harness.aggregate(pq).loc[metric.display_name, "mean"])
+    assert abs(mean - expected) <= TOL
+    assert mean == pytest.approx(result, rel=1e-6)
+    own = float(harness.aggregate(harness.evaluate_dense(
+        y, s, metric.with_options(empty_weight="own"), weights=w))["mean"].iloc[0])
+    assert abs(own - expected) > 1e-6
+    # unweighted: plain mean, with an all-zero list scoring 0
+    unweighted = harness.aggregate(harness.evaluate_dense(y, s, metric))["mean"].iloc[0]
+    assert abs(unweighted - float(values.mean())) <= TOL
