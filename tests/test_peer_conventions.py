@@ -295,3 +295,81 @@ def test_keras_rs_ndcg(keras_rs_x64, seed: int, k: int | None) -> None:
     # unweighted: plain mean, with an all-zero list scoring 0
     unweighted = harness.aggregate(harness.evaluate_dense(y, s, metric))["mean"].iloc[0]
     assert abs(unweighted - float(values.mean())) <= TOL
+
+
+# -- empty_weight: names, keys, records ------------------------------------------------------
+
+@pytest.mark.parametrize("convention,rule", [("lightgbm", "unweighted"),
+                                             ("xgboost", "unweighted"), ("keras_rs", "mean"),
+                                             ("catboost", "own")])
+def test_empty_weight_round_trips(convention: str, rule: str) -> None:
+    m = Metric("ndcg", k=10, convention=convention)
+    assert m.empty_weight == rule
+    assert parse_metric(m.display_name) == m
+    assert (f"empty_weight={rule}" in m.display_name) == (rule != "own")
+    assert (f"__empty_weight_{rule}" in m.key) == (rule != "own")
+    assert all(c.isalnum() or c in "_.-" for c in m.key)
+    others = {m.with_options(empty_weight=r) for r in ("own", "unweighted", "mean")}
+    distinct = 2 if m.empty == "zero" else 3  # a 0 adds 0 whether weighted or not
+    assert len({o.key for o in others}) == len({o.display_name for o in others}) == distinct
+
+
+def test_aggregate_reads_the_weighting_from_the_column_name() -> None:
+    run = _tied_run(3)
+    weights = _query_weights(run, 3)
+    metrics = [Metric("ndcg", k=5, empty="one", empty_weight=r)
+               for r in ("own", "unweighted", "mean")]
+    pq = harness.evaluate(run, metrics=metrics)
+    means = harness.aggregate(pq, weights=weights)["mean"]
+    values = pq[metrics[0].display_name].to_numpy()
+    w = weights.reindex(pq.index).to_numpy()
+    empty = (run.groupby("qid")["label"].max() == 0).reindex(pq.index).to_numpy()
+    assert empty.any() and (values[empty] == 1.0).all()
+    by_hand = {  # the three rules written out
+        "own": np.dot(values, w) / w.sum(),
+        "unweighted": (np.dot(values[~empty], w[~empty]) + empty.sum()) / w.sum(),
+        "mean": np.dot(values, np.where(empty, w[~empty].mean(), w))
+        / np.where(empty, w[~empty].mean(), w).sum(),
+    }
+    for m in metrics:
+        assert abs(means[m.display_name] - by_hand[m.empty_weight]) <= TOL, m
+    # without weights the rules agree
+    plain = harness.aggregate(pq)["mean"]
+    assert np.ptp(plain.to_numpy()) <= TOL
+
+
+def test_aggregate_without_the_record_of_empty_queries_raises() -> None:
+    m = Metric("ndcg", k=1, convention="lightgbm")
+    pq = harness.evaluate(_TWO, metrics=[m])
+    copy = pd.DataFrame(pq.to_dict())  # as read back from a file: no attrs
+    assert harness.aggregate(copy)["mean"].iloc[0] == 0.5  # unweighted: no record needed
+    with pytest.raises(InputError, match=r"empty_weight='unweighted'.*attrs\['empty_qids'\]"):
+        harness.aggregate(copy, weights=_TWO_W)
+
+
+def test_parquet_batches_keep_the_record_of_empty_queries(tmp_path) -> None:
+    run = _tied_run(4)
+    weights = _query_weights(run, 4)
+    path = tmp_path / "run.parquet"
+    run.to_parquet(path)
+    m = Metric("ndcg", k=10, convention="lightgbm")
+    whole = harness.aggregate(harness.evaluate(run, metrics=[m]), weights=weights)
+    parts = harness.evaluate_parquet(path, metrics=[m], batch_rows=100)
+    assert harness.aggregate(parts, weights=weights).equals(whole)
+
+
+# -- labels above max_label ------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["mndcg", "err"])
+def test_label_above_max_label_raises(name: str) -> None:
+    run = pd.DataFrame({"qid": ["a", "a", "b", "b"], "docid": [0, 1, 0, 1],
+                        "score": [1.0, 0.0, 1.0, 0.0], "label": [1.0, 0.0, 0.0, 3.0]})
+    with pytest.raises(InputError, match=r"query 'b' has label 3, above max_label=1"):
+        harness.evaluate(run, metrics=[Metric(name, max_label=1)])
+    with pytest.raises(InputError, match=r"query 'b' has label 3, above the top grade 2"):
+        harness.evaluate(run, metrics=[Metric(name)], top_label=2)
+    qrels = run[["qid", "docid", "label"]].assign(docid=[0, 1, 7, 8])  # judged, not retrieved
+    with pytest.raises(InputError, match=r"query 'b' has label 3, above max_label=2"):
+        harness.evaluate(run.drop(columns="label"), qrels, metrics=[Metric(name, max_label=2)])
+    ok = harness.evaluate(run, metrics=[Metric(name, max_label=3)])
+    assert (ok[Metric(name, max_label=3).display_name] <= 1.0).all()
