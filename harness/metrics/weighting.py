@@ -11,8 +11,10 @@ The three rules differ only when weights are not all 1:
   (keras_rs ranking metrics, within one batch).
 
 :func:`harness.evaluate` records which queries had no relevant document in
-``attrs["empty_qids"]`` (per metric column whose ``empty_weight`` is not ``own``);
-:func:`harness.aggregate` reads it back.
+``attrs["empty_qids"]`` (per metric column whose ``empty_weight`` is not ``own``), and so
+does :func:`harness.evaluate_parquet`; :func:`harness.aggregate` reads it back. A frame
+without that record (read from a file, or from :func:`harness.evaluate_dask`) is refused
+when its weights are not all 1, rather than averaged under the wrong rule.
 """
 
 from __future__ import annotations
