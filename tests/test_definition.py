@@ -47,7 +47,12 @@ def test_metric_is_hashable_and_usable_as_a_key() -> None:
     (Metric("ndcg", k=10, convention="trec_eval"),
      Metric("ndcg", k=10, gain="linear", ties="docid")),
     (Metric("ndcg", convention="lightgbm"),
-     Metric("ndcg", ideal="retrieved", ties="input", empty="one")),
+     Metric("ndcg", ideal="retrieved", ties="input", empty="one", empty_weight="unweighted")),
+    # empty_weight only where it can change a weighted mean
+    (Metric("ndcg", empty="exclude", empty_weight="mean"), Metric("ndcg", empty="exclude")),
+    (Metric("ndcg", empty="nan", empty_weight="unweighted"), Metric("ndcg", empty="nan")),
+    (Metric("ndcg", empty_weight="unweighted"), Metric("ndcg")),  # a 0 adds 0 either way
+    (Metric("dcg", empty="one", empty_weight="mean"), Metric("dcg")),
     # aliases and spellings
     (parse_metric("map"), Metric("ap")),
     (parse_metric("MRR"), Metric("rr")),
@@ -78,7 +83,7 @@ def test_different_definitions_differ(a: Metric, b: Metric) -> None:
 
 
 def test_convention_is_not_part_of_equality() -> None:
-    a = Metric("ndcg", convention="lightgbm")
+    a = Metric("ndcg", k=32, convention="lightgbm")
     b = Metric("ndcg", convention="xgboost")
     assert a.convention == "lightgbm" and b.convention == "xgboost"
     assert a == b and hash(a) == hash(b)
@@ -281,21 +286,25 @@ def test_parse_options_and_keyword_overrides() -> None:
 # CONVENTIONS: sklearn (linear y_true gain, ideal = sorted y_true of the list, ignore_ties=False
 # averages ties, 0 when all-zero); trec_eval (ndcg with linear gain over the qrels, ties by
 # docno descending, 0 when no relevant); LightGBM/XGBoost (2^i - 1 gain, ideal of the list,
-# stable sort = input order, 1 when no relevant); keras_rs (exp2, the list, seeded shuffle,
-# 0); ranx (linear Jarvelin gain over the qrels, insertion-order ties, 0: checked against
-# ranx itself in tests/test_tie_conventions.py).
+# stable sort = input order, 1 when no relevant, added unweighted to a weighted mean);
+# keras_rs (exp2, the list, seeded shuffle, 0, weighted by the mean weight of the lists with
+# a relevant item); ranx (linear Jarvelin gain over the qrels, insertion-order ties, 0:
+# checked against ranx itself in tests/test_tie_conventions.py); CatBoost NDCG (type=Base
+# linear gain, LogPosition, the group, relevant tied last, 1 when no relevant).
 _EXPECTED_CONVENTIONS = {
     "sklearn": dict(gain="linear", discount="log2", ideal="retrieved", ties="average",
                     empty="zero"),
     "trec_eval": dict(gain="linear", discount="log2", ideal="judged", ties="docid",
                       empty="zero"),
     "lightgbm": dict(gain="exp2", discount="log2", ideal="retrieved", ties="input",
-                     empty="one"),
+                     empty="one", empty_weight="unweighted"),
     "xgboost": dict(gain="exp2", discount="log2", ideal="retrieved", ties="input",
-                    empty="one"),
+                    empty="one", empty_weight="unweighted"),
     "keras_rs": dict(gain="exp2", discount="log2", ideal="retrieved", ties="random",
-                     empty="zero"),
+                     empty="zero", empty_weight="mean"),
     "ranx": dict(gain="linear", discount="log2", ideal="judged", ties="input", empty="zero"),
+    "catboost": dict(gain="linear", discount="log2", ideal="retrieved", ties="pessimistic",
+                     empty="one", empty_weight="own"),
 }
 
 

@@ -296,7 +296,9 @@ def test_bad_k_in_a_name_raises() -> None:
     ("ties", "'average', 'random', 'input', 'docid', 'optimistic', 'pessimistic'"),
     ("empty", "'zero', 'one', 'exclude', 'nan'"),
     ("ideal", "'judged', 'retrieved'"),
-    ("convention", "'sklearn', 'trec_eval', 'lightgbm', 'xgboost', 'keras_rs', 'ranx'"),
+    ("convention", "'sklearn', 'trec_eval', 'lightgbm', 'xgboost', 'keras_rs', 'ranx', "
+                   "'catboost'"),
+    ("empty_weight", "'own', 'unweighted', 'mean'"),
 ])
 def test_unknown_choice_raises_listing_choices(option: str, choices: str) -> None:
     with pytest.raises(MetricDefinitionError,

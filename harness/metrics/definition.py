@@ -28,6 +28,7 @@ __all__ = [
     "TIE_MODES",
     "IDEAL_MODES",
     "EMPTY_POLICIES",
+    "EMPTY_WEIGHTS",
     "CONVENTIONS",
     "GainSpec",
     "DiscountSpec",
@@ -37,6 +38,8 @@ METRIC_NAMES: Final = ("dcg", "ndcg", "mndcg", "ap", "rr", "precision", "recall"
 TIE_MODES: Final = ("average", "random", "input", "docid", "optimistic", "pessimistic")
 IDEAL_MODES: Final = ("judged", "retrieved")
 EMPTY_POLICIES: Final = ("zero", "one", "exclude", "nan")
+#: How a query with no relevant document is weighted in a weighted mean (see aggregate).
+EMPTY_WEIGHTS: Final = ("own", "unweighted", "mean")
 _NAMED_GAINS: Final = ("exp2", "linear")
 _NAMED_DISCOUNTS: Final = ("log2", "ln", "reciprocal", "none")
 _LOG_BASE = re.compile(r"^log(\d+(?:\.\d+)?)$")
@@ -54,23 +57,27 @@ _ALIASES: Final = {
 
 # Which options change each metric's number. Other options are reset to their default,
 # so definitions that compute the same number compare and hash equal.
-_OPTIONS: Final = ("gain", "discount", "ideal", "ties", "seed", "empty", "level", "max_label")
+_OPTIONS: Final = ("gain", "discount", "ideal", "ties", "seed", "empty", "empty_weight",
+                   "level", "max_label")
+_EMPTY: Final = {"empty", "empty_weight"}
 _RELEVANT: Final = {
     "dcg": {"gain", "discount", "ties", "seed"},
-    "ndcg": {"gain", "discount", "ideal", "ties", "seed", "empty"},
-    "mndcg": {"gain", "discount", "ties", "seed", "empty", "max_label"},
-    "ap": {"ideal", "ties", "seed", "empty", "level"},
-    "rr": {"ties", "seed", "empty", "level"},
-    "precision": {"ties", "seed", "empty", "level"},
-    "recall": {"ideal", "ties", "seed", "empty", "level"},
-    "err": {"ties", "seed", "empty", "max_label"},
+    "ndcg": {"gain", "discount", "ideal", "ties", "seed", *_EMPTY},
+    "mndcg": {"gain", "discount", "ties", "seed", *_EMPTY, "max_label"},
+    "ap": {"ideal", "ties", "seed", *_EMPTY, "level"},
+    "rr": {"ties", "seed", *_EMPTY, "level"},
+    "precision": {"ties", "seed", *_EMPTY, "level"},
+    "recall": {"ideal", "ties", "seed", *_EMPTY, "level"},
+    "err": {"ties", "seed", *_EMPTY, "max_label"},
 }
 _DEFAULTS: Final[dict[str, Any]] = {
     "gain": "exp2", "discount": "log2", "ideal": "judged", "ties": "average", "seed": 0,
-    "empty": "zero", "level": 1, "max_label": None,
+    "empty": "zero", "empty_weight": "own", "level": 1, "max_label": None,
 }
 
-#: Presets that reproduce a reference implementation's choices exactly.
+#: Presets that reproduce a reference implementation's choices exactly (library versions
+#: checked: xgboost 3.2.0, lightgbm 4.7.0, catboost 1.2.10, keras-rs 0.4.0). A ``k`` entry
+#: is the cut-off a metric gets when ``k`` is not given.
 CONVENTIONS: Final[dict[str, dict[str, Any]]] = {
     # sklearn.metrics.ndcg_score / dcg_score (y_true used as the gain, i.e. linear)
     "sklearn": {"gain": "linear", "discount": "log2", "ideal": "retrieved", "ties": "average",
@@ -78,19 +85,26 @@ CONVENTIONS: Final[dict[str, dict[str, Any]]] = {
     # trec_eval ndcg / ndcg_cut_k / map / recip_rank / P_k (ties: docno descending)
     "trec_eval": {"gain": "linear", "discount": "log2", "ideal": "judged", "ties": "docid",
                   "empty": "zero"},
-    # LightGBM ndcg@k: label_gain 2^i-1, std::stable_sort, all-zero query scores 1
+    # LightGBM ndcg@k: label_gain 2^i-1, std::stable_sort, all-zero query scores 1 and adds
+    # that 1 unweighted to a weighted mean (its weight still counts in the denominator)
     "lightgbm": {"gain": "exp2", "discount": "log2", "ideal": "retrieved", "ties": "input",
-                 "empty": "one"},
-    # XGBoost ndcg@k (default ndcg_exp_gain, stable sort, empty query scores 1)
+                 "empty": "one", "empty_weight": "unweighted"},
+    # XGBoost ndcg (default ndcg_exp_gain, stable sort, empty query scores 1, added
+    # unweighted as LightGBM does); its metrics without '@k' cut at 32
     "xgboost": {"gain": "exp2", "discount": "log2", "ideal": "retrieved", "ties": "input",
-                "empty": "one"},
-    # keras_rs NDCG: exp2 gain, seeded shuffle of ties, masked dense lists, 0 when empty
+                "empty": "one", "empty_weight": "unweighted", "k": 32},
+    # keras_rs NDCG: exp2 gain, seeded shuffle of ties, masked dense lists, 0 when empty,
+    # weighted by the mean weight of the lists with a relevant item
     "keras_rs": {"gain": "exp2", "discount": "log2", "ideal": "retrieved", "ties": "random",
-                 "empty": "zero"},
+                 "empty": "zero", "empty_weight": "mean"},
     # ranx 0.3 ndcg (Jarvelin: linear gain), ideal over the qrels, 0 when empty; ties in
     # the run's insertion order, which is ranx's own for queries of at most 15 documents
     "ranx": {"gain": "linear", "discount": "log2", "ideal": "judged", "ties": "input",
              "empty": "zero"},
+    # CatBoost NDCG (type=Base: linear gain, denominator=LogPosition: log2; tied documents
+    # ranked relevant-last; a group without relevant document scores 1, own group weight)
+    "catboost": {"gain": "linear", "discount": "log2", "ideal": "retrieved",
+                 "ties": "pessimistic", "empty": "one"},
 }
 
 GainSpec = str | tuple[tuple[float, float], ...]
@@ -211,6 +225,7 @@ def _validate_options(values: dict[str, Any]) -> None:
     _check_choice("ties", values["ties"], TIE_MODES)
     _check_int("seed", values["seed"], low=0)
     _check_choice("empty", values["empty"], EMPTY_POLICIES)
+    _check_choice("empty_weight", values["empty_weight"], EMPTY_WEIGHTS)
     _check_int("level", values["level"], low=1)
 
 
@@ -249,7 +264,16 @@ class Metric:
         order.
     empty : {'zero', 'one', 'exclude', 'nan'}, default 'zero'
         Value of a query with no relevant document (ideal DCG 0): 0 (sklearn, trec_eval,
-        keras_rs), 1 (LightGBM, XGBoost), left out of the mean (and counted), or NaN.
+        keras_rs), 1 (LightGBM, XGBoost, CatBoost), left out of the mean (and counted), or
+        NaN.
+    empty_weight : {'own', 'unweighted', 'mean'}, default 'own'
+        How such a query counts in a weighted mean (:func:`~harness.aggregate`; without
+        weights all three agree): with its own weight (CatBoost); its value enters the
+        numerator with weight 1 while its own weight stays in the denominator (LightGBM,
+        XGBoost); or with the mean weight of the queries that have a relevant document and
+        a positive weight, 1 if there are none (keras_rs, one batch). Reset to ``'own'``
+        where it cannot change the mean (``empty`` 'exclude' or 'nan'; 'zero' with
+        'unweighted').
     level : int >= 1, default 1
         Binary metrics (ap, rr, precision, recall) count ``label >= level`` as relevant
         (trec_eval ``-l``).
@@ -258,8 +282,10 @@ class Metric:
         in the evaluated data.
     convention : str or None, default None
         A preset from :data:`CONVENTIONS` (``sklearn``, ``trec_eval``, ``lightgbm``,
-        ``xgboost``, ``keras_rs``, ``ranx``) that sets every option it names; options given
-        explicitly win over it.
+        ``xgboost``, ``keras_rs``, ``ranx``, ``catboost``) that sets every option it names;
+        options given explicitly win over it. ``xgboost`` also sets ``k=32`` when ``k`` is
+        not given, as XGBoost's ``ndcg`` (``map``, ``pre``) without ``@k`` counts the first
+        32 documents; an explicit ``k`` (``None`` included) wins.
 
     Notes
     -----
@@ -293,6 +319,7 @@ class Metric:
     ties: str
     seed: int
     empty: str
+    empty_weight: str
     level: int
     max_label: float | None
     convention: str | None = field(compare=False, hash=False)
@@ -301,13 +328,14 @@ class Metric:
         self,
         name: str,
         *,
-        k: int | None = None,
+        k: Any = _UNSET,
         gain: Any = _UNSET,
         discount: Any = _UNSET,
         ideal: Any = _UNSET,
         ties: Any = _UNSET,
         seed: Any = _UNSET,
         empty: Any = _UNSET,
+        empty_weight: Any = _UNSET,
         level: Any = _UNSET,
         max_label: Any = _UNSET,
         convention: str | None = None,
@@ -321,7 +349,8 @@ class Metric:
                 f"unknown metric {name!r}; known metrics: {', '.join(METRIC_NAMES)}"
             )
         given = dict(gain=gain, discount=discount, ideal=ideal, ties=ties, seed=seed,
-                     empty=empty, level=level, max_label=max_label)
+                     empty=empty, empty_weight=empty_weight, level=level,
+                     max_label=max_label)
         preset: dict[str, Any] = {}
         if convention is not None:
             _check_choice("convention", convention, tuple(CONVENTIONS))
@@ -337,6 +366,11 @@ class Metric:
         }
         if values["ties"] != "random":
             values["seed"] = 0
+        if values["empty"] in ("exclude", "nan") or (values["empty"], values["empty_weight"]) \
+                == ("zero", "unweighted"):
+            values["empty_weight"] = "own"
+        if k is _UNSET:
+            k = preset.get("k")
         put = object.__setattr__
         put(self, "name", canonical)
         put(self, "k", _check_int("k", k, low=1, allow_none=True))
@@ -346,6 +380,7 @@ class Metric:
         put(self, "ties", _check_choice("ties", values["ties"], TIE_MODES))
         put(self, "seed", _check_int("seed", values["seed"], low=0))
         put(self, "empty", _check_choice("empty", values["empty"], EMPTY_POLICIES))
+        put(self, "empty_weight", values["empty_weight"])
         put(self, "level", _check_int("level", values["level"], low=1))
         ml = values["max_label"]
         if ml is not None:

@@ -12,6 +12,7 @@ from harness.errors import InputError, MetricDefinitionError
 from harness.metrics.definition import Metric, parse_metric
 from harness.metrics.kernels import Cache, compute
 from harness.metrics.prepare import prepare
+from harness.metrics.weighting import empty_mask, record_empty, weighted_mean
 
 __all__ = ["evaluate", "evaluate_dense", "aggregate", "tie_interval", "as_metrics"]
 
@@ -118,14 +119,18 @@ def evaluate(
         "n_judged": prep.n_judged,
         "n_relevant": prep.relevant_counts(level),
     }
+    empties = {}
     try:
         tops = _contender_limits(mlist, prep)
         for m in mlist:
             values, empty = compute(prep, m, cache, top=tops.get((m.ties, m.seed)))
             columns[m.display_name] = _apply_empty(values, empty, m.empty)
+            empties[m] = empty
     finally:
         prep.wait()  # the input's duplicate check, run meanwhile: bad input wins
     out = pd.DataFrame(columns, index=prep.qids)
+    for m, empty in empties.items():
+        record_empty(out, m.display_name, empty, m.empty_weight)
     if weights is not None:
         out["weight"] = _weights_for(out.index, weights)
     out.attrs["missing_qids"] = list(prep.missing_qids) if missing == "exclude" else []
@@ -191,6 +196,8 @@ def aggregate(per_query: pd.DataFrame, weights: Mapping[Any, float] | pd.Series 
         Indexed by metric display name, columns ``mean``, ``n_queries`` (used) and
         ``n_excluded`` (left out by ``empty='exclude'``, plus queries judged but not run and
         queries run but not judged). With ``empty='nan'`` a NaN value makes the mean NaN.
+        A query without relevant document is weighted by its metric's ``empty_weight``
+        (read from ``attrs['empty_qids']``, see :mod:`harness.metrics.weighting`).
 
     Examples
     --------
@@ -216,13 +223,16 @@ def aggregate(per_query: pd.DataFrame, weights: Mapping[Any, float] | pd.Series 
         nan = np.isnan(values)
         if metric.empty == "exclude" or not nan.any():
             keep = ~nan
-            total = w[keep].sum()
-            if total == 0 and keep.any():
+            if w[keep].sum() == 0 and keep.any():
                 raise InputError(
                     f"the weights of the {int(keep.sum())} queries averaged for {column} sum "
                     "to 0, so their weighted mean is undefined; give at least one of them a "
                     "positive weight", column="weight")
-            mean = float(np.dot(values[keep], w[keep]) / total) if total > 0 else float("nan")
+            empty = empty_mask(per_query, column, metric.empty_weight, w[keep])
+            numerator, total = weighted_mean(values[keep], w[keep],
+                                             None if empty is None else empty[keep],
+                                             metric.empty_weight)
+            mean = numerator / total if total > 0 else float("nan")
             rows[column] = (mean, int(keep.sum()), int(nan.sum()) + outside)
         else:
             rows[column] = (float("nan"), len(values), outside)

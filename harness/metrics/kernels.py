@@ -123,6 +123,8 @@ def compute(prep: Prepared, metric: Metric, cache: Cache, top: int | None = None
                              f"with the top grade; k above {MAX_MNDCG_K:,} is refused (the "
                              f"longest list here has {length:,} documents)")
         length = metric.k
+    if metric.name in ("mndcg", "err"):
+        _check_top_grade(prep, metric)
     if metric.name in ("dcg", "ndcg", "mndcg"):
         return _dcg_family(prep, metric, r, length, cache)
     if metric.name == "err":
@@ -145,6 +147,21 @@ def compute(prep: Prepared, metric: Metric, cache: Cache, top: int | None = None
         return _ratio(_topk_sum(r, _ap_terms(r, rel, r.n), metric.k, nq), n_rel), empty
     # rr: a cascade whose stop probability is the binary relevance
     return _cascade(r, rel, r.n, metric.k, nq, binary=True), empty
+
+
+def _check_top_grade(prep: Prepared, metric: Metric) -> None:
+    """mnDCG and ERR scale by the top grade: a label above it would give values above 1."""
+    top = metric.max_label if metric.max_label is not None else prep.max_label
+    for q, labels in ((prep.q, prep.label), (prep.judged_q, prep.judged_label)):
+        above = np.flatnonzero(labels > top)
+        if len(above):
+            i = int(above[0])
+            source = (f"max_label={top:g}" if metric.max_label is not None else
+                      f"the top grade {top:g} given to evaluate (top_label)")
+            raise InputError(
+                f"{metric.display_name}: query {prep.qids[q[i]]!r} has label {labels[i]:g}, "
+                f"above {source}; the scale's top grade must be at least every label",
+                column="label", qid=prep.qids[q[i]])
 
 
 def _dcg_family(prep: Prepared, metric: Metric, r: Ranking, length: int,

@@ -23,6 +23,7 @@ import pandas as pd
 from harness.errors import InputError, plain
 from harness.metrics.definition import Metric
 from harness.metrics.evaluate import MetricLike, as_metrics, evaluate
+from harness.metrics.weighting import EMPTY_ATTR, merge_empty
 
 __all__ = ["evaluate_parquet", "iter_query_batches", "cluster_parquet", "NotClustered"]
 
@@ -174,6 +175,7 @@ def assemble(frames: list[pd.DataFrame], qrels: pd.DataFrame | None, metrics: li
     frames = [f for f in frames if len(f)]
     if not frames:
         raise InputError(f"no query of {name} is judged", table=name)
+    empties = merge_empty(frames)
     result = pd.concat(frames).sort_index()
     absent = [] if qrels is None else sorted(set(qrels["qid"]) - set(run_qids), key=str)
     if missing == "zero" and absent:
@@ -189,6 +191,8 @@ def assemble(frames: list[pd.DataFrame], qrels: pd.DataFrame | None, metrics: li
         absent = []
     result.attrs["missing_qids"] = absent
     result.attrs["unjudged_qids"] = unjudged
+    if empties:
+        result.attrs[EMPTY_ATTR] = empties
     return result
 
 
