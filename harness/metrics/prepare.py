@@ -228,10 +228,9 @@ class Prepared:
 
     def relevant_counts(self, level: int) -> np.ndarray:
         """Per query, the judged documents with label >= ``level`` (cached per level)."""
-        if level not in self._relevant:
+        if level not in self._relevant:  # integer counts of the rows that pass
             self._relevant[level] = np.bincount(
-                self.judged_q, weights=self.judged_label >= level,
-                minlength=self.n_queries).astype(np.int64)
+                self.judged_q[self.judged_label >= level], minlength=self.n_queries)
         return self._relevant[level]
 
     def ideal(self, mode: str) -> Ideal:
@@ -283,8 +282,9 @@ class Prepared:
                 continue
             m = np.full(len(qidx) * width, np.inf)
             m[flat] = neg if len(rows) == total else neg[rows]
-            threshold[qidx] = np.partition(m.reshape(len(qidx), width), top - 1,
-                                           axis=1)[:, top - 1]
+            m = m.reshape(len(qidx), width)
+            m.partition(top - 1, axis=1)  # in place: the matrix is ours
+            threshold[qidx] = m[:, top - 1]
         keep = np.flatnonzero(neg <= threshold[self.q])
         sub = Prepared(
             qids=self.qids, q=self.q[keep], row=self.row[keep], score=self.score[keep],
