@@ -185,3 +185,44 @@ def test_trec_eval_compares_scores_as_float32() -> None:
     rr = harness.evaluate(r, j, [harness.Metric("rr", convention="trec_eval"),
                                  harness.Metric("rr", ties="input")]).iloc[0, -2:]
     assert list(rr) == [0.5, 1.0]
+
+
+# -- ir_measures: a gain table relabels judged documents only ------------------------------
+
+@pytest.mark.parametrize("gains", [{0: 1, 1: 2, 2: 3}, {0: 0, 1: 1, 2: 3}, {0: 2, 1: 4, 2: 9}])
+def test_a_gain_table_gives_unjudged_documents_gain_0_as_ir_measures(gains: dict) -> None:
+    """ir_measures' nDCG(gains=...) maps the grades of judged documents; a retrieved
+    document without a judgment keeps gain 0, even when grade 0 gets a positive gain (the
+    old reading gave it grade 0's gain and scores above 1). Queries judged but not run
+    score 0 there, as with missing='zero'."""
+    import warnings
+
+    import ir_measures
+    from ir_measures import nDCG
+
+    rng = np.random.default_rng(sum(gains.values()))
+    qrels, run = [], []
+    for qi in range(120):
+        q = f"q{qi:03d}"
+        docs = [f"d{d:03d}" for d in rng.permutation(200)[:int(rng.integers(3, 25))]]
+        for d in docs:
+            run.append(ir_measures.ScoredDoc(q, d, float(rng.integers(0, 50))))
+            if rng.random() < 0.6:
+                qrels.append(ir_measures.Qrel(q, d, int(rng.integers(0, 3))))
+        qrels.append(ir_measures.Qrel(q, f"x{qi}", 2))  # judged, never retrieved
+    qrels += [ir_measures.Qrel("only-judged", "z", 1)]
+    measure = nDCG(gains=gains) @ 10
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = {m.query_id: m.value for m in ir_measures.iter_calc([measure], qrels, run)}
+    r = pd.DataFrame([(x.query_id, x.doc_id, x.score) for x in run],
+                     columns=["qid", "docid", "score"])
+    j = pd.DataFrame([(x.query_id, x.doc_id, x.relevance) for x in qrels],
+                     columns=["qid", "docid", "label"])
+    ours = harness.evaluate(r, j, [harness.Metric("ndcg", k=10, gain=gains,
+                                                  convention="trec_eval")], missing="zero")
+    values = ours.iloc[:, -1]
+    assert set(values.index) == set(theirs)
+    np.testing.assert_allclose(values.to_numpy(), [theirs[q] for q in values.index], rtol=0,
+                               atol=1e-12)
+    assert values.max() <= 1.0 and values["only-judged"] == 0.0

@@ -28,7 +28,7 @@ import numpy as np
 
 from harness.errors import InputError, MetricDefinitionError
 from harness.metrics.definition import Metric
-from harness.metrics.prepare import Prepared, Ranking
+from harness.metrics.prepare import Ideal, Prepared, Ranking
 
 __all__ = ["compute"]
 
@@ -164,21 +164,40 @@ def _check_top_grade(prep: Prepared, metric: Metric) -> None:
                 column="label", qid=prep.qids[q[i]])
 
 
+def _unjudged_rows(prep: Prepared, metric: Metric) -> np.ndarray | None:
+    """Per grouped row, True where the row has no judgment and its label 0 would get a
+    nonzero gain (a gain table or formula with gain(0) > 0): such rows get gain 0, as
+    ir_measures' ``nDCG(gains=...)`` relabels judged documents only. None when no row
+    needs it."""
+    if prep.judged_rows is None or prep.judged_rows.all():
+        return None
+    if float(metric.gain_function()(np.zeros(1))[0]) == 0.0:
+        return None
+    return ~prep.judged_rows
+
+
 def _dcg_family(prep: Prepared, metric: Metric, r: Ranking, length: int,
                 cache: Cache) -> tuple[np.ndarray, np.ndarray]:
     nq = prep.n_queries
     disc = _discounts(metric, length, cache)
     rows = r.head(metric.k)  # only the top k rows are touched
-    q, pos, _, labels = r.top(metric.k)
+    q, pos, grouped, labels = r.top(metric.k)
+    unjudged = _unjudged_rows(prep, metric)
     if r.gid is None:
         _gains(prep, metric, prep.label, cache, "run")  # validates every label's gain once
-        gains = cache.get_or(("top_gain", id(r), metric.k, metric.gain),
-                             lambda: metric.gain_function()(labels))
+
+        def top_gains() -> np.ndarray:
+            g = metric.gain_function()(labels)
+            return g if unjudged is None else np.where(unjudged[grouped], 0.0, g)
+
+        gains = cache.get_or(("top_gain", id(r), metric.k, metric.gain), top_gains)
     else:
         def group_means() -> np.ndarray:  # mean gain per tie group
             _gains(prep, metric, prep.label, cache, "run")  # validates every label's gain
             with np.errstate(over="ignore", invalid="ignore"):
                 ranked = metric.gain_function()(r.label)
+            if unjudged is not None:
+                ranked = np.where(unjudged[r.perm], 0.0, ranked)
             return np.add.reduceat(ranked, r.gstart) / r.gsize
 
         def top_means() -> np.ndarray:
@@ -212,6 +231,11 @@ def _ideal_dcg(prep: Prepared, metric: Metric, disc: np.ndarray, cache: Cache) -
     the sum of the discounts it covers. Other labels: a per-query sort by gain."""
     ideal = prep.ideal(metric.ideal)
     which = "judged" if metric.ideal == "judged" else "run"
+    tag = metric.ideal
+    unjudged = _unjudged_rows(prep, metric) if metric.ideal == "retrieved" else None
+    if unjudged is not None:  # unjudged rows have gain 0 here: they add nothing to IDCG
+        ideal = Ideal(prep.q[~unjudged], prep.label[~unjudged])
+        which, tag = "run-judged", "retrieved-judged"
     gains = _gains(prep, metric, ideal.label, cache, which)
     nq = prep.n_queries
     kk = len(disc) if metric.k is None else min(metric.k, len(disc))
@@ -228,7 +252,7 @@ def _ideal_dcg(prep: Prepared, metric: Metric, disc: np.ndarray, cache: Cache) -
         c = np.bincount(ideal.q * levels + lab.astype(np.int64), minlength=nq * levels)
         return c.reshape(nq, levels), np.arange(levels, dtype=np.float64)
 
-    by_level = cache.get_or(("ideal_counts", metric.ideal), counts)
+    by_level = cache.get_or(("ideal_counts", tag), counts)
     if by_level is not None:
         c, levels = by_level
         level_gain = metric.gain_function()(levels)
@@ -247,7 +271,7 @@ def _ideal_dcg(prep: Prepared, metric: Metric, disc: np.ndarray, cache: Cache) -
         n = np.bincount(q, minlength=nq)
         return q, g, np.arange(len(q)) - np.repeat(np.cumsum(n) - n, n)
 
-    q, g, pos = cache.get_or(("ideal_sorted", metric.ideal, metric.gain), sorted_ideal)
+    q, g, pos = cache.get_or(("ideal_sorted", tag, metric.gain), sorted_ideal)
     m = pos < kk
     return np.bincount(q[m], weights=g[m] * disc[pos[m]], minlength=nq)
 
