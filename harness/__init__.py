@@ -34,6 +34,7 @@ _LAZY = {
                     "harness.metrics.evaluate"),
     "evaluate_parquet": "harness.metrics.stream",
     "evaluate_dask": "harness.metrics.dask_engine",  # imports dask and distributed
+    "explain_difference": "harness.explain.shapley",
 }
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports on demand
@@ -46,6 +47,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
         parse_metric,
     )
     from harness.metrics.evaluate import aggregate, evaluate, evaluate_dense, tie_interval
+    from harness.explain.shapley import explain_difference
     from harness.metrics.stream import evaluate_parquet
 
 
@@ -76,6 +78,7 @@ __all__ = [
     "evaluate_dask",
     "evaluate_dense",
     "evaluate_parquet",
+    "explain_difference",
     "parse_metric",
     "tie_interval",
     "__version__",
