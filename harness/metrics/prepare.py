@@ -18,6 +18,7 @@ import pandas as pd
 
 from harness.errors import InputError, plain
 from harness.metrics import background
+from harness.metrics.quicksort_ties import SMALL, quicksort_perm
 from harness.metrics.segments import Layout, duplicate_within, group_by_query, segment_argsort
 
 __all__ = ["Prepared", "Ranking", "Ideal", "prepare"]
@@ -247,7 +248,7 @@ class Prepared:
         ``k <= top``, for every tie rule."""
         if ties == "docid" and self.float32 is not self:  # trec_eval compares float32
             return self.float32.ranking(ties, seed, top)
-        if top is not None:
+        if top is not None and not ties.startswith("quicksort"):  # every row moves the ties
             return self.contenders(top).ranking(ties, seed)
         key = (ties, seed if ties == "random" else 0)
         if key not in self._rankings:
@@ -304,6 +305,13 @@ class Prepared:
         neg = -self.score
         if ties == "docid":
             return self._rank_docid()
+        if ties in ("quicksort", "quicksort2"):
+            base = self.ranking("input")
+            scrambled = np.flatnonzero((self.n_docs > SMALL) & self._has_ties())
+            perm = quicksort_perm(base.perm, neg, self.starts, self.n_docs, scrambled,
+                                  passes=1 if ties == "quicksort" else 2)
+            return Ranking(perm=perm, q=self.q, pos=self.pos, grouped_label=self.label,
+                           n=self.n_docs)
         if ties in ("input", "optimistic", "pessimistic"):
             # reorder only within the tie groups of the score order: a stable sort on
             # (group, secondary key), which is nearly sorted already, so timsort is ~linear
@@ -344,6 +352,14 @@ class Prepared:
                 ranking.gsize = gsize
         return ranking
 
+
+    def _has_ties(self) -> np.ndarray:
+        """Per query, whether two of its documents share a score."""
+        base = self.ranking("average")
+        if base.gid is None:
+            return np.zeros(self.n_queries, dtype=bool)
+        return np.bincount(self.q[base.perm[base.gstart[base.gsize > 1]]],
+                           minlength=self.n_queries) > 0
 
     def _rank_docid(self) -> Ranking:
         """Score descending, then docid descending as strings (trec_eval's order).

@@ -1,0 +1,101 @@
+"""``ties="quicksort"``: tied documents in the order ranx 0.3 leaves them.
+
+ranx sorts each query of a ``Run`` once, when the run is built, with numba's
+``np.argsort`` (kind ``quicksort``) on the negated scores in insertion order. That sort is
+deterministic but not stable: a partition of at most 16 rows (``high - low < 15``) is
+finished by a stable insertion sort, so a query of up to 15 documents keeps its tied
+documents in input order; a longer one is first partitioned around median-of-three pivots,
+which moves tied documents past each other. This module runs the same algorithm on the
+same keys, so the order it gives is ranx's for every query length.
+
+``ranx.evaluate(..., make_comparable=True)`` sorts the run a second time, starting from
+the first sort's order; ``ties="quicksort2"`` applies the sort twice to match it.
+
+Only a query that both has a tie and holds 16 or more documents needs it; every other
+query is ranked as ``ties="input"`` ranks it, which is the same order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# numba.misc.quicksort: partitions of SMALL + 1 rows or fewer go to the insertion sort
+SMALL = 15
+
+
+def quicksort_argsort(keys: list[float]) -> list[int]:
+    """Indices ordering ``keys`` ascending, exactly as numba's quicksort ``argsort`` does
+    (median-of-three pivot, Hoare partition with the pivot stashed at the end, largest
+    side pushed on a stack, insertion sort below 16 rows)."""
+    r = list(range(len(keys)))
+    if len(keys) < 2:
+        return r
+    stack = [(0, len(keys) - 1)]
+    while stack:
+        low, high = stack.pop()
+        while high - low >= SMALL:
+            i = _partition(keys, r, low, high)
+            if high - i > i - low:  # right side larger: push it, go on with the left
+                if high > i:
+                    stack.append((i + 1, high))
+                high = i - 1
+            else:
+                if i > low:
+                    stack.append((low, i - 1))
+                low = i + 1
+        _insertion_sort(keys, r, low, high)
+    return r
+
+
+def _partition(a: list[float], r: list[int], low: int, high: int) -> int:
+    mid = (low + high) >> 1
+    if a[r[mid]] < a[r[low]]:
+        r[low], r[mid] = r[mid], r[low]
+    if a[r[high]] < a[r[mid]]:
+        r[high], r[mid] = r[mid], r[high]
+    if a[r[mid]] < a[r[low]]:
+        r[low], r[mid] = r[mid], r[low]
+    pivot = a[r[mid]]
+    r[high], r[mid] = r[mid], r[high]
+    i, j = low, high - 1
+    while True:
+        while i < high and a[r[i]] < pivot:
+            i += 1
+        while j >= low and pivot < a[r[j]]:
+            j -= 1
+        if i >= j:
+            break
+        r[i], r[j] = r[j], r[i]
+        i += 1
+        j -= 1
+    r[i], r[high] = r[high], r[i]
+    return i
+
+
+def _insertion_sort(a: list[float], r: list[int], low: int, high: int) -> None:
+    for i in range(low + 1, high + 1):
+        k = r[i]
+        v = a[k]
+        j = i
+        while j > low and v < a[r[j - 1]]:
+            r[j] = r[j - 1]
+            j -= 1
+        r[j] = k
+
+
+def quicksort_perm(input_perm: np.ndarray, neg: np.ndarray, starts: np.ndarray,
+                   n_docs: np.ndarray, queries: np.ndarray, passes: int = 1) -> np.ndarray:
+    """``input_perm`` (the ``ties="input"`` ranking: grouped rows, query by query) with
+    the rows of each query in ``queries`` reordered by :func:`quicksort_argsort` of their
+    negated scores ``neg`` taken in input order (grouped rows are in input order), then,
+    for ``passes=2``, sorted once more from that order (ranx re-sorts a ``Run`` in
+    ``make_comparable``)."""
+    perm = input_perm.copy()
+    for qi in queries:
+        start, n = int(starts[qi]), int(n_docs[qi])
+        keys = neg[start:start + n].tolist()
+        order = list(range(n))
+        for _ in range(passes):
+            order = [order[i] for i in quicksort_argsort([keys[j] for j in order])]
+        perm[start:start + n] = start + np.asarray(order, dtype=perm.dtype)
+    return perm
