@@ -144,6 +144,23 @@ def test_the_ranx_convention_is_ranx_value_for_value(sizes: tuple[int, int], tie
                                    err_msg=name)
 
 
+def test_quicksort_is_numbas_argsort() -> None:
+    """The permutation behind ties='quicksort' is numba's np.argsort (kind quicksort, the
+    one ranx calls) on arrays of 1 to 300 keys with few distinct values, infinities (NaN
+    scores under nan_scores='last') included."""
+    import numba
+
+    from harness.metrics.quicksort_ties import quicksort_argsort
+
+    argsort = numba.njit(lambda a: np.argsort(a))
+    rng = np.random.default_rng(3)
+    for _ in range(400):
+        n = int(rng.integers(1, 300))
+        keys = rng.choice([-np.inf, 0.0, 0.5, 1.0, 2.0, np.inf][:int(rng.integers(1, 7))],
+                          size=n)
+        assert quicksort_argsort(keys.tolist()) == argsort(keys).tolist()
+
+
 def test_ranx_reads_float_labels_truncated() -> None:
     """ranx's Qrels stores labels as int64 (1.7 -> 1, -1.5 -> -1): its values equal the
     ranx convention on labels truncated toward zero, which the README asks of users, and
@@ -258,6 +275,7 @@ def test_a_gain_table_gives_unjudged_documents_gain_0_as_ir_measures(gains: dict
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         theirs = {m.query_id: m.value for m in ir_measures.iter_calc([measure], qrels, run)}
+        mean = ir_measures.calc_aggregate([measure], qrels, run)[measure]
     r = pd.DataFrame([(x.query_id, x.doc_id, x.score) for x in run],
                      columns=["qid", "docid", "score"])
     j = pd.DataFrame([(x.query_id, x.doc_id, x.relevance) for x in qrels],
@@ -269,3 +287,4 @@ def test_a_gain_table_gives_unjudged_documents_gain_0_as_ir_measures(gains: dict
     np.testing.assert_allclose(values.to_numpy(), [theirs[q] for q in values.index], rtol=0,
                                atol=1e-12)
     assert values.max() <= 1.0 and values["only-judged"] == 0.0
+    assert harness.aggregate(ours).iloc[0]["mean"] == pytest.approx(mean, abs=1e-12)
