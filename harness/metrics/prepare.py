@@ -18,7 +18,7 @@ import pandas as pd
 
 from harness.errors import InputError, plain
 from harness.metrics import background
-from harness.metrics.quicksort_ties import SMALL, quicksort_perm
+from harness.metrics.quicksort_ties import quicksort_perm, scrambled_queries
 from harness.metrics.segments import Layout, duplicate_within, group_by_query, segment_argsort
 
 __all__ = ["Prepared", "Ranking", "Ideal", "prepare"]
@@ -306,10 +306,9 @@ class Prepared:
         if ties == "docid":
             return self._rank_docid()
         if ties in ("quicksort", "quicksort2"):
-            base = self.ranking("input")
-            scrambled = np.flatnonzero((self.n_docs > SMALL) & self._has_ties())
-            perm = quicksort_perm(base.perm, neg, self.starts, self.n_docs, scrambled,
-                                  passes=1 if ties == "quicksort" else 2)
+            long_tied = scrambled_queries(self.ranking("average"), self.q, self.n_docs)
+            perm = quicksort_perm(self.ranking("input").perm, neg, self.starts, self.n_docs,
+                                  long_tied, passes=1 if ties == "quicksort" else 2)
             return Ranking(perm=perm, q=self.q, pos=self.pos, grouped_label=self.label,
                            n=self.n_docs)
         if ties in ("input", "optimistic", "pessimistic"):
@@ -352,14 +351,6 @@ class Prepared:
                 ranking.gsize = gsize
         return ranking
 
-
-    def _has_ties(self) -> np.ndarray:
-        """Per query, whether two of its documents share a score."""
-        base = self.ranking("average")
-        if base.gid is None:
-            return np.zeros(self.n_queries, dtype=bool)
-        return np.bincount(self.q[base.perm[base.gstart[base.gsize > 1]]],
-                           minlength=self.n_queries) > 0
 
     def _rank_docid(self) -> Ranking:
         """Score descending, then docid descending as strings (trec_eval's order).

@@ -17,6 +17,8 @@ query is ranked as ``ties="input"`` ranks it, which is the same order.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 # numba.misc.quicksort: partitions of SMALL + 1 rows or fewer go to the insertion sort
@@ -81,6 +83,15 @@ def _insertion_sort(a: list[float], r: list[int], low: int, high: int) -> None:
             r[j] = r[j - 1]
             j -= 1
         r[j] = k
+
+
+def scrambled_queries(average: Any, q: np.ndarray, n_docs: np.ndarray) -> np.ndarray:
+    """Queries whose order the quicksort can change: more than ``SMALL`` documents and a
+    tie group of two or more in ``average`` (the ``ties="average"`` ranking)."""
+    tied = np.zeros(len(n_docs), dtype=bool)
+    if average.gid is not None:
+        tied[q[average.perm[average.gstart[average.gsize > 1]]]] = True
+    return np.flatnonzero(tied & (n_docs > SMALL))
 
 
 def quicksort_perm(input_perm: np.ndarray, neg: np.ndarray, starts: np.ndarray,
