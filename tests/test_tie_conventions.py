@@ -91,14 +91,27 @@ def _ranx_data(seed: int, sizes: tuple[int, int], tied: bool, judge_all: bool
     return df[["qid", "docid", "score"]], qrels
 
 
-def _ranx_per_query(run: pd.DataFrame, qrels: pd.DataFrame, comparable: bool
+def _ranx_per_query(run: pd.DataFrame, qrels: pd.DataFrame, path: str
                     ) -> dict[str, pd.Series]:
+    """ranx's per-query values, the run read as ``path`` says: ``objects`` (Qrels/Run
+    from data frames), ``comparable`` (the same with make_comparable=True) or ``dicts``
+    (plain nested dicts passed to evaluate)."""
     import warnings
 
     from ranx import Qrels, Run, evaluate
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numba's type-safety chatter
+        if path == "dicts":  # insertion order = the frame's row order
+            q: dict[str, dict[str, int]] = {}
+            for qid, d, label in qrels.itertuples(index=False):
+                q.setdefault(qid, {})[d] = int(label)
+            r: dict[str, dict[str, float]] = {}
+            for qid, d, score in run.itertuples(index=False):
+                r.setdefault(qid, {})[d] = score
+            q = {qid: q[qid] for qid in r}  # ranx pairs plain dicts' queries by position
+            scores = evaluate(q, r, list(RANX_NAMES), return_mean=False)
+            return {name: pd.Series(v, index=list(q)) for name, v in scores.items()}
         # from_df inserts each query's documents in the frame's row order; it wants ids of
         # dtype object
         ids = {"qid": object, "docid": object}
@@ -107,31 +120,34 @@ def _ranx_per_query(run: pd.DataFrame, qrels: pd.DataFrame, comparable: bool
         rr = Run.from_df(run.astype(ids), q_id_col="qid", doc_id_col="docid",
                          score_col="score")
         scores = evaluate(rq, rr, list(RANX_NAMES), return_mean=False,
-                          make_comparable=comparable)
+                          make_comparable=path == "comparable")
     return {name: pd.Series(v, index=list(rq.keys())) for name, v in scores.items()}
 
 
-@pytest.mark.parametrize("sizes, tied, comparable, ties", [
-    ((2, 16), True, True, None),  # <= 15 documents: insertion order, one sort or two
-    ((16, 60), True, False, None),  # the Run's one quicksort scrambles the ties
-    ((16, 60), True, True, "quicksort2"),  # make_comparable sorts it again
-    ((16, 40), False, True, None)])
+@pytest.mark.parametrize("sizes, tied, path, ties", [
+    ((2, 16), True, "comparable", None),  # <= 15 documents: insertion order
+    ((16, 60), True, "objects", None),  # the Run's one quicksort scrambles the ties
+    ((16, 60), True, "comparable", "quicksort2"),  # make_comparable sorts it again
+    ((2, 16), True, "dicts", "quicksort_reversed"),  # dicts: ties reversed ...
+    ((16, 60), True, "dicts", "quicksort_reversed"),  # ... or scrambled otherwise
+    ((16, 40), False, "comparable", None)])
 def test_the_ranx_convention_is_ranx_value_for_value(sizes: tuple[int, int], tied: bool,
-                                                     comparable: bool, ties: str | None
-                                                     ) -> None:
+                                                     path: str, ties: str | None) -> None:
     """ranx 0.3 orders each query of a Run with numba's unstable quicksort argsort of the
     negated scores, in insertion order: up to 15 documents that is an insertion sort
     (ties keep input order), from 16 on tied documents move; make_comparable=True sorts
-    the run a second time. The ranx convention (ties='quicksort') and ties='quicksort2'
-    run the same algorithm, so every query agrees, long tied ones included."""
-    run, qrels = _ranx_data(5, sizes, tied, judge_all=not comparable)
-    theirs = _ranx_per_query(run, qrels, comparable)
+    the run a second time; plain dicts are sorted ascending and read backwards. The ranx
+    convention (ties='quicksort'), 'quicksort2' and 'quicksort_reversed' run the same
+    algorithm, so every query agrees, long tied ones included."""
+    run, qrels = _ranx_data(5, sizes, tied, judge_all=path != "comparable")
+    theirs = _ranx_per_query(run, qrels, path)
     extra = {} if ties is None else {"ties": ties}
     metrics = {name: harness.Metric(m, k=k, convention="ranx", **opts, **extra)
                for name, (m, k, opts) in RANX_NAMES.items()}
     ours = harness.evaluate(run, qrels, list(metrics.values()))
-    if tied and sizes[0] >= 16:  # the scramble matters: the other rules would differ
-        for other in ("input", "quicksort" if comparable else "quicksort2"):
+    if tied and (sizes[0] >= 16 or path == "dicts"):  # the other rules would differ
+        for other in {"input", "quicksort", "quicksort2", "quicksort_reversed"} - {
+                metrics["map"].ties}:
             ap = harness.evaluate(run, qrels, [harness.Metric("ap", convention="ranx",
                                                               ties=other)]).iloc[:, -1]
             common = ap.index.intersection(theirs["map"].index)
@@ -139,7 +155,7 @@ def test_the_ranx_convention_is_ranx_value_for_value(sizes: tuple[int, int], tie
     for name, metric in metrics.items():
         mine = ours[metric.display_name]
         common = mine.index.intersection(theirs[name].index)
-        assert len(common) > (150 if comparable else 199)
+        assert len(common) > (150 if path == "comparable" else 199)
         np.testing.assert_allclose(mine[common], theirs[name][common], rtol=0, atol=1e-15,
                                    err_msg=name)
 

@@ -36,7 +36,7 @@ __all__ = [
 
 METRIC_NAMES: Final = ("dcg", "ndcg", "mndcg", "ap", "rr", "precision", "recall", "err")
 TIE_MODES: Final = ("average", "random", "input", "docid", "optimistic", "pessimistic",
-                     "quicksort", "quicksort2")
+                     "quicksort", "quicksort2", "quicksort_reversed")
 IDEAL_MODES: Final = ("judged", "retrieved")
 EMPTY_POLICIES: Final = ("zero", "one", "exclude", "nan")
 #: How a query with no relevant document is weighted in a weighted mean (see aggregate).
@@ -263,7 +263,8 @@ class Metric:
         ``argsort`` of the negated scores, in row order, leaves them: row order up to 15
         documents per query, a fixed scramble from 16 on (ranx 0.3's ``Run``);
         ``quicksort2`` that sort applied twice (ranx's ``make_comparable=True`` sorts the
-        run again).
+        run again); ``quicksort_reversed`` the same quicksort of the scores ascending, read
+        backwards (``ranx.evaluate`` given plain dicts: short queries' ties reversed).
     seed : int >= 0, default 0
         Seed of ``ties='random'``; the shuffle depends on (seed, qid, docid) only, not on row
         order.

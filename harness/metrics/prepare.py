@@ -18,7 +18,8 @@ import pandas as pd
 
 from harness.errors import InputError, plain
 from harness.metrics import background
-from harness.metrics.quicksort_ties import quicksort_perm, scrambled_queries
+from harness.metrics.quicksort_ties import RULES as QUICKSORT_RULES
+from harness.metrics.quicksort_ties import quicksort_ties_perm
 from harness.metrics.segments import Layout, duplicate_within, group_by_query, segment_argsort
 
 __all__ = ["Prepared", "Ranking", "Ideal", "prepare"]
@@ -248,7 +249,7 @@ class Prepared:
         ``k <= top``, for every tie rule."""
         if ties == "docid" and self.float32 is not self:  # trec_eval compares float32
             return self.float32.ranking(ties, seed, top)
-        if top is not None and not ties.startswith("quicksort"):  # every row moves the ties
+        if top is not None and ties not in QUICKSORT_RULES:  # there, every row moves ties
             return self.contenders(top).ranking(ties, seed)
         key = (ties, seed if ties == "random" else 0)
         if key not in self._rankings:
@@ -305,10 +306,10 @@ class Prepared:
         neg = -self.score
         if ties == "docid":
             return self._rank_docid()
-        if ties in ("quicksort", "quicksort2"):
-            long_tied = scrambled_queries(self.ranking("average"), self.q, self.n_docs)
-            perm = quicksort_perm(self.ranking("input").perm, neg, self.starts, self.n_docs,
-                                  long_tied, passes=1 if ties == "quicksort" else 2)
+        if ties in QUICKSORT_RULES:
+            perm = quicksort_ties_perm(ties, self.ranking("input").perm,
+                                       self.ranking("average"), self.q, neg, self.starts,
+                                       self.n_docs)
             return Ranking(perm=perm, q=self.q, pos=self.pos, grouped_label=self.label,
                            n=self.n_docs)
         if ties in ("input", "optimistic", "pessimistic"):

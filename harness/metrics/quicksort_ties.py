@@ -9,10 +9,13 @@ which moves tied documents past each other. This module runs the same algorithm 
 same keys, so the order it gives is ranx's for every query length.
 
 ``ranx.evaluate(..., make_comparable=True)`` sorts the run a second time, starting from
-the first sort's order; ``ties="quicksort2"`` applies the sort twice to match it.
+the first sort's order; ``ties="quicksort2"`` applies the sort twice to match it. Given
+plain dicts instead of a ``Run``, ``ranx.evaluate`` sorts the scores ascending with the same
+quicksort and reads the result backwards (``ties="quicksort_reversed"``): tied documents of
+a short query come in reverse input order.
 
-Only a query that both has a tie and holds 16 or more documents needs it; every other
-query is ranked as ``ties="input"`` ranks it, which is the same order.
+Only a query that has a tie (and, but when reversed, holds 16 or more documents) needs
+it; every other query is ranked as ``ties="input"`` ranks it, which is the same order.
 """
 
 from __future__ import annotations
@@ -85,28 +88,31 @@ def _insertion_sort(a: list[float], r: list[int], low: int, high: int) -> None:
         r[j] = k
 
 
-def scrambled_queries(average: Any, q: np.ndarray, n_docs: np.ndarray) -> np.ndarray:
-    """Queries whose order the quicksort can change: more than ``SMALL`` documents and a
-    tie group of two or more in ``average`` (the ``ties="average"`` ranking)."""
+#: tie rule -> (sorts in a row, reversed ascending sort instead of a sort of -score)
+RULES = {"quicksort": (1, False), "quicksort2": (2, False), "quicksort_reversed": (1, True)}
+
+
+def quicksort_ties_perm(ties: str, input_perm: np.ndarray, average: Any, q: np.ndarray,
+                        neg: np.ndarray, starts: np.ndarray, n_docs: np.ndarray
+                        ) -> np.ndarray:
+    """The ranking of a quicksort tie rule (see :data:`RULES`): ``input_perm`` (the
+    ``ties="input"`` ranking, grouped rows query by query) with each query that the sort
+    can reorder (a tie group in ``average``, the ``ties="average"`` ranking, and more than
+    ``SMALL`` documents, or any length when reversed) sorted as ranx sorts it. Grouped rows
+    are in input order, so each query's keys are taken in insertion order."""
+    passes, reverse = RULES[ties]
     tied = np.zeros(len(n_docs), dtype=bool)
     if average.gid is not None:
         tied[q[average.perm[average.gstart[average.gsize > 1]]]] = True
-    return np.flatnonzero(tied & (n_docs > SMALL))
-
-
-def quicksort_perm(input_perm: np.ndarray, neg: np.ndarray, starts: np.ndarray,
-                   n_docs: np.ndarray, queries: np.ndarray, passes: int = 1) -> np.ndarray:
-    """``input_perm`` (the ``ties="input"`` ranking: grouped rows, query by query) with
-    the rows of each query in ``queries`` reordered by :func:`quicksort_argsort` of their
-    negated scores ``neg`` taken in input order (grouped rows are in input order), then,
-    for ``passes=2``, sorted once more from that order (ranx re-sorts a ``Run`` in
-    ``make_comparable``)."""
     perm = input_perm.copy()
-    for qi in queries:
+    for qi in np.flatnonzero(tied & (n_docs > (0 if reverse else SMALL))):
         start, n = int(starts[qi]), int(n_docs[qi])
         keys = neg[start:start + n].tolist()
-        order = list(range(n))
-        for _ in range(passes):
-            order = [order[i] for i in quicksort_argsort([keys[j] for j in order])]
+        if reverse:  # argsort of the scores ascending, read backwards
+            order = quicksort_argsort([-x for x in keys])[::-1]
+        else:  # argsort of the negated scores, then again from that order (make_comparable)
+            order = list(range(n))
+            for _ in range(passes):
+                order = [order[i] for i in quicksort_argsort([keys[j] for j in order])]
         perm[start:start + n] = start + np.asarray(order, dtype=perm.dtype)
     return perm
