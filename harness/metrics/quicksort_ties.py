@@ -14,8 +14,10 @@ plain dicts instead of a ``Run``, ``ranx.evaluate`` sorts the scores ascending w
 quicksort and reads the result backwards (``ties="quicksort_reversed"``): tied documents of
 a short query come in reverse input order.
 
-Only a query that has a tie (and, but when reversed, holds 16 or more documents) needs
-it; every other query is ranked as ``ties="input"`` ranks it, which is the same order.
+Only a query with a tie needs the sort (under ``quicksort`` and ``quicksort2``, only one
+of 16 or more documents); every other query keeps the ``ties="input"`` ranking, which is
+the order the sort would give it. A run of 10,000 queries of 100 tied documents each takes
+about 0.5 s more than ``ties="input"``.
 """
 
 from __future__ import annotations
