@@ -293,7 +293,8 @@ def test_bad_k_in_a_name_raises() -> None:
 
 
 @pytest.mark.parametrize("option,choices", [
-    ("ties", "'average', 'random', 'input', 'docid', 'optimistic', 'pessimistic'"),
+    ("ties", "'average', 'random', 'input', 'docid', 'optimistic', 'pessimistic', "
+             "'quicksort', 'quicksort2', 'quicksort_reversed'"),
     ("empty", "'zero', 'one', 'exclude', 'nan'"),
     ("ideal", "'judged', 'retrieved'"),
     ("convention", "'sklearn', 'trec_eval', 'lightgbm', 'xgboost', 'keras_rs', 'ranx', "

@@ -14,7 +14,7 @@ import harness
 from harness.metrics.stream import NotClustered, cluster_parquet, iter_query_batches
 
 METRICS = ["ndcg@10", "ndcg(gain=linear,ties=docid)", "mndcg@5", "ap", "rr", "P@5",
-           "recall@10(ideal=retrieved)", "err@10(ties=input)"]
+           "recall@10(ideal=retrieved)", "err@10(ties=input)", "rr(ties=quicksort)"]
 
 
 def _run(n_queries: int = 150, seed: int = 0) -> pd.DataFrame:

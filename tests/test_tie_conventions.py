@@ -62,15 +62,19 @@ def test_random_ties_average_to_the_exact_expectation() -> None:
     assert abs(shuffled.mean() - exact.iloc[0]) < 4 * se
 
 
-# -- ranx: ties in insertion order -------------------------------------------------------
+# -- ranx: ties as its numba quicksort leaves them ------------------------------------------
 
-RANX_NAMES = {"ndcg@5": ("ndcg", 5), "ndcg": ("ndcg", None), "map@10": ("ap", 10),
-              "map": ("ap", None), "mrr": ("rr", None), "precision@5": ("precision", 5),
-              "recall@10": ("recall", 10)}
+RANX_NAMES = {"ndcg@5": ("ndcg", 5, {}), "ndcg": ("ndcg", None, {}),
+              "ndcg_burges@10": ("ndcg", 10, {"gain": "exp2"}), "map@10": ("ap", 10, {}),
+              "map": ("ap", None, {}), "mrr": ("rr", None, {}), "mrr@3": ("rr", 3, {}),
+              "precision@5": ("precision", 5, {}), "recall@10": ("recall", 10, {})}
 
 
-def _ranx_data(seed: int, sizes: tuple[int, int], tied: bool
+def _ranx_data(seed: int, sizes: tuple[int, int], tied: bool, judge_all: bool
                ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A run of 200 queries (scores on a 0.5 grid when ``tied``) and its positive qrels,
+    plus a judged, never retrieved document in every third query (every query with
+    ``judge_all``, so qrels and run hold the same queries)."""
     rng = np.random.default_rng(seed)
     rows = []
     for qi in range(200):
@@ -80,47 +84,119 @@ def _ranx_data(seed: int, sizes: tuple[int, int], tied: bool
             rows.append((f"q{qi:03d}", f"d{d:02d}", score, int(rng.choice(4, p=[.5, .25, .15,
                                                                                .1]))))
     df = pd.DataFrame(rows, columns=["qid", "docid", "score", "label"])
-    unretrieved = pd.DataFrame([(f"q{qi:03d}", f"x{qi}", 0.0, 2) for qi in range(0, 200, 3)],
+    unretrieved = pd.DataFrame([(f"q{qi:03d}", f"x{qi}", 0.0, 2)
+                                for qi in range(0, 200, 1 if judge_all else 3)],
                                columns=df.columns)
     qrels = pd.concat([df[df.label > 0], unretrieved])[["qid", "docid", "label"]]
     return df[["qid", "docid", "score"]], qrels
 
 
-def _ranx_per_query(run: pd.DataFrame, qrels: pd.DataFrame) -> dict[str, pd.Series]:
+def _ranx_per_query(run: pd.DataFrame, qrels: pd.DataFrame, path: str
+                    ) -> dict[str, pd.Series]:
+    """ranx's per-query values, the run read as ``path`` says: ``objects`` (Qrels/Run
+    from data frames), ``comparable`` (the same with make_comparable=True) or ``dicts``
+    (plain nested dicts passed to evaluate)."""
     import warnings
 
     from ranx import Qrels, Run, evaluate
 
-    qd: dict[str, dict[str, int]] = {}
-    for q, d, label in qrels.itertuples(index=False):
-        qd.setdefault(q, {})[d] = int(label)
-    rd: dict[str, dict[str, float]] = {}
-    for q, d, s in run.itertuples(index=False):  # insertion order = the run's row order
-        rd.setdefault(q, {})[d] = s
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numba's type-safety chatter
-        scores = evaluate(Qrels.from_dict(qd), Run.from_dict(rd), list(RANX_NAMES),
-                          return_mean=False, make_comparable=True)
-    return {name: pd.Series(v, index=list(Qrels.from_dict(qd).keys()))
-            for name, v in scores.items()}
+        if path == "dicts":  # insertion order = the frame's row order
+            q: dict[str, dict[str, int]] = {}
+            for qid, d, label in qrels.itertuples(index=False):
+                q.setdefault(qid, {})[d] = int(label)
+            r: dict[str, dict[str, float]] = {}
+            for qid, d, score in run.itertuples(index=False):
+                r.setdefault(qid, {})[d] = score
+            q = {qid: q[qid] for qid in r}  # ranx pairs plain dicts' queries by position
+            scores = evaluate(q, r, list(RANX_NAMES), return_mean=False)
+            return {name: pd.Series(v, index=list(q)) for name, v in scores.items()}
+        # from_df inserts each query's documents in the frame's row order; it wants ids of
+        # dtype object
+        ids = {"qid": object, "docid": object}
+        rq = Qrels.from_df(qrels.astype(ids), q_id_col="qid", doc_id_col="docid",
+                           score_col="label")
+        rr = Run.from_df(run.astype(ids), q_id_col="qid", doc_id_col="docid",
+                         score_col="score")
+        scores = evaluate(rq, rr, list(RANX_NAMES), return_mean=False,
+                          make_comparable=path == "comparable")
+    return {name: pd.Series(v, index=list(rq.keys())) for name, v in scores.items()}
 
 
-@pytest.mark.parametrize("sizes, tied", [((2, 16), True), ((16, 40), False)])
-def test_the_ranx_convention_is_ranx_value_for_value(sizes: tuple[int, int],
-                                                     tied: bool) -> None:
-    """ranx 0.3 keeps tied documents in the run's insertion order while a query holds at
-    most 15 documents (numba's quicksort sorts such short lists by insertion); with 16 or
-    more, tied documents take that quicksort's internal order, which no tie rule gives, so
-    longer queries are compared without ties."""
-    run, qrels = _ranx_data(5, sizes, tied)
-    theirs = _ranx_per_query(run, qrels)
-    for name, (metric, k) in RANX_NAMES.items():
-        ours = harness.evaluate(run, qrels, [harness.Metric(metric, k=k, convention="ranx")])
-        mine = ours.iloc[:, -1]
+@pytest.mark.parametrize("sizes, tied, path, ties", [
+    ((2, 16), True, "comparable", None),  # <= 15 documents: insertion order
+    ((16, 60), True, "objects", None),  # the Run's one quicksort scrambles the ties
+    ((16, 60), True, "comparable", "quicksort2"),  # make_comparable sorts it again
+    ((2, 16), True, "dicts", "quicksort_reversed"),  # dicts: ties reversed ...
+    ((16, 60), True, "dicts", "quicksort_reversed"),  # ... or scrambled otherwise
+    ((16, 40), False, "comparable", None)])
+def test_the_ranx_convention_is_ranx_value_for_value(sizes: tuple[int, int], tied: bool,
+                                                     path: str, ties: str | None) -> None:
+    """ranx 0.3 orders each query of a Run with numba's unstable quicksort argsort of the
+    negated scores, in insertion order: up to 15 documents that is an insertion sort
+    (ties keep input order), from 16 on tied documents move; make_comparable=True sorts
+    the run a second time; plain dicts are sorted ascending and read backwards. The ranx
+    convention (ties='quicksort'), 'quicksort2' and 'quicksort_reversed' run the same
+    algorithm, so every query agrees, long tied ones included."""
+    run, qrels = _ranx_data(5, sizes, tied, judge_all=path != "comparable")
+    theirs = _ranx_per_query(run, qrels, path)
+    extra = {} if ties is None else {"ties": ties}
+    metrics = {name: harness.Metric(m, k=k, convention="ranx", **opts, **extra)
+               for name, (m, k, opts) in RANX_NAMES.items()}
+    ours = harness.evaluate(run, qrels, list(metrics.values()))
+    if tied and (sizes[0] >= 16 or path == "dicts"):  # the other rules would differ
+        for other in {"input", "quicksort", "quicksort2", "quicksort_reversed"} - {
+                metrics["map"].ties}:
+            ap = harness.evaluate(run, qrels, [harness.Metric("ap", convention="ranx",
+                                                              ties=other)]).iloc[:, -1]
+            common = ap.index.intersection(theirs["map"].index)
+            assert (ap[common] != theirs["map"][common]).sum() > 20, other
+    for name, metric in metrics.items():
+        mine = ours[metric.display_name]
         common = mine.index.intersection(theirs[name].index)
-        assert len(common) > 150
+        assert len(common) > (150 if path == "comparable" else 199)
         np.testing.assert_allclose(mine[common], theirs[name][common], rtol=0, atol=1e-15,
                                    err_msg=name)
+
+
+def test_quicksort_is_numbas_argsort() -> None:
+    """The permutation behind ties='quicksort' is numba's np.argsort (kind quicksort, the
+    one ranx calls) on arrays of 1 to 300 keys with few distinct values, infinities (NaN
+    scores under nan_scores='last') included."""
+    import numba
+
+    from harness.metrics.quicksort_ties import quicksort_argsort
+
+    argsort = numba.njit(lambda a: np.argsort(a))
+    rng = np.random.default_rng(3)
+    for _ in range(400):
+        n = int(rng.integers(1, 300))
+        keys = rng.choice([-np.inf, 0.0, 0.5, 1.0, 2.0, np.inf][:int(rng.integers(1, 7))],
+                          size=n)
+        assert quicksort_argsort(keys.tolist()) == argsort(keys).tolist()
+
+
+def test_ranx_reads_float_labels_truncated() -> None:
+    """ranx's Qrels stores labels as int64 (1.7 -> 1, -1.5 -> -1): its values equal the
+    ranx convention on labels truncated toward zero, which the README asks of users, and
+    differ from the float labels' (the harness does not truncate)."""
+    import warnings
+
+    from ranx import Qrels, Run, evaluate
+
+    labels = {"a": 1.7, "b": 0.6, "c": 2.2, "e": 3.9}
+    scores = {"a": 3.0, "b": 2.0, "c": 1.0, "e": 0.5}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = evaluate(Qrels.from_dict({"q": labels}), Run.from_dict({"q": scores}),
+                          "ndcg")
+    run = pd.DataFrame({"qid": "q", "docid": list(scores), "score": list(scores.values()),
+                        "label": list(labels.values())})
+    m = harness.Metric("ndcg", convention="ranx")
+    truncated = harness.evaluate(run.assign(label=np.trunc(run["label"])), metrics=[m])
+    assert truncated.iloc[0, -1] == pytest.approx(theirs, abs=1e-15)
+    assert harness.evaluate(run, metrics=[m]).iloc[0, -1] != pytest.approx(theirs, abs=1e-6)
 
 
 # -- trec_eval ----------------------------------------------------------------------------
@@ -215,6 +291,7 @@ def test_a_gain_table_gives_unjudged_documents_gain_0_as_ir_measures(gains: dict
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         theirs = {m.query_id: m.value for m in ir_measures.iter_calc([measure], qrels, run)}
+        mean = ir_measures.calc_aggregate([measure], qrels, run)[measure]
     r = pd.DataFrame([(x.query_id, x.doc_id, x.score) for x in run],
                      columns=["qid", "docid", "score"])
     j = pd.DataFrame([(x.query_id, x.doc_id, x.relevance) for x in qrels],
@@ -226,3 +303,4 @@ def test_a_gain_table_gives_unjudged_documents_gain_0_as_ir_measures(gains: dict
     np.testing.assert_allclose(values.to_numpy(), [theirs[q] for q in values.index], rtol=0,
                                atol=1e-12)
     assert values.max() <= 1.0 and values["only-judged"] == 0.0
+    assert harness.aggregate(ours).iloc[0]["mean"] == pytest.approx(mean, abs=1e-12)

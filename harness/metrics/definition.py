@@ -35,7 +35,8 @@ __all__ = [
 ]
 
 METRIC_NAMES: Final = ("dcg", "ndcg", "mndcg", "ap", "rr", "precision", "recall", "err")
-TIE_MODES: Final = ("average", "random", "input", "docid", "optimistic", "pessimistic")
+TIE_MODES: Final = ("average", "random", "input", "docid", "optimistic", "pessimistic",
+                     "quicksort", "quicksort2", "quicksort_reversed")
 IDEAL_MODES: Final = ("judged", "retrieved")
 EMPTY_POLICIES: Final = ("zero", "one", "exclude", "nan")
 #: How a query with no relevant document is weighted in a weighted mean (see aggregate).
@@ -98,8 +99,8 @@ CONVENTIONS: Final[dict[str, dict[str, Any]]] = {
     "keras_rs": {"gain": "exp2", "discount": "log2", "ideal": "retrieved", "ties": "random",
                  "empty": "zero", "empty_weight": "mean"},
     # ranx 0.3 ndcg (Jarvelin: linear gain), ideal over the qrels, 0 when empty; ties in
-    # the run's insertion order, which is ranx's own for queries of at most 15 documents
-    "ranx": {"gain": "linear", "discount": "log2", "ideal": "judged", "ties": "input",
+    # the order its Run's quicksort leaves them (insertion order up to 15 documents)
+    "ranx": {"gain": "linear", "discount": "log2", "ideal": "judged", "ties": "quicksort",
              "empty": "zero"},
     # CatBoost NDCG (type=Base: linear gain, denominator=LogPosition: log2; tied documents
     # ranked relevant-last; a group without relevant document scores 1, own group weight)
@@ -258,7 +259,12 @@ class Metric:
         seeded by ``seed`` (keras_rs); ``input`` row order (LightGBM, XGBoost); ``docid``
         docid descending as strings after rounding scores to float32, as trec_eval
         compares them (trec_eval); ``optimistic`` / ``pessimistic`` relevant
-        documents first / last.
+        documents first / last; ``quicksort`` the order numba's unstable quicksort
+        ``argsort`` of the negated scores, in row order, leaves them: row order up to 15
+        documents per query, a fixed scramble from 16 on (ranx 0.3's ``Run``);
+        ``quicksort2`` that sort applied twice (ranx's ``make_comparable=True`` sorts the
+        run again); ``quicksort_reversed`` the same quicksort of the scores ascending, read
+        backwards (``ranx.evaluate`` given plain dicts: short queries' ties reversed).
     seed : int >= 0, default 0
         Seed of ``ties='random'``; the shuffle depends on (seed, qid, docid) only, not on row
         order.

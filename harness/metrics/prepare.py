@@ -18,6 +18,8 @@ import pandas as pd
 
 from harness.errors import InputError, plain
 from harness.metrics import background
+from harness.metrics.quicksort_ties import RULES as QUICKSORT_RULES
+from harness.metrics.quicksort_ties import quicksort_ties_perm
 from harness.metrics.segments import Layout, duplicate_within, group_by_query, segment_argsort
 
 __all__ = ["Prepared", "Ranking", "Ideal", "prepare"]
@@ -247,7 +249,7 @@ class Prepared:
         ``k <= top``, for every tie rule."""
         if ties == "docid" and self.float32 is not self:  # trec_eval compares float32
             return self.float32.ranking(ties, seed, top)
-        if top is not None:
+        if top is not None and ties not in QUICKSORT_RULES:  # there, every row moves ties
             return self.contenders(top).ranking(ties, seed)
         key = (ties, seed if ties == "random" else 0)
         if key not in self._rankings:
@@ -304,6 +306,12 @@ class Prepared:
         neg = -self.score
         if ties == "docid":
             return self._rank_docid()
+        if ties in QUICKSORT_RULES:
+            perm = quicksort_ties_perm(ties, self.ranking("input").perm,
+                                       self.ranking("average"), self.q, neg, self.starts,
+                                       self.n_docs)
+            return Ranking(perm=perm, q=self.q, pos=self.pos, grouped_label=self.label,
+                           n=self.n_docs)
         if ties in ("input", "optimistic", "pessimistic"):
             # reorder only within the tie groups of the score order: a stable sort on
             # (group, secondary key), which is nearly sorted already, so timsort is ~linear
