@@ -94,3 +94,29 @@ def assert_same(mine: pd.Series, theirs: pd.Series, name: str, atol: float = 1e-
     assert len(common) >= min_common, (name, len(common))
     np.testing.assert_allclose(mine[common].to_numpy(), theirs[common].to_numpy(), rtol=0,
                                atol=atol, err_msg=name)
+
+
+def every_tie_order(run: pd.DataFrame, qrels: pd.DataFrame
+                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every order of each query's tied documents as an untied run of its own, query id
+    ``<qid>~<i>``, with the qrels copied to each: a library's mean over them is the exact
+    expectation that ``ties='average'`` computes."""
+    import itertools
+
+    rows, judged = [], []
+    by_qid = dict(tuple(qrels.groupby("qid", sort=False)))
+    for q, g in run.groupby("qid", sort=False):
+        g = g.sort_values("score", ascending=False, kind="stable")
+        groups = [list(sub.docid) for _, sub in g.groupby("score", sort=False)]
+        orders = itertools.product(*(itertools.permutations(grp) for grp in groups))
+        for i, combo in enumerate(orders):
+            flat = [d for grp in combo for d in grp]
+            rows += [(f"{q}~{i}", d, float(len(flat) - r)) for r, d in enumerate(flat)]
+            if q in by_qid:
+                judged.append(by_qid[q].assign(qid=f"{q}~{i}"))
+    return (pd.DataFrame(rows, columns=["qid", "docid", "score"]),
+            pd.concat(judged, ignore_index=True))
+
+
+def mean_over_orders(values: pd.Series) -> pd.Series:
+    return values.groupby(values.index.str.split("~").str[0]).mean()

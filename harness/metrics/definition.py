@@ -79,7 +79,7 @@ _RELEVANT: Final = {
     **{name: {"ties", "seed", *_EMPTY, "level"} for name in ("rprec", "bpref", "success", "f1")},
     "judged": {"ties", "seed"},
     "rbp": {"ties", "seed", *_EMPTY, "level", "p"},
-    "rbp_residual": {"ties", "seed", "level", "p"},
+    "rbp_residual": {"ties", "seed", "p"},
     "iprec": {"ties", "seed", *_EMPTY, "level", "at_recall"},
 }
 _BINARY: Final = ("ap", "rr", "precision", "recall", "rprec", "bpref", "success", "rbp",

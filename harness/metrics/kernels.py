@@ -112,7 +112,13 @@ def compute(prep: Prepared, metric: Metric, cache: Cache, top: int | None = None
     ``top`` (>= the metric's k) ranks only the rows that can reach the top ``top``; the
     caller passes one value for all metrics of a tie rule so they share one ranking.
     """
+    from harness.metrics import measures  # it builds on this module's helpers
+
+    if metric.name in measures.NEEDS_JUDGED:  # reads prep.judged by ranked row: every row
+        return measures.compute(prep, metric, prep.ranking(metric.ties, metric.seed))
     r = prep.ranking(metric.ties, metric.seed, top=top)
+    if metric.name in measures.NAMES:
+        return measures.compute(prep, metric, r)
     nq = prep.n_queries
     # positions past the longest list hold nothing: a k beyond every list allocates nothing,
     # but for mnDCG, whose ideal fills k positions with the top grade

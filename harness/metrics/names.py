@@ -15,7 +15,7 @@ parses back to the same definition.
   ``IPrec@0.5``. Conventions of the backend ir_measures uses: pytrec_eval's (``trec_eval``)
   for nDCG, AP, P, R, RR, Rprec, Bpref, Success, IPrec; gdeval's for ``dcg=exp-log2``
   (exp2 gain, ties by docid) and ERR (top grade 4, ties by docid).
-- ranx: ``ndcg_burges@10`` (exp2 gain), ``hit_rate@10``, ``r_precision``, ``rbp.95``, and any
+- ranx: ``ndcg_burges@10`` (exp2 gain), ``hit_rate@10``, ``r-precision``, ``rbp.95``, and any
   ranx name with its level suffix, ``precision@5-l2``. Convention ``ranx`` (ties in input
   order).
 
@@ -232,11 +232,11 @@ def _number(text: str, what: str, value: str) -> float:
 
 
 # -- ranx ---------------------------------------------------------------------------------
-_RANX = re.compile(r"^([a-z][a-z0-9_]*?)(?:@(\d+)|\.(\d+))?(?:-l(\d+))?$")
+_RANX = re.compile(r"^([a-z][a-z0-9_-]*?)(?:@(\d+)|\.(\d+))?(?:-l(\d+))?$")
 _RANX_NAMES = {"ndcg": "ndcg", "ndcg_burges": "ndcg", "map": "ap", "mrr": "rr",
                "precision": "precision", "recall": "recall", "hit_rate": "success",
-               "r_precision": "rprec", "bpref": "bpref", "f1": "f1", "rbp": "rbp"}
-_RANX_OWN = {"ndcg_burges", "hit_rate", "r_precision", "rbp"}
+               "r-precision": "rprec", "bpref": "bpref", "f1": "f1", "rbp": "rbp"}
+_RANX_OWN = {"ndcg_burges", "hit_rate", "r-precision", "rbp"}
 
 
 def _ranx(text: str, explicit: bool) -> Spec | None:
