@@ -209,3 +209,13 @@ def test_ranx_names_equal_ranx(tied: bool) -> None:
     theirs = ranx_values(run, qrels, [r for _, r in RANX])
     for name, ranx_name in RANX:
         assert_same(ours(run, qrels, name), theirs[ranx_name], name)
+
+
+def test_the_app_metric_extra_takes_tool_names() -> None:
+    from harness.app.study import build_metrics
+
+    extra = ["ndcg_cut.10", "AP(rel=2)@10", "hit_rate@10", "P.5 -l 2", "Bpref"]
+    got = build_metrics({"name": "ndcg", "k": 10, "gain": "exp2", "discount": "log2",
+                         "ties": "average", "ideal": "judged", "extra": extra})
+    assert [parse_metric(t) for t in extra] == got[1:]
+    assert got[0] == Metric("ndcg", k=10)

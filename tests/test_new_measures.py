@@ -177,3 +177,62 @@ def test_whole_list_measures_drop_a_cut_off() -> None:
 def test_bad_options_are_refused(option: str, value: object) -> None:
     with pytest.raises(MetricDefinitionError, match=option):
         Metric("rbp" if option == "p" else "iprec", **{option: value})
+
+
+def _untie(run: pd.DataFrame, qrels: pd.DataFrame, rule: str) -> pd.DataFrame:
+    """The run with scores replaced by the rank each tie rule gives (row order; relevant
+    documents last or first)."""
+    labels = run.merge(qrels, how="left", on=["qid", "docid"]).label.fillna(0).to_numpy()
+    second = {"input": np.arange(len(run)), "pessimistic": labels,
+              "optimistic": -labels}[rule]
+    order = np.lexsort((second, -run.score.to_numpy(), run.qid.to_numpy()))
+    untied = run.copy()
+    untied.loc[untied.index[order], "score"] = -np.arange(len(run), dtype=float)
+    return untied
+
+
+BY_LABEL = [("Rprec", "Rprec", "Rprec"), ("Success@3", "success.3", "success_3"),
+            ("IPrec(at_recall=0.5)", "iprec_at_recall", "iprec_at_recall_0.50"),
+            ("F1@3", None, "f1@3"), ("RBP(p=0.7)", None, "rbp.7")]
+
+
+@pytest.mark.parametrize("rule", ["input", "pessimistic", "optimistic"])
+def test_other_tie_rules_follow_the_order_they_name(rule: str) -> None:
+    """Each tie rule equals the library on the run untied in the order the rule names
+    (measures that look only at relevance: which judged-0 or unjudged document comes first
+    does not change them)."""
+    run, qrels = make_data(27, tied=True, sizes=(2, 12), binary=True)
+    untied = _untie(run, qrels, rule)
+    for name, measure, key in BY_LABEL:
+        mine = ours(run, qrels, f"{name[:-1]},ties={rule})" if name.endswith(")")
+                    else f"{name}(ties={rule})")
+        theirs = pytrec(untied, qrels, measure, key) if measure else \
+            ranx_values(untied, qrels, [key])[key]
+        assert_same(mine, theirs, f"{name} {rule}", min_common=30)
+
+
+def test_optimistic_and_pessimistic_bound_the_average() -> None:
+    run, qrels = make_data(28, tied=True)
+    names = ["Rprec", "Bpref", "Success@3", "F1@5", "RBP(p=0.5)"]
+    out = {t: harness.evaluate(run, qrels, [harness.parse_metric(n).with_options(ties=t)
+                                            for n in names]).iloc[:, 3:].to_numpy()
+           for t in ("pessimistic", "average", "optimistic")}
+    assert (out["pessimistic"] <= out["average"] + 1e-12).all()
+    assert (out["average"] <= out["optimistic"] + 1e-12).all()
+    assert (out["pessimistic"] < out["optimistic"]).any()
+
+
+def test_streamed_parquet_gives_the_same_values(tmp_path: object) -> None:
+    """The streaming engine evaluates batches of queries: the new measures (bpref's judged
+    non-relevant count, Judged's judged flags) come out the same."""
+    from pathlib import Path
+
+    run, qrels = make_data(29, tied=True)
+    path = Path(str(tmp_path)) / "run.parquet"
+    run.sort_values("qid", kind="stable").to_parquet(path)
+    names = ["Rprec", "Bpref", "Success@3", "Judged@5", "RBP(p=0.5)", "RBPres(p=0.5)",
+             "F1@5", "IPrec(ties=docid,at_recall=0.3)", "hit_rate@10"]
+    want = harness.evaluate(run, qrels, names)
+    got = harness.evaluate_parquet(path, qrels, names, batch_rows=37)
+    pd.testing.assert_frame_equal(got[want.columns], want, check_exact=False, rtol=0,
+                                  atol=1e-15)
