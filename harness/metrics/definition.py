@@ -83,7 +83,7 @@ _RELEVANT: Final = {
     "iprec": {"ties", "seed", *_EMPTY, "level", "at_recall"},
 }
 _BINARY: Final = ("ap", "rr", "precision", "recall", "rprec", "bpref", "success", "rbp",
-                  "rbp_residual", "f1", "iprec")
+                  "f1", "iprec")
 _DEFAULTS: Final[dict[str, Any]] = {
     "gain": "exp2", "discount": "log2", "ideal": "judged", "ties": "average", "seed": 0,
     "empty": "zero", "empty_weight": "own", "level": 1, "max_label": None,

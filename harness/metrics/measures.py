@@ -16,6 +16,9 @@ the exact expectation over every order of each tied group:
   rank of the ``floor(x R + 0.9)``-th relevant document (trec_eval's rule, so 2 relevant of
   3 reach the level 0.7). It is a maximum over ranks, not a sum: its expectation over tied
   orders is not computed, and ``ties="average"`` raises :class:`MetricDefinitionError`.
+
+``optimistic`` / ``pessimistic`` order tied documents by label, as for every metric; for
+Judged@k and RBPres, which look at whether a document is judged, they are not the extremes.
 """
 
 from __future__ import annotations
