@@ -499,7 +499,8 @@ def test_formula_producing_negative_or_nan_gain_is_reported() -> None:
 
 def test_harness_namespace() -> None:
     assert harness.METRIC_NAMES == ("dcg", "ndcg", "mndcg", "ap", "rr", "precision", "recall",
-                                    "err")
+                                    "err", "rprec", "bpref", "success", "judged", "rbp",
+                                    "rbp_residual", "f1", "iprec")
 
 
 # --------------------------------------------------------------------------------------

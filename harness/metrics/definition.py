@@ -34,9 +34,13 @@ __all__ = [
     "DiscountSpec",
 ]
 
-METRIC_NAMES: Final = ("dcg", "ndcg", "mndcg", "ap", "rr", "precision", "recall", "err")
+METRIC_NAMES: Final = ("dcg", "ndcg", "mndcg", "ap", "rr", "precision", "recall", "err",
+                        "rprec", "bpref", "success", "judged", "rbp", "rbp_residual", "f1",
+                        "iprec")
+#: Measures over the whole list: their k is reset to None, as it changes nothing.
+_NO_CUTOFF: Final = ("rprec", "bpref", "iprec")
 TIE_MODES: Final = ("average", "random", "input", "docid", "optimistic", "pessimistic",
-                     "quicksort", "quicksort2", "quicksort_reversed")
+                    "quicksort", "quicksort2", "quicksort_reversed")
 IDEAL_MODES: Final = ("judged", "retrieved")
 EMPTY_POLICIES: Final = ("zero", "one", "exclude", "nan")
 #: How a query with no relevant document is weighted in a weighted mean (see aggregate).
@@ -47,19 +51,22 @@ _LOG_BASE = re.compile(r"^log(\d+(?:\.\d+)?)$")
 
 _DISPLAY: Final = {
     "dcg": "DCG", "ndcg": "nDCG", "mndcg": "mnDCG", "ap": "AP", "rr": "RR",
-    "precision": "P", "recall": "R", "err": "ERR",
+    "precision": "P", "recall": "R", "err": "ERR", "rprec": "Rprec", "bpref": "Bpref",
+    "success": "Success", "judged": "Judged", "rbp": "RBP", "rbp_residual": "RBPres",
+    "f1": "F1", "iprec": "IPrec",
 }
 _ALIASES: Final = {
     **{v.lower(): k for k, v in _DISPLAY.items()},
     **{k: k for k in METRIC_NAMES},
     "map": "ap", "mrr": "rr", "recip_rank": "rr", "p": "precision", "r": "recall",
-    "sdcg": "mndcg", "ndcg_cut": "ndcg", "map_cut": "ap",
+    "sdcg": "mndcg", "ndcg_cut": "ndcg", "map_cut": "ap", "r_precision": "rprec",
+    "hit_rate": "success",
 }
 
 # Which options change each metric's number. Other options are reset to their default,
 # so definitions that compute the same number compare and hash equal.
 _OPTIONS: Final = ("gain", "discount", "ideal", "ties", "seed", "empty", "empty_weight",
-                   "level", "max_label")
+                   "level", "max_label", "p", "at_recall")
 _EMPTY: Final = {"empty", "empty_weight"}
 _RELEVANT: Final = {
     "dcg": {"gain", "discount", "ties", "seed"},
@@ -70,10 +77,18 @@ _RELEVANT: Final = {
     "precision": {"ties", "seed", *_EMPTY, "level"},
     "recall": {"ideal", "ties", "seed", *_EMPTY, "level"},
     "err": {"ties", "seed", *_EMPTY, "max_label"},
+    **{name: {"ties", "seed", *_EMPTY, "level"} for name in ("rprec", "bpref", "success", "f1")},
+    "judged": {"ties", "seed"},
+    "rbp": {"ties", "seed", *_EMPTY, "level", "p"},
+    "rbp_residual": {"ties", "seed", "p"},
+    "iprec": {"ties", "seed", *_EMPTY, "level", "at_recall"},
 }
+_BINARY: Final = ("ap", "rr", "precision", "recall", "rprec", "bpref", "success", "rbp",
+                  "f1", "iprec")
 _DEFAULTS: Final[dict[str, Any]] = {
     "gain": "exp2", "discount": "log2", "ideal": "judged", "ties": "average", "seed": 0,
     "empty": "zero", "empty_weight": "own", "level": 1, "max_label": None,
+    "p": 0.8, "at_recall": 0.0,
 }
 
 #: Presets that reproduce a reference implementation's choices exactly (library versions
@@ -228,6 +243,21 @@ def _validate_options(values: dict[str, Any]) -> None:
     _check_choice("empty", values["empty"], EMPTY_POLICIES)
     _check_choice("empty_weight", values["empty_weight"], EMPTY_WEIGHTS)
     _check_int("level", values["level"], low=1)
+    for option, low, high in (("p", 0.0, 1.0), ("at_recall", 0.0, 1.0)):
+        _check_fraction(option, values[option], low, high, open_ends=option == "p")
+
+
+def _check_fraction(option: str, value: Any, low: float, high: float, *,
+                    open_ends: bool) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        x = math.nan
+    inside = low < x < high if open_ends else low <= x <= high
+    if isinstance(value, (bool, np.bool_)) or not inside:
+        ends = f"({low:g}, {high:g})" if open_ends else f"[{low:g}, {high:g}]"
+        raise MetricDefinitionError(f"{option} must be a number in {ends}, got {value!r}")
+    return x
 
 
 @dataclass(frozen=True, init=False)
@@ -236,8 +266,11 @@ class Metric:
 
     Parameters
     ----------
-    name : {'dcg', 'ndcg', 'mndcg', 'ap', 'rr', 'precision', 'recall', 'err'}
-        The measure (aliases such as ``map``, ``mrr``, ``P`` are accepted).
+    name : str
+        The measure, one of :data:`METRIC_NAMES`: 'dcg', 'ndcg', 'mndcg', 'ap', 'rr',
+        'precision', 'recall', 'err', 'rprec', 'bpref', 'success', 'judged', 'rbp',
+        'rbp_residual', 'f1', 'iprec' (aliases such as ``map``, ``mrr``, ``P`` are accepted;
+        see :mod:`harness.metrics.measures` for the new ones).
     k : int >= 1 or None, default None
         Cut-off: only the first ``k`` ranked documents count. ``None`` means the whole list.
     gain : 'exp2', 'linear', dict or str, default 'exp2'
@@ -286,6 +319,11 @@ class Metric:
     max_label : float or None, default None
         Top grade of the scale, for ``mndcg`` and ``err``; ``None`` takes the highest label
         in the evaluated data.
+    p : float in (0, 1), default 0.8
+        Persistence of ``rbp`` and ``rbp_residual`` (rank-biased precision).
+    at_recall : float in [0, 1], default 0
+        Recall level of ``iprec`` (interpolated precision, trec_eval
+        ``iprec_at_recall_0.50``).
     convention : str or None, default None
         A preset from :data:`CONVENTIONS` (``sklearn``, ``trec_eval``, ``lightgbm``,
         ``xgboost``, ``keras_rs``, ``ranx``, ``catboost``) that sets every option it names;
@@ -328,6 +366,8 @@ class Metric:
     empty_weight: str
     level: int
     max_label: float | None
+    p: float
+    at_recall: float
     convention: str | None = field(compare=False, hash=False)
 
     def __init__(
@@ -344,6 +384,8 @@ class Metric:
         empty_weight: Any = _UNSET,
         level: Any = _UNSET,
         max_label: Any = _UNSET,
+        p: Any = _UNSET,
+        at_recall: Any = _UNSET,
         convention: str | None = None,
         **unknown: Any,
     ) -> None:
@@ -356,7 +398,7 @@ class Metric:
             )
         given = dict(gain=gain, discount=discount, ideal=ideal, ties=ties, seed=seed,
                      empty=empty, empty_weight=empty_weight, level=level,
-                     max_label=max_label)
+                     max_label=max_label, p=p, at_recall=at_recall)
         preset: dict[str, Any] = {}
         if convention is not None:
             _check_choice("convention", convention, tuple(CONVENTIONS))
@@ -397,6 +439,11 @@ class Metric:
             if not math.isfinite(ml) or ml <= 0:
                 raise MetricDefinitionError(f"max_label must be finite and > 0, got {ml!r}")
         put(self, "max_label", ml)
+        put(self, "p", _check_fraction("p", values["p"], 0.0, 1.0, open_ends=True))
+        put(self, "at_recall", _check_fraction("at_recall", values["at_recall"], 0.0, 1.0,
+                                               open_ends=False))
+        if canonical in _NO_CUTOFF:  # over the whole list: a cut-off changes nothing
+            put(self, "k", None)
         put(self, "convention", convention)
 
     # -- derived -------------------------------------------------------------------------
@@ -428,7 +475,7 @@ class Metric:
     @property
     def binary(self) -> bool:
         """Whether relevance is binary (``label >= level``) for this metric."""
-        return self.name in ("ap", "rr", "precision", "recall")
+        return self.name in _BINARY
 
     def with_options(self, **changes: Any) -> Metric:
         """A copy with some options changed (``k``, ``ties``, ...)."""
@@ -519,7 +566,8 @@ def _discount_function(spec: DiscountSpec) -> Any:
 
 
 # -- parsing ---------------------------------------------------------------------------------
-_NAME_RE = re.compile(r"^\s*([A-Za-z_]+?)(?:(?:@|_cut_|_)(\d+))?\s*(?:\((.*)\))?\s*$", re.S)
+_NAME_RE = re.compile(
+    r"^\s*([A-Za-z_][A-Za-z0-9_]*?)(?:(?:@|_cut_|_)(\d+))?\s*(?:\((.*)\))?\s*$", re.S)
 
 
 def parse_metric(text: str, **options: Any) -> Metric:
@@ -537,6 +585,12 @@ def parse_metric(text: str, **options: Any) -> Metric:
     """
     if not isinstance(text, str):
         raise MetricDefinitionError(f"a metric name must be a string, got {text!r}")
+    from harness.metrics.names import parse_tool_name
+
+    tool = parse_tool_name(text)  # trec_eval, ir_measures and ranx spellings
+    if tool is not None:
+        name, written = tool
+        return Metric(name, **{**written, **options})
     m = _NAME_RE.match(text)
     if not m or m.group(1).lower() not in _ALIASES:
         raise MetricDefinitionError(
@@ -599,6 +653,8 @@ def _parse_value(key: str, value: str) -> Any:
         return table
     if key in ("seed", "level"):
         return int(value)
+    if key in ("p", "at_recall"):
+        return float(value)
     if key == "max_label":
         return None if value == "None" else float(value)
     return value

@@ -112,7 +112,13 @@ def compute(prep: Prepared, metric: Metric, cache: Cache, top: int | None = None
     ``top`` (>= the metric's k) ranks only the rows that can reach the top ``top``; the
     caller passes one value for all metrics of a tie rule so they share one ranking.
     """
+    from harness.metrics import measures  # it builds on this module's helpers
+
+    if metric.name in measures.NEEDS_JUDGED:  # reads prep.judged by ranked row: every row
+        return measures.compute(prep, metric, prep.ranking(metric.ties, metric.seed))
     r = prep.ranking(metric.ties, metric.seed, top=top)
+    if metric.name in measures.NAMES:
+        return measures.compute(prep, metric, r)
     nq = prep.n_queries
     # positions past the longest list hold nothing: a k beyond every list allocates nothing,
     # but for mnDCG, whose ideal fills k positions with the top grade
@@ -169,11 +175,11 @@ def _unjudged_rows(prep: Prepared, metric: Metric) -> np.ndarray | None:
     nonzero gain (a gain table or formula with gain(0) > 0): such rows get gain 0, as
     ir_measures' ``nDCG(gains=...)`` relabels judged documents only. None when no row
     needs it."""
-    if prep.judged_rows is None or prep.judged_rows.all():
+    if prep.judged is None or prep.judged.all():
         return None
     if float(metric.gain_function()(np.zeros(1))[0]) == 0.0:
         return None
-    return ~prep.judged_rows
+    return ~prep.judged
 
 
 def _dcg_family(prep: Prepared, metric: Metric, r: Ranking, length: int,

@@ -194,13 +194,11 @@ class Prepared:
     missing_qids: pd.Index  # judged queries absent from the run
     unjudged_qids: pd.Index  # run queries with no judgment
     max_label: float
-    # per grouped row, whether it has a judgment (None: every row has); an unjudged row has
-    # label 0 and, under a gain table or formula with a nonzero gain for 0, gain 0
-    judged_rows: np.ndarray | None = None
     _rankings: dict[tuple[str, int], Ranking] = field(default_factory=dict)
     _contenders: dict[int, Prepared] = field(default_factory=dict)
     _relevant: dict[int, np.ndarray] = field(default_factory=dict)
     pending: Any = None  # a validation still running on the other core (see wait())
+    judged: np.ndarray | None = None  # per grouped row: is its document judged (bpref, Judged)
 
     def wait(self) -> None:
         """Return once every validation of the input is done; raise its error, if any."""
@@ -298,7 +296,7 @@ class Prepared:
             n_docs=np.bincount(self.q[keep], minlength=self.n_queries),
             n_judged=self.n_judged, missing_qids=self.missing_qids,
             unjudged_qids=self.unjudged_qids, max_label=self.max_label,
-            judged_rows=None if self.judged_rows is None else self.judged_rows[keep])
+            judged=None if self.judged is None else self.judged[keep])
         self._contenders[top] = sub
         return sub
 
@@ -692,7 +690,7 @@ def prepare(
             assert match is not None  # exact codes below 2**62 never collide
         hit, matched = match
         r_label = np.where(hit, np.asarray(j_label)[matched], 0.0)
-        r_judged = None if hit.all() else hit
+        r_judged = hit
         in_run = np.bincount(rq, minlength=len(quniq)) > 0
     else:
         rq, quniq = _factorize_qid(run_qid)
@@ -705,8 +703,7 @@ def prepare(
             _check_unique_pairs(run, "run", rq, rd, n, n_d, exact, laid_out)
 
         pending = background.start(check_duplicates, len(run))
-        judged_row = run_label >= 0
-        r_judged = None if judged_row.all() else judged_row
+        judged_row = r_judged = run_label >= 0
         if judged_row.all():
             r_label, jq, j_label = run_label, rq, run_label
         else:
@@ -738,7 +735,7 @@ def prepare(
     judged_label = judged_label[jkeep] if not jkeep.all() else judged_label
     identity = len(row) == n_run and grouping is None
     label = r_label if identity else r_label[row]
-    judged_rows = None if r_judged is None else (r_judged if identity else r_judged[row])
+    judged = r_judged if identity else r_judged[row]
     every_judgment = np.asarray(j_label, dtype=np.float64)  # of all queries, evaluated or not
     top = max(float(every_judgment.max()) if len(every_judgment) else 0.0,
               float(label.max()) if len(label) else 0.0) if max_label is None \
@@ -749,7 +746,6 @@ def prepare(
         row=row,
         score=score if identity else score[row],
         label=label,
-        judged_rows=judged_rows,
         docid=run_doc.reset_index(drop=True),
         qid_values=run_qid.reset_index(drop=True),
         judged_q=judged_q,
@@ -759,6 +755,7 @@ def prepare(
         missing_qids=pd.Index(np.asarray(quniq)[in_judged & ~in_run], name="qid"),
         unjudged_qids=pd.Index(np.asarray(quniq)[in_run & ~in_judged], name="qid"),
         max_label=top,
+        judged=judged,
     )
     if identity and qrels is None:  # the duplicate check laid out these very rows
         prepared.__dict__["layout"], prepared.__dict__["pos"] = run_layout

@@ -1,0 +1,267 @@
+"""Measure names written for other evaluation tools, read as explicit definitions.
+
+:func:`~harness.parse_metric` asks :func:`parse_tool_name` first. A name that only one tool
+writes implies that tool's convention where it changes the number (gain, tie order, top
+grade); the parsed :class:`~harness.Metric` shows those choices in its display name, which
+parses back to the same definition.
+
+- trec_eval (as pytrec_eval takes them): ``ndcg_cut.10`` / ``ndcg_cut_10``, ``P.5``,
+  ``recall.100``, ``map_cut.10``, ``success.10``, ``recip_rank``, ``ndcg.1=3,2=9`` (gain
+  table), ``iprec_at_recall_0.50``; the relevance level is written after the name as
+  trec_eval's option, ``P.5 -l 2``. Convention ``trec_eval`` (linear gain, ties by docid).
+- ir_measures: a name with parameters before ``@k`` or with one of ir_measures' own
+  parameters (``rel``, ``dcg``, ``gains``, ``max_rel``, ``min_rel``, ``judged_only``), e.g.
+  ``nDCG(dcg=exp-log2)@10``, ``AP(rel=2)@10``, ``RR(rel=2)``, ``SDCG(max_rel=4)@10``, and
+  ``IPrec@0.5``. Conventions of the backend ir_measures uses: pytrec_eval's (``trec_eval``)
+  for nDCG, AP, P, R, RR, Rprec, Bpref, Success, IPrec; gdeval's for ``dcg=exp-log2``
+  (exp2 gain, ties by docid) and ERR (top grade 4, ties by docid).
+- ranx: ``ndcg_burges@10`` (exp2 gain), ``hit_rate@10``, ``r-precision``, ``rbp.95``, and any
+  ranx name with its level suffix, ``precision@5-l2``. Convention ``ranx`` (ties as ranx's
+  quicksort leaves them).
+
+Names the harness writes itself (``ndcg@10``, ``nDCG@10``, ``map``, ``mrr``, ``P@5``,
+``ERR@20``, ``Rprec``, ``Bpref``, ``Success@10``, ``Judged@10``, ``RBP(p=0.8)``, ``f1@10``)
+keep the harness's defaults. A tool prefix reads any name with that tool's convention:
+``trec_eval:ndcg``, ``ir_measures:nDCG@10``, ``ranx:mrr``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from harness.errors import MetricDefinitionError
+
+__all__ = ["parse_tool_name", "TOOLS"]
+
+TOOLS = ("trec_eval", "ir_measures", "ranx")
+Spec = tuple[str, dict[str, Any]]
+
+_PREFIX = re.compile(r"^\s*(trec_eval|ir_measures|ranx)\s*:\s*(.*?)\s*$", re.S)
+
+
+def parse_tool_name(text: str) -> Spec | None:
+    """``(measure, options)`` for a name of trec_eval, ir_measures or ranx; None when
+    ``text`` is not a name only one of those tools writes (the harness grammar reads it)."""
+    m = _PREFIX.match(text)
+    if m:
+        tool, body = m.groups()
+        spec = _PARSERS[tool](body, True)
+        assert spec is not None  # explicit parsers raise instead
+        return spec
+    body = text.strip()
+    for parse in (_trec_eval, _ir_measures, _ranx):
+        spec = parse(body, False)
+        if spec is not None:
+            return spec
+    return None
+
+
+def _refuse(tool: str, text: str, why: str) -> MetricDefinitionError:
+    return MetricDefinitionError(f"{tool} measure {text!r}: {why}")
+
+
+# -- trec_eval ----------------------------------------------------------------------------
+_TREC_LEVEL = re.compile(r"^(.*?)\s+-l\s*(\S+)$", re.S)
+_TREC_PARAM = re.compile(r"^(ndcg_cut|map_cut|P|recall|success|ndcg)[._](.+)$", re.S)
+_TREC_CUT = {"ndcg_cut": "ndcg", "map_cut": "ap", "P": "precision", "recall": "recall",
+             "success": "success"}
+_TREC_BARE = {"ndcg": "ndcg", "map": "ap", "recip_rank": "rr", "Rprec": "rprec",
+              "bpref": "bpref"}
+_IPREC = re.compile(r"^iprec_at_recall_(\d+(?:\.\d+)?)$")
+
+
+def _trec_eval(text: str, explicit: bool) -> Spec | None:
+    opts: dict[str, Any] = {"convention": "trec_eval"}
+    m = _TREC_LEVEL.match(text)
+    if m:
+        text, level = m.group(1).strip(), m.group(2)
+        if not level.isdigit():
+            raise _refuse("trec_eval", text, f"-l takes a relevance level >= 1, got {level!r}")
+        opts["level"] = int(level)
+        explicit = True
+    if (m := _IPREC.match(text)):
+        return "iprec", {**opts, "at_recall": float(m.group(1))}
+    if text in _TREC_BARE and (explicit or text == "recip_rank"):
+        return _TREC_BARE[text], opts
+    m = _TREC_PARAM.match(text)
+    if m is None or (m.group(1) == "ndcg" and "=" not in m.group(2) and not explicit):
+        if explicit:
+            raise _refuse("trec_eval", text, "unknown; known: " + ", ".join(
+                ["ndcg_cut.K", "map_cut.K", "P.K", "recall.K", "success.K", "ndcg.L=G,...",
+                 "iprec_at_recall_R", *_TREC_BARE]))
+        return None
+    base, param = m.groups()
+    if base == "ndcg":
+        return "ndcg", {**opts, "gain": _trec_gains(text, param)}
+    if not param.isdigit() or int(param) < 1:
+        raise _refuse("trec_eval", text, f"{base} takes one cut-off >= 1 (one name per "
+                      f"metric, e.g. {base}.10); got {param!r}")
+    return _TREC_CUT[base], {**opts, "k": int(param)}
+
+
+def _trec_gains(text: str, param: str) -> dict[float, float]:
+    table: dict[float, float] = {}
+    for item in param.split(","):
+        label, sep, gain = item.partition("=")
+        try:
+            table[float(label)] = float(gain)
+        except ValueError:
+            raise _refuse("trec_eval", text, f"ndcg parameters are label=gain pairs "
+                          f"(ndcg.1=3,2=9); got {item!r}") from None
+        if not sep:
+            raise _refuse("trec_eval", text, f"expected label=gain, got {item!r}")
+    return table
+
+
+# -- ir_measures --------------------------------------------------------------------------
+_IRM = re.compile(r"^([A-Za-z][A-Za-z0-9]*)\s*(?:\((.*)\))?\s*(?:@\s*(\S+))?$", re.S)
+_IRM_NAMES = {"nDCG": "ndcg", "NDCG": "ndcg", "AP": "ap", "MAP": "ap", "P": "precision",
+              "R": "recall", "RR": "rr", "MRR": "rr", "SDCG": "mndcg", "ERR": "err",
+              "Judged": "judged", "Success": "success", "Rprec": "rprec", "Bpref": "bpref",
+              "BPref": "bpref", "RBP": "rbp", "IPrec": "iprec"}
+_IRM_OWN = {"rel", "dcg", "gains", "max_rel", "min_rel", "judged_only"}
+_IRM_TREC = {"nDCG", "NDCG", "AP", "MAP", "P", "R", "RR", "MRR", "Rprec", "Bpref", "BPref",
+             "Success", "IPrec"}
+
+
+def _ir_measures(text: str, explicit: bool) -> Spec | None:
+    m = _IRM.match(text)
+    if m is None or m.group(1) not in _IRM_NAMES:
+        if explicit:
+            raise _refuse("ir_measures", text, "unknown; known: " + ", ".join(_IRM_NAMES))
+        return None
+    name, params_text, cutoff = m.groups()
+    params = _irm_params(text, params_text) if params_text else {}
+    ordered = bool(params_text) and cutoff is not None  # ir_measures writes @k last
+    if not (explicit or ordered or _IRM_OWN & params.keys()
+            or (name == "IPrec" and cutoff is not None)):
+        return None
+    measure = _IRM_NAMES[name]
+    opts: dict[str, Any] = {}
+    if name in _IRM_TREC:
+        opts["convention"] = "trec_eval"
+    elif name == "ERR":  # gdeval: top grade 4, score then docno descending
+        opts.update(max_label=4, ties="docid")
+    elif name == "SDCG":  # cwl_eval: linear gain scaled by the top grade
+        opts["gain"] = "linear"
+    if cutoff is not None:
+        if name == "IPrec":
+            opts["at_recall"] = _number(text, "IPrec@", cutoff)
+        elif not cutoff.isdigit():
+            raise _refuse("ir_measures", text, f"the cut-off after @ must be an int, got "
+                          f"{cutoff!r}")
+        else:
+            opts["k"] = int(cutoff)
+    for key, value in params.items():
+        _irm_option(text, name, key, value, opts)
+    return measure, opts
+
+
+def _irm_option(text: str, name: str, key: str, value: Any, opts: dict[str, Any]) -> None:
+    if key == "rel":
+        opts["level"] = value
+    elif key == "judged_only":
+        if value not in (False, "False"):
+            raise _refuse("ir_measures", text, "judged_only=True (dropping unjudged documents "
+                          "from the ranking) is not supported")
+    elif key == "dcg" and name in ("nDCG", "NDCG"):
+        if value == "exp-log2":  # ir_measures computes it with gdeval: docno descending
+            opts.update(gain="exp2", ties="docid")
+        elif value != "log2":
+            raise _refuse("ir_measures", text, f"dcg must be 'log2' or 'exp-log2', got "
+                          f"{value!r}")
+    elif key == "gains" and name in ("nDCG", "NDCG"):
+        if not isinstance(value, dict):
+            raise _refuse("ir_measures", text, f"gains must be a {{label: gain}} map, got "
+                          f"{value!r}")
+        opts["gain"] = value
+    elif key == "max_rel" and name == "SDCG":
+        opts["max_label"] = value
+    elif key == "min_rel" and name == "SDCG":
+        if value != 0:
+            raise _refuse("ir_measures", text, f"only min_rel=0 is supported, got {value!r}")
+    elif key == "p" and name == "RBP":
+        opts["p"] = value
+    elif key == "cutoff":
+        opts["k"] = value
+    else:
+        raise _refuse("ir_measures", text, f"parameter {key!r} is not supported for {name}")
+
+
+def _irm_params(text: str, params_text: str) -> dict[str, Any]:
+    from harness.metrics.definition import _split_top_level
+
+    out: dict[str, Any] = {}
+    for part in _split_top_level(params_text):
+        key, sep, value = (s.strip() for s in part.partition("="))
+        if not sep:
+            raise _refuse("ir_measures", text, f"expected key=value, got {part!r}")
+        out[key] = _irm_value(text, value)
+    return out
+
+
+def _irm_value(text: str, value: str) -> Any:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    if value in ("True", "False"):
+        return value == "True"
+    if value.startswith("{") and value.endswith("}"):
+        from harness.metrics.definition import _split_top_level
+
+        table = {}
+        for item in _split_top_level(value[1:-1]):
+            a, sep, b = item.partition(":")
+            if not sep:
+                raise _refuse("ir_measures", text, f"expected label:gain, got {item!r}")
+            table[_number(text, "gains", a)] = _number(text, "gains", b)
+        return table
+    if re.fullmatch(r"-?\d+", value):
+        return int(value)
+    try:
+        return float(value)
+    except ValueError:
+        return value  # a bare word such as exp-log2
+
+
+def _number(text: str, what: str, value: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise _refuse("ir_measures", text, f"{what} needs a number, got {value!r}") from None
+
+
+# -- ranx ---------------------------------------------------------------------------------
+_RANX = re.compile(r"^([a-z][a-z0-9_-]*?)(?:@(\d+)|\.(\d+))?(?:-l(\d+))?$")
+_RANX_NAMES = {"ndcg": "ndcg", "ndcg_burges": "ndcg", "map": "ap", "mrr": "rr",
+               "precision": "precision", "recall": "recall", "hit_rate": "success",
+               "r-precision": "rprec", "bpref": "bpref", "f1": "f1", "rbp": "rbp"}
+_RANX_OWN = {"ndcg_burges", "hit_rate", "r-precision", "rbp"}
+
+
+def _ranx(text: str, explicit: bool) -> Spec | None:
+    m = _RANX.match(text)
+    if m is None or m.group(1) not in _RANX_NAMES:
+        if explicit:
+            raise _refuse("ranx", text, "unknown; known: " + ", ".join(_RANX_NAMES))
+        return None
+    name, cutoff, persistence, level = m.groups()
+    if not (explicit or name in _RANX_OWN or level is not None):
+        return None
+    opts: dict[str, Any] = {"convention": "ranx"}
+    if name == "rbp":
+        if persistence is None:
+            raise _refuse("ranx", text, "rbp needs its persistence, e.g. rbp.95 (p=0.95)")
+        opts["p"] = float("0." + persistence)
+    elif persistence is not None:
+        raise _refuse("ranx", text, "only rbp takes a '.'; write the cut-off as @k")
+    elif cutoff is not None:
+        opts["k"] = int(cutoff)
+    if name == "ndcg_burges":
+        opts["gain"] = "exp2"
+    if level is not None:
+        opts["level"] = int(level)
+    return _RANX_NAMES[name], opts
+
+
+_PARSERS = {"trec_eval": _trec_eval, "ir_measures": _ir_measures, "ranx": _ranx}
