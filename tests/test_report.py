@@ -60,6 +60,8 @@ def test_html_holds_tables_marks_and_provenance(
                     "Kendall&#x27;s tau", "Tie-sensitivity interval", "Provenance"):
         assert heading in text, heading
     assert "<th>W/T/L</th>" in text and "<td>*</td>" in text
+    # numbers and intervals never wrap; wide tables scroll in their own box
+    assert "white-space:nowrap" in text and text.count('<div class="wide">') >= 4
     assert list(sweep.versions) == sorted(VERSIONS)  # a stable order, so stable letters
     assert "1.0000<sup>abce</sup>" in text  # (d) oracle beats the four others
     for run in sweep.provenance["runs"]:
