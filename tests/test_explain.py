@@ -143,3 +143,31 @@ def test_the_command_prints_the_table_and_writes_csv(tmp_path: Path, shared_data
                           "/nope"], cwd=PROJECT_ROOT, capture_output=True, text=True,
                          timeout=120)
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0
+
+
+def test_a_study_explains_each_ranker_and_logs_the_files(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path}/m.db"
+    args = ["explain.pairs=[[sklearn,lightgbm]]", "explain.metric=ndcg@5", "ranker=oracle",
+            "+ranker.coin={kind:random,seed:3}", "dataset.n_queries=40",
+            "tracking.figures=off", f"tracking.uri={uri}", f"tracking.artifact_root={tmp_path}/a",
+            f"tracking.pending_dir={tmp_path}/p", f"cache_dir={tmp_path}/c",
+            f"hydra.run.dir={tmp_path}/out"]
+    proc = subprocess.run([sys.executable, "-m", "harness", *args], cwd=PROJECT_ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    for ranker in ("oracle", "coin"):
+        table = pd.read_csv(tmp_path / "out" / "explain" / f"{ranker}.csv")
+        assert set(table["option"]) >= {"gain", "ties"}
+        gap = table["mean_to"].iloc[0] - table["mean_from"].iloc[0]
+        assert table["contribution"].sum() == pytest.approx(gap, abs=1e-12)
+        (run,) = client.search_runs(client.get_experiment_by_name("default").experiment_id,
+                                    f"tags.`ranker.name` = '{ranker}'")
+        logged = {a.path for a in client.list_artifacts(run.info.run_id, "explain")}
+        assert logged == {f"explain/{ranker}.csv", f"explain/{ranker}.png"}
+    bad = subprocess.run([sys.executable, "-m", "harness", "explain.pairs=[[sklearn,nope]]",
+                          "tracking=off", f"hydra.run.dir={tmp_path}/bad"], cwd=PROJECT_ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "explain.pairs[0]: 'nope' is neither" in bad.stdout + bad.stderr

@@ -162,6 +162,13 @@ class CheckConfig:
 
 
 @dataclass
+class ExplainConfig:
+    # [[a, b], ...]: conventions or metric names whose gap is split by option per ranker
+    pairs: list[Any] = field(default_factory=list)
+    metric: str = "ndcg@10"
+
+
+@dataclass
 class Config:
     study: str = "default"
     seed: int = 0
@@ -172,6 +179,7 @@ class Config:
     metric: MetricGrid = field(default_factory=MetricGrid)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     check: CheckConfig = field(default_factory=CheckConfig)
+    explain: ExplainConfig = field(default_factory=ExplainConfig)
     engine: EngineConfig = field(default_factory=EngineConfig)
     cache_dir: str = "runs/cache/scores"
 

@@ -205,6 +205,7 @@ def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
         if "figures" in written:  # the study's figures show this ranker among the others
             extra.append([str(written["figures"]), "figures"])
         extra.append([str(_viewable_table(r.per_query, out / "per_query" / name)), ""])
+        extra += [[str(p), "explain"] for p in written.get("explain", {}).get(name, [])]
         records.append(RunRecord(
             key=f"ranker:{name}", name=f"{name} [{job_label}]" if job_label else name,
             parent=job_key,

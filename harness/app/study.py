@@ -316,6 +316,9 @@ def _run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
         log.info("dataset %s (%s): %d test queries, %d judgments, digest %s…", dataset.name,
                  kind, dataset.test["qid"].nunique(), len(dataset.qrels), dataset.digest[:12])
     check_rankers_against(specs, dataset)
+    from harness.explain.study import explain_pairs, explain_ranker, write_explanations
+
+    explain_metric, pairs = explain_pairs(c)
     output_dir.mkdir(parents=True, exist_ok=True)  # the input is valid: work begins
     incomplete = output_dir / INCOMPLETE
     incomplete.write_text(f"This job (pid {os.getpid()}, started "
@@ -328,6 +331,7 @@ def _run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
                "missing": grid.get("missing", "exclude")}
     check_on = c.get("check", {}).get("sklearn", "fail") != "off"
     results: dict[str, RankerResult] = {}
+    explained: dict[str, list[Path]] = {}  # ranker -> its convention-diff files
     with Engine.from_config(c.get("engine")) as engine:
         log.info("engine: %s", engine.describe())
         bar = progress(specs, desc="rankers", unit="ranker")
@@ -346,6 +350,11 @@ def _run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
                     run, key, hit = score(spec, dataset, cache_dir)
                 with phases("evaluate"):
                     per_query = engine.evaluate(run, dataset.qrels, metrics, **options)
+                if pairs:
+                    with phases("explain"):
+                        explained[spec.name] = write_explanations(
+                            explain_ranker(run, dataset.qrels, explain_metric, pairs),
+                            output_dir / "explain", spec.name)
                 with phases("check"):
                     checks = (check_against_sklearn(
                         run, dataset.qrels, metrics, per_query,
@@ -370,6 +379,7 @@ def _run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
         figures = write_figures(c, metrics, results, output_dir)
     if figures is not None:
         written["figures"] = figures
+    written["explain"] = explained
     incomplete.unlink(missing_ok=True)
     log.info("results written to %s", output_dir)
     run_ids: dict[str, str] = {}
