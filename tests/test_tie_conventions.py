@@ -207,10 +207,20 @@ TREC_MEASURES = {"map": ("ap", None), "ndcg": ("ndcg", None), "recip_rank": ("rr
 
 
 def _pytrec(qrel: dict, run: dict) -> pd.DataFrame:
-    import pytrec_eval
+    """pytrec_eval's values, computed in a fresh process: trec_eval keeps measure
+    parameters in global state, and an ndcg with custom gains set by an earlier test (through
+    ir_measures) makes its ndcg loop forever on a query judged only with negative labels."""
+    import json
+    import subprocess
+    import sys
 
-    measures = {"map", "ndcg", "recip_rank", "P.5", "ndcg_cut.10", "recall.100"}
-    out = pytrec_eval.RelevanceEvaluator(qrel, measures).evaluate(run)
+    code = ("import json, sys, pytrec_eval\n"
+            "q, r = json.load(sys.stdin)\n"
+            "m = {'map', 'ndcg', 'recip_rank', 'P.5', 'ndcg_cut.10', 'recall.100'}\n"
+            "print(json.dumps(pytrec_eval.RelevanceEvaluator(q, m).evaluate(r)))")
+    proc = subprocess.run([sys.executable, "-c", code], input=json.dumps([qrel, run]),
+                          capture_output=True, text=True, timeout=120, check=True)
+    out = json.loads(proc.stdout)
     return pd.DataFrame(out).T[list(TREC_MEASURES)].sort_index()
 
 
