@@ -28,7 +28,7 @@ import numpy as np
 
 from harness.errors import InputError, MetricDefinitionError
 from harness.metrics.definition import Metric
-from harness.metrics.prepare import Ideal, Prepared, Ranking
+from harness.metrics.prepare import Ideal, Prepared, Ranking, level_counts
 
 __all__ = ["compute"]
 
@@ -226,7 +226,6 @@ def _dcg_family(prep: Prepared, metric: Metric, r: Ranking, length: int,
     return _ratio(dcg, top_gain * cum[length_q]), empty
 
 
-_MAX_LEVELS = 64
 #: The largest cut-off of mnDCG beyond the longest list (its ideal sums k discounts).
 MAX_MNDCG_K = 10_000_000
 
@@ -248,15 +247,9 @@ def _ideal_dcg(prep: Prepared, metric: Metric, disc: np.ndarray, cache: Cache) -
     cum = np.concatenate(([0.0], np.cumsum(disc)))
 
     def counts() -> tuple[np.ndarray, np.ndarray] | None:
-        lab = ideal.label
-        if len(lab) == 0:
-            return np.zeros((nq, 1), dtype=np.int64), np.zeros(1)
-        top = float(lab.max())
-        if lab.min() < 0 or top >= _MAX_LEVELS or not np.all(lab == np.floor(lab)):
-            return None
-        levels = int(top) + 1
-        c = np.bincount(ideal.q * levels + lab.astype(np.int64), minlength=nq * levels)
-        return c.reshape(nq, levels), np.arange(levels, dtype=np.float64)
+        if ideal.q is prep.judged_q and ideal.label is prep.judged_label:
+            return prep.judged_level_counts  # shared with the relevant counts
+        return level_counts(ideal.q, ideal.label, nq)
 
     by_level = cache.get_or(("ideal_counts", tag), counts)
     if by_level is not None:

@@ -232,9 +232,18 @@ class Prepared:
     def relevant_counts(self, level: int) -> np.ndarray:
         """Per query, the judged documents with label >= ``level`` (cached per level)."""
         if level not in self._relevant:  # integer counts of the rows that pass
-            self._relevant[level] = np.bincount(
-                self.judged_q[self.judged_label >= level], minlength=self.n_queries)
+            by_level = self.judged_level_counts
+            if by_level is not None and level == int(level):
+                self._relevant[level] = by_level[0][:, max(int(level), 0):].sum(axis=1)
+            else:
+                self._relevant[level] = np.bincount(
+                    self.judged_q[self.judged_label >= level], minlength=self.n_queries)
         return self._relevant[level]
+
+    @cached_property
+    def judged_level_counts(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The judged labels counted per query and grade (see :func:`level_counts`)."""
+        return level_counts(self.judged_q, self.judged_label, self.n_queries)
 
     def ideal(self, mode: str) -> Ideal:
         if mode == "judged":
@@ -378,6 +387,24 @@ class Prepared:
                        n=self.n_docs)
 
 
+#: Integer labels below this are counted per grade (:func:`level_counts`) instead of sorted.
+MAX_LEVELS = 64
+
+
+def level_counts(q: np.ndarray, label: np.ndarray, n_queries: int
+                 ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per query code (rows) and grade 0, 1, ... (columns), how many of ``label`` have that
+    grade, with the grades as floats; None unless every label is an integer in [0, 64)."""
+    if len(label) == 0:
+        return np.zeros((n_queries, 1), dtype=np.int64), np.zeros(1)
+    top = float(label.max())
+    if label.min() < 0 or top >= MAX_LEVELS or not np.all(label == np.floor(label)):
+        return None
+    levels = int(top) + 1
+    c = np.bincount(q * levels + label.astype(np.int64), minlength=n_queries * levels)
+    return c.reshape(n_queries, levels), np.arange(levels, dtype=np.float64)
+
+
 def _label_codes(labels: np.ndarray) -> np.ndarray:
     """Non-negative integers ordered as the labels are."""
     if len(labels) and labels.min() >= 0 and labels.max() < 2**31 and np.all(
@@ -423,8 +450,9 @@ def _duplicates(q: np.ndarray, d: np.ndarray, n_docs: int) -> np.ndarray:
     return mask
 
 
-def _factorize_qid(qid: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Codes (by sorted qid) and uniques; fast when integer qids are already sorted."""
+def _factorize_qid(qid: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Codes (by sorted qid), uniques and, when known on the way, the rows per code; fast
+    when integer qids are already sorted or text qids come grouped."""
     values = qid.to_numpy() if pd.api.types.is_integer_dtype(qid) else None
     if values is not None and len(values) > 1 and bool(np.all(values[1:] >= values[:-1])):
         change = np.empty(len(values), dtype=bool)
@@ -432,15 +460,16 @@ def _factorize_qid(qid: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         np.not_equal(values[1:], values[:-1], out=change[1:])
         first = np.flatnonzero(change)
         counts = np.diff(np.append(first, len(values)))
-        return np.repeat(np.arange(len(first)), counts), values[first]
+        return np.repeat(np.arange(len(first)), counts), values[first], counts
     grouped = _grouped_text_codes(qid)
     if grouped is not None:
         return grouped
     codes, uniques = pd.factorize(qid, sort=True)
-    return codes, np.asarray(uniques)
+    return codes, np.asarray(uniques), None
 
 
-def _grouped_text_codes(qid: pd.Series) -> tuple[np.ndarray, np.ndarray] | None:
+def _grouped_text_codes(qid: pd.Series
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Codes by sorted qid of an Arrow-backed text column whose rows come grouped by query
     (each qid in one run of rows, as runs and qrels files are written), from the runs'
     boundaries: one pass of adjacent comparisons instead of a hash table of every row.
@@ -464,8 +493,8 @@ def _grouped_text_codes(qid: pd.Series) -> tuple[np.ndarray, np.ndarray] | None:
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))
     counts = np.diff(np.append(first, len(qid)))
-    return np.repeat(rank, counts), np.asarray(heads.take(pa.array(order)).to_pylist(),
-                                               dtype=object)
+    return (np.repeat(rank, counts), np.asarray(heads.take(pa.array(order)).to_pylist(),
+                                                dtype=object), counts[order])
 
 
 def _docid_codes(docid: pd.Series) -> tuple[np.ndarray, int, bool]:
@@ -525,6 +554,8 @@ def _arrow_string_hash(docid: pd.Series) -> tuple[np.ndarray, bool] | None:
     words = -(-longest // 8)
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0,
                                                                                       np.uint8)
+    if longest > 8 and int(lengths.min()) == longest:  # one length: rows of a byte matrix
+        return _fixed_width_hash(data[int(offsets[0]): int(offsets[-1])], longest), False
     padded = np.zeros(int(offsets[-1]) + 8 * words + 8, dtype=np.uint8)
     padded[: int(offsets[-1]) - int(offsets[0])] = data[int(offsets[0]): int(offsets[-1])]
     window = np.ndarray(shape=(len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
@@ -541,8 +572,6 @@ def _arrow_string_hash(docid: pd.Series) -> tuple[np.ndarray, bool] | None:
             return word.view(np.int64), True
         if longest <= 7:  # exact with NULs too: the length goes above the bytes
             return (word | (left << np.uint64(56))).view(np.int64), True
-    if longest > 8 and int(lengths.min()) == longest:  # one length: rows of a byte matrix
-        return _fixed_width_hash(data[int(offsets[0]): int(offsets[-1])], longest), False
     # a 64-bit hash of each string: its length, then its 8-byte words, the last one read
     # as the string's last 8 bytes (overlapping the word before), so no read crosses the
     # string's end and no word needs a mask; strings under 8 bytes are one masked word
@@ -568,24 +597,28 @@ def _arrow_string_hash(docid: pd.Series) -> tuple[np.ndarray, bool] | None:
 def _fixed_width_hash(data: np.ndarray, width: int) -> np.ndarray:
     """The hash :func:`_arrow_string_hash` gives strings of one length ``width`` > 8, read
     from the rows of their byte matrix: word j is bytes ``min(8j, width-8)`` onwards."""
-    rows = data.reshape(-1, width)
-    h = np.full(len(rows), np.uint64(width)) * _MIX
+    n = len(data) // width
+    h = np.full(n, np.uint64(width)) * _MIX
     with np.errstate(over="ignore"):
         for j in range(-(-width // 8)):
             start = min(8 * j, width - 8)
-            h ^= np.ascontiguousarray(rows[:, start:start + 8]).view("<u8")[:, 0]
+            # the 8 bytes at ``start`` of every row, read in place (unaligned, strided)
+            h ^= np.ndarray(shape=(n,), dtype="<u8", buffer=data, offset=start,
+                            strides=(width,))
             h *= _MIX
             h ^= h >> np.uint64(29)
     return h.view(np.int64)
 
 
-def _query_layout(q: np.ndarray, n_queries: int
+def _query_layout(q: np.ndarray, n_queries: int, counts: np.ndarray | None = None
                   ) -> tuple[Layout, np.ndarray, np.ndarray | None]:
     """Rows laid out by query: the layout, each row's position in its query, and the
-    permutation grouping the rows (None when they already are)."""
+    permutation grouping the rows (None when they already are). ``counts``: the rows per
+    query, when known."""
     grouping = group_by_query(q, n_queries)
     gq = q if grouping is None else q[grouping]
-    counts = np.bincount(gq, minlength=n_queries)
+    if counts is None:
+        counts = np.bincount(gq, minlength=n_queries)
     starts = np.cumsum(counts) - counts
     pos = np.arange(len(gq), dtype=np.int64) - starts[gq]
     return Layout.of(starts, counts, gq, pos), pos, grouping
@@ -653,7 +686,7 @@ def prepare(
         run_qid, run_doc = run["qid"], run["docid"]
 
     n_run = len(run)
-    pending = None
+    pending = per_query = judged_per_query = None
     if qrels is not None:
         all_q = pd.concat([run_qid, j_qid], ignore_index=True)
         qcodes, quniq = pd.factorize(all_q, sort=True)
@@ -693,9 +726,10 @@ def prepare(
         r_judged = hit
         in_run = np.bincount(rq, minlength=len(quniq)) > 0
     else:
-        rq, quniq = _factorize_qid(run_qid)
-        laid_out = _query_layout(rq, len(quniq))
+        rq, quniq, per_query = _factorize_qid(run_qid)
+        laid_out = _query_layout(rq, len(quniq), per_query)
         run_layout = laid_out[:2]
+        per_query = laid_out[0].n  # rows per query code
 
         def check_duplicates(rq: np.ndarray = rq, n: int = len(quniq)) -> None:
             # on the other core while metrics are computed
@@ -706,11 +740,13 @@ def prepare(
         judged_row = r_judged = run_label >= 0
         if judged_row.all():
             r_label, jq, j_label = run_label, rq, run_label
+            judged_per_query = per_query
         else:
             r_label = np.where(judged_row, run_label, 0.0)
             jq, j_label = rq[judged_row], r_label[judged_row]
+            judged_per_query = np.bincount(jq, minlength=len(quniq))
         in_run = np.ones(len(quniq), dtype=bool)
-        in_judged = np.bincount(jq, minlength=len(quniq)) > 0
+        in_judged = judged_per_query > 0
 
     evaluated = in_run & in_judged
     if missing == "zero":
@@ -729,10 +765,13 @@ def prepare(
     grouping = group_by_query(q, nq)
     if grouping is not None:
         row, q = row[grouping], q[grouping]
-    jkeep = evaluated[jq]
-    judged_q = remap[jq[jkeep]] if not jkeep.all() else (jq if all_evaluated else remap[jq])
     judged_label = np.asarray(j_label, dtype=np.float64)
-    judged_label = judged_label[jkeep] if not jkeep.all() else judged_label
+    if all_evaluated:
+        judged_q = jq
+    else:
+        jkeep = evaluated[jq]
+        judged_q = remap[jq[jkeep]]
+        judged_label = judged_label[jkeep]
     identity = len(row) == n_run and grouping is None
     label = r_label if identity else r_label[row]
     judged = r_judged if identity else r_judged[row]
@@ -750,8 +789,10 @@ def prepare(
         qid_values=run_qid.reset_index(drop=True),
         judged_q=judged_q,
         judged_label=judged_label,
-        n_docs=np.bincount(q, minlength=nq),
-        n_judged=np.bincount(judged_q, minlength=nq),
+        n_docs=per_query if per_query is not None and all_evaluated
+        else np.bincount(q, minlength=nq),
+        n_judged=judged_per_query if judged_per_query is not None and all_evaluated
+        else np.bincount(judged_q, minlength=nq),
         missing_qids=pd.Index(np.asarray(quniq)[in_judged & ~in_run], name="qid"),
         unjudged_qids=pd.Index(np.asarray(quniq)[in_run & ~in_judged], name="qid"),
         max_label=top,
