@@ -162,3 +162,25 @@ def test_docid_tie_order_is_trec_evals_for_digits_case_and_non_ascii() -> None:
         evaluator = pytrec_eval.RelevanceEvaluator({"q": {relevant: 1}}, {"recip_rank"})
         theirs = evaluator.evaluate({"q": {d: 1.0 for d in docs}})["q"]["recip_rank"]
         assert ours.iloc[0, -1] == theirs, relevant
+
+
+def test_a_strings_hash_does_not_depend_on_the_other_strings_of_its_column() -> None:
+    """The run and the qrels are hashed apart: a docid must get one code in both, however
+    long the other docids of each table are."""
+    words = ["KILT_19782967", "MARCO_D2706327", "doc-1", "a" * 8, "b" * 9, "c" * 17]
+    alone = [prepare_module._arrow_string_hash(pd.Series([w, "y" * 9], dtype="str"))[0][0]
+             for w in words]  # a 9-byte neighbour: the hash path, not packed bytes
+    together, _ = prepare_module._arrow_string_hash(
+        pd.Series(words + ["z" * 40], dtype="str"))
+    assert together[:-1].tolist() == [int(a) for a in alone]
+
+
+def test_qrels_with_longer_docids_than_the_run_join_as_pytrec_eval() -> None:
+    run, qrels = _data("doc-")
+    extra = qrels.drop_duplicates("qid").assign(docid=lambda f: "judged-only-" + f.qid * 3,
+                                                label=2)  # longer than every run docid
+    qrels = pd.concat([qrels, extra], ignore_index=True)
+    for r, j in ((run, qrels), (run.astype({"docid": "str"}), qrels.astype({"docid": "str"}))):
+        ours = harness.evaluate(r, j, METRICS)[[m.display_name for m in METRICS]]
+        theirs = _pytrec(run, qrels).loc[ours.index]
+        np.testing.assert_allclose(ours.to_numpy(), theirs.to_numpy(), rtol=0, atol=1e-12)

@@ -96,7 +96,8 @@ def _exclusive_count(r: Ranking, indicator: np.ndarray, n_docs: np.ndarray) -> n
     base = np.zeros(len(n_docs), dtype=np.int64)
     has = n_docs > 0
     base[has] = before[starts[has]]
-    return before - base[r.q]
+    before -= np.repeat(base, n_docs)  # ranked rows hold their queries in order
+    return before
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -136,7 +137,8 @@ def compute(prep: Prepared, metric: Metric, cache: Cache, top: int | None = None
     if metric.name == "err":
         return _err(prep, metric, r, length)
     # binary metrics
-    rel = (r.label >= metric.level).astype(np.float64)
+    rel = cache.get_or(("rel", id(r), metric.level),
+                       lambda: (r.label >= metric.level).astype(np.float64))
     judged_rel = prep.relevant_counts(metric.level)
     if metric.ideal == "judged" or metric.name in ("rr", "precision"):
         n_rel = judged_rel
@@ -149,10 +151,13 @@ def compute(prep: Prepared, metric: Metric, cache: Cache, top: int | None = None
             return _ratio(hits, n_rel), empty
         den = np.full(nq, float(metric.k)) if metric.k is not None else prep.n_docs.astype(float)
         return _ratio(hits, den), empty
+    # relevant rows ranked above each row (AP and RR share them)
+    before = cache.get_or(("before", id(r), metric.level),
+                          lambda: _exclusive_count(r, rel.astype(np.int64), r.n))
     if metric.name == "ap":
-        return _ratio(_topk_sum(r, _ap_terms(r, rel, r.n), metric.k, nq), n_rel), empty
+        return _ratio(_topk_sum(r, _ap_terms(r, rel, before), metric.k, nq), n_rel), empty
     # rr: a cascade whose stop probability is the binary relevance
-    return _cascade(r, rel, r.n, metric.k, nq, binary=True), empty
+    return _cascade(r, rel, r.n, metric.k, nq, binary=True, before=before), empty
 
 
 def _check_top_grade(prep: Prepared, metric: Metric) -> None:
@@ -275,10 +280,10 @@ def _ideal_dcg(prep: Prepared, metric: Metric, disc: np.ndarray, cache: Cache) -
     return np.bincount(q[m], weights=g[m] * disc[pos[m]], minlength=nq)
 
 
-def _ap_terms(r: Ranking, rel: np.ndarray, n_docs: np.ndarray) -> np.ndarray:
-    """Per ranked row, its (expected) precision contribution to AP's numerator."""
+def _ap_terms(r: Ranking, rel: np.ndarray, before: np.ndarray) -> np.ndarray:
+    """Per ranked row, its (expected) precision contribution to AP's numerator; ``before``:
+    the relevant rows ranked above it."""
     rank = r.pos + 1.0
-    before = _exclusive_count(r, rel.astype(np.int64), n_docs).astype(np.float64)
     if r.gid is None:
         return rel * (before + 1.0) / rank
     size = r.gsize[r.gid].astype(np.float64)
@@ -306,9 +311,13 @@ def _err(prep: Prepared, metric: Metric, r: Ranking, length: int) -> tuple[np.nd
 
 
 def _cascade(r: Ranking, stop: np.ndarray, n_docs: np.ndarray, k: int | None, nq: int,
-             *, binary: bool) -> np.ndarray:
-    """sum_i 1/i * P(stop at i) for a cascade with per-document stop probabilities."""
-    survival = _survival_before(r, stop, n_docs, binary=binary)
+             *, binary: bool, before: np.ndarray | None = None) -> np.ndarray:
+    """sum_i 1/i * P(stop at i) for a cascade with per-document stop probabilities
+    (``before``: for a binary cascade, the stopping rows ranked above each row)."""
+    if binary and before is not None:
+        survival = (before == 0).astype(np.float64)
+    else:
+        survival = _survival_before(r, stop, n_docs, binary=binary)
     if r.gid is None:
         hit = survival * stop
     else:

@@ -450,6 +450,34 @@ def _duplicates(q: np.ndarray, d: np.ndarray, n_docs: int) -> np.ndarray:
     return mask
 
 
+def _joint_qid_codes(run_qid: pd.Series, j_qid: pd.Series
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Codes by sorted qid of the run's and the qrels' qids over both, and the uniques.
+    Tables whose rows come grouped by query are coded each on its own and their few
+    uniques merged; otherwise both are factorised together."""
+    run_coded, j_coded = _factorize_qid(run_qid), _factorize_qid(j_qid)
+    if run_coded[2] is None or j_coded[2] is None:
+        all_q = pd.concat([run_qid, j_qid], ignore_index=True)
+        codes, uniques = pd.factorize(all_q, sort=True)
+        return codes[:len(run_qid)], codes[len(run_qid):], np.asarray(uniques)
+    heads = np.concatenate([run_coded[1], j_coded[1]])
+    codes, uniques = pd.factorize(pd.Series(heads, dtype=run_qid.dtype), sort=True)
+    split = len(run_coded[1])
+    return codes[:split][run_coded[0]], codes[split:][j_coded[0]], np.asarray(uniques)
+
+
+def _joint_docid_codes(run_doc: pd.Series, j_doc: pd.Series, both: pd.Series
+                       ) -> tuple[np.ndarray, np.ndarray, int, bool]:
+    """Docid codes of the run and the qrels that agree between them: (run codes, qrels
+    codes, code range, exact). Text columns are hashed each in place when both get the
+    64-bit hash; otherwise ``both`` (the two columns concatenated) is coded at once."""
+    hashed = _arrow_string_hash(run_doc), _arrow_string_hash(j_doc)
+    if all(h is not None and not h[1] for h in hashed):
+        return hashed[0][0], hashed[1][0], 0, False  # type: ignore[index]
+    codes, n_d, exact = _docid_codes(both)
+    return codes[:len(run_doc)], codes[len(run_doc):], n_d, exact
+
+
 def _factorize_qid(qid: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Codes (by sorted qid), uniques and, when known on the way, the rows per code; fast
     when integer qids are already sorted or text qids come grouped."""
@@ -574,7 +602,9 @@ def _arrow_string_hash(docid: pd.Series) -> tuple[np.ndarray, bool] | None:
             return (word | (left << np.uint64(56))).view(np.int64), True
     # a 64-bit hash of each string: its length, then its 8-byte words, the last one read
     # as the string's last 8 bytes (overlapping the word before), so no read crosses the
-    # string's end and no word needs a mask; strings under 8 bytes are one masked word
+    # string's end and no word needs a mask; strings under 8 bytes are one masked word.
+    # A string mixes in its own number of words only, so its hash does not depend on the
+    # other strings of the column (a run and its qrels, hashed apart, agree)
     h = lengths.astype(np.uint64) * _MIX
     short = lengths < 8
     short_mask = None
@@ -586,11 +616,12 @@ def _arrow_string_hash(docid: pd.Series) -> tuple[np.ndarray, bool] | None:
     with np.errstate(over="ignore"):
         for j in range(words):
             word = window[np.minimum(start + 8 * j, last)]
-            if short_mask is not None:
+            if short_mask is not None and j == 0:
                 word &= short_mask
-            h ^= word
-            h *= _MIX
-            h ^= h >> np.uint64(29)
+            mixed = h ^ word
+            mixed *= _MIX
+            mixed ^= mixed >> np.uint64(29)
+            h = mixed if j == 0 else np.where(lengths > 8 * j, mixed, h)
     return h.view(np.int64), False
 
 
@@ -688,13 +719,9 @@ def prepare(
     n_run = len(run)
     pending = per_query = judged_per_query = None
     if qrels is not None:
-        all_q = pd.concat([run_qid, j_qid], ignore_index=True)
-        qcodes, quniq = pd.factorize(all_q, sort=True)
-        rq, jq = qcodes[:n_run], qcodes[n_run:]
-        quniq = np.asarray(quniq)
+        rq, jq, quniq = _joint_qid_codes(run_qid, j_qid)
         both = pd.concat([run_doc, j_doc], ignore_index=True)
-        dcodes, n_d, exact = _docid_codes(both)
-        rd, jd = dcodes[:n_run], dcodes[n_run:]
+        rd, jd, n_d, exact = _joint_docid_codes(run_doc, j_doc, both)
 
         def check_duplicates(rq: np.ndarray = rq, rd: np.ndarray = rd, jq: np.ndarray = jq,
                              jd: np.ndarray = jd, n: int = len(quniq)) -> None:
@@ -712,7 +739,7 @@ def prepare(
         if not keep.all():
             jq, jd, j_label, j_rows = jq[keep], jd[keep], j_label[keep], j_rows[keep]
         # label of each run row from the qrels (0 and unjudged where absent)
-        match = _match_pairs(rq, rd, jq, jd, n_d)
+        match = _match_pairs(rq, rd, jq, jd, n_d, exact)
         if match is not None and not exact and not _same_docids(run_doc, j_doc, match,
                                                                 j_rows):
             match = None  # two docids share a 64-bit hash: match on exact codes
@@ -804,18 +831,30 @@ def prepare(
     return prepared
 
 
-def _match_pairs(rq: np.ndarray, rd: np.ndarray, jq: np.ndarray, jd: np.ndarray, n_d: int
-                 ) -> tuple[np.ndarray, np.ndarray] | None:
+def _match_pairs(rq: np.ndarray, rd: np.ndarray, jq: np.ndarray, jd: np.ndarray, n_d: int,
+                 exact: bool = True) -> tuple[np.ndarray, np.ndarray] | None:
     """For each run row, whether its (query, docid) codes are a qrels row's, and which.
 
-    Exact codes with a known range are joined on ``q * n_d + d``; 64-bit codes (hashes,
-    packed words) on a mixed 64-bit key, checked afterwards. None when two different
-    pairs share a mixed key, so the caller joins on exact codes instead."""
+    Exact codes with a known range are joined on ``q * n_d + d``. Hashes (``exact`` False)
+    are joined on the query code in the top bits and the hash's top bits below it: pairs
+    of one key share their query, and the caller compares the joined docids as strings.
+    Other 64-bit codes (packed words) are joined on a mixed 64-bit key, checked
+    afterwards. None when two different pairs share a key, so the caller joins on exact
+    codes instead."""
+    n_q = int(max(jq.max(initial=0), rq.max(initial=0))) + 1
+    q_bits = max(n_q - 1, 1).bit_length()
     with np.errstate(over="ignore"):
         if 0 < n_d and (int(jq.max(initial=0)) + 1) * n_d < (1 << 62):
             jkey = jq.astype(np.int64) * n_d + jd
             rkey = rq.astype(np.int64) * n_d + rd
             checked = True
+        elif not exact and q_bits <= 32:
+            keep = np.uint64(64 - q_bits)
+            jkey = ((jq.astype(np.uint64) << keep) | (jd.view(np.uint64) >> np.uint64(q_bits))
+                    ).view(np.int64)
+            rkey = ((rq.astype(np.uint64) << keep) | (rd.view(np.uint64) >> np.uint64(q_bits))
+                    ).view(np.int64)
+            checked = True  # the query is exact; the docids are compared by the caller
         else:
             mix = np.uint64(0x9E3779B97F4A7C15)
             jkey = (jd.view(np.uint64) + jq.astype(np.uint64) * mix).view(np.int64)
