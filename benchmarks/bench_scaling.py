@@ -51,14 +51,14 @@ def child(engine: str, path: str, batch_rows: int, workers: int) -> None:
 
     started = 0.0
     if engine == "dask":
-        from harness.metrics.dask_engine import dask_client
+        from harness.engines.dask import dask_client
 
         t = time.perf_counter()
         with dask_client(n_workers=workers) as client:
             client.wait_for_workers(workers)
             # a warm cluster, as after a first evaluation: the workers have imported
             # harness and run the code paths once (a fresh cluster's first call costs ~0.5 s)
-            client.run(importlib.import_module, "harness.metrics.dask_engine")
+            client.run(importlib.import_module, "harness.engines.dask")
             warm = Path(path).with_suffix(".warm.parquet")
             import pyarrow.parquet as pq
 

@@ -32,13 +32,13 @@ _LAZY = {
                     "harness.metrics.definition"),
     **dict.fromkeys(("aggregate", "evaluate", "evaluate_dense", "tie_interval"),
                     "harness.metrics.evaluate"),
-    "evaluate_parquet": "harness.metrics.stream",
-    "evaluate_dask": "harness.metrics.dask_engine",  # imports dask and distributed
+    "evaluate_parquet": "harness.engines.stream",
+    "evaluate_dask": "harness.engines.dask",  # imports dask and distributed
     "explain_difference": "harness.explain.shapley",
 }
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports on demand
-    from harness.metrics.dask_engine import evaluate_dask
+    from harness.engines.dask import evaluate_dask
     from harness.metrics.definition import (
         CONVENTIONS,
         METRIC_NAMES,
@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
     )
     from harness.metrics.evaluate import aggregate, evaluate, evaluate_dense, tie_interval
     from harness.explain.shapley import explain_difference
-    from harness.metrics.stream import evaluate_parquet
+    from harness.engines.stream import evaluate_parquet
 
 
 def __getattr__(name: str) -> object:

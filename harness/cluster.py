@@ -2,7 +2,7 @@
 
 Streaming evaluation (:func:`harness.evaluate_parquet`) needs the rows of each query to be
 contiguous. This rewrites any parquet file that way with bounded memory: see
-:func:`harness.metrics.stream.cluster_parquet`.
+:func:`harness.engines.cluster.cluster_parquet`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 
 from harness.cli import report_error, run_command
 from harness.errors import HarnessError
-from harness.metrics.stream import cluster_parquet
+from harness.engines.cluster import cluster_parquet
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 import harness
-from harness.metrics.dask_engine import dask_client, evaluate_dask, query_ranges
-from harness.metrics.stream import NotClustered
+from harness.engines.dask import dask_client, evaluate_dask, query_ranges
+from harness.engines.stream import NotClustered
 
 METRICS = ["ndcg@10", "ndcg(gain=linear,ties=docid)", "mndcg@5", "ap", "rr", "P@5",
            "recall@10(ideal=retrieved)", "err@10(ties=input)", "ndcg@3(ties=random)",

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 import harness
-from harness.metrics.stream import NotClustered, cluster_parquet, iter_query_batches
+from harness.engines.cluster import cluster_parquet
+from harness.engines.stream import NotClustered, iter_query_batches
 
 METRICS = ["ndcg@10", "ndcg(gain=linear,ties=docid)", "mndcg@5", "ap", "rr", "P@5",
            "recall@10(ideal=retrieved)", "err@10(ties=input)", "rr(ties=quicksort)"]

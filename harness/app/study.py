@@ -34,7 +34,7 @@ from harness.datasets import DATASETS, Dataset, ParquetRun, load_dataset
 from harness.engines import Engine
 from harness.errors import HarnessError, InputError, MetricDefinitionError
 from harness.metrics import Metric, parse_metric
-from harness.metrics.stream import iter_query_batches
+from harness.engines.stream import iter_query_batches
 from harness.metrics.sklearn_check import CheckResult, check_against_sklearn
 from harness.paths import project_path
 from harness.rankers import ESTIMATORS, RANKERS, RankerSpec, score

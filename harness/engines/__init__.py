@@ -1,4 +1,5 @@
-"""Evaluation engines by registry name: where the per-query table is computed.
+"""Evaluation engines by registry name: where the per-query table is computed. One module
+each, over the part evaluation they share (:mod:`harness.engines.parts`):
 
 - ``local``: the whole run in memory, :func:`harness.evaluate`;
 - ``stream``: whole-query batches of about ``batch_rows`` rows, read from a parquet file
@@ -21,18 +22,9 @@ from typing import Any
 
 import pandas as pd
 
+from harness.engines import local, stream
 from harness.errors import InputError
 from harness.metrics.definition import Metric
-from harness.metrics.evaluate import evaluate
-from harness.metrics.stream import (
-    check_options,
-    evaluate_parquet,
-    evaluate_parts,
-    file_columns,
-    memory_parts,
-    memory_top_label,
-    needs_top_label,
-)
 
 __all__ = ["ENGINES", "Engine"]
 
@@ -78,7 +70,7 @@ class Engine:
 
     def __enter__(self) -> Engine:
         if self.kind == "dask":
-            from harness.metrics.dask_engine import dask_client
+            from harness.engines.dask import dask_client
 
             self._stack = contextlib.ExitStack()
             self._client = self._stack.enter_context(dask_client(
@@ -108,14 +100,11 @@ class Engine:
                  metrics: Iterable[Metric], **options: Any) -> pd.DataFrame:
         """The per-query table of an in-memory run."""
         if self.kind == "local":
-            return evaluate(run, qrels, metrics, **options)
+            return local.evaluate_run(run, qrels, metrics, **options)
         if self.kind == "dask":
             return self._dask(run, qrels, metrics, None, options)
-        mlist, missing = check_options(metrics, options, "the stream engine")
-        if needs_top_label(mlist, options):
-            options["top_label"] = memory_top_label(run, qrels)
-        parts, _ = memory_parts(run, self.batch_rows)
-        return evaluate_parts(parts, qrels, mlist, options, missing, "run")
+        return stream.evaluate_memory(run, qrels, metrics, batch_rows=self.batch_rows,
+                                      **options)
 
     def evaluate_file(self, path: str | Path, qrels: pd.DataFrame | None,
                       metrics: Iterable[Metric], names: Mapping[str, str] | None = None,
@@ -123,20 +112,15 @@ class Engine:
         """The per-query table of a parquet run, read where it lies (``names`` maps roles
         to the file's columns)."""
         if self.kind == "stream":
-            return evaluate_parquet(path, qrels, metrics, batch_rows=self.batch_rows,
-                                    names=names, **options)
+            return stream.evaluate_parquet(path, qrels, metrics, batch_rows=self.batch_rows,
+                                           names=names, **options)
         if self.kind == "dask":
             return self._dask(path, qrels, metrics, names, options)
-        import pyarrow.parquet as pq
-
-        p = Path(path)
-        columns = file_columns(p, qrels, names)
-        run = pq.read_table(p, columns=list(columns)).to_pandas().rename(columns=columns)
-        return evaluate(run, qrels, metrics, **options)
+        return local.evaluate_file(path, qrels, metrics, names, **options)
 
     def _dask(self, source: Any, qrels: pd.DataFrame | None, metrics: Iterable[Metric],
               names: Mapping[str, str] | None, options: dict[str, Any]) -> pd.DataFrame:
-        from harness.metrics.dask_engine import evaluate_dask
+        from harness.engines.dask import evaluate_dask
 
         if self._client is None:
             raise RuntimeError("the dask engine is used inside `with engine:`")

@@ -30,7 +30,7 @@ import pandas as pd
 from harness.errors import InputError
 from harness.metrics.definition import Metric
 from harness.metrics.evaluate import MetricLike, evaluate
-from harness.metrics.stream import (
+from harness.engines.parts import (
     assemble,
     check_options,
     cut_at_queries,
@@ -39,9 +39,9 @@ from harness.metrics.stream import (
     memory_parts,
     memory_top_label,
     needs_top_label,
-    iter_query_batches,
     top_label,
 )
+from harness.engines.stream import iter_query_batches
 
 __all__ = ["evaluate_dask", "dask_client", "query_ranges"]
 
@@ -79,8 +79,8 @@ def query_ranges(path: str | os.PathLike[str], *, partition_rows: int = 2_000_00
     """Cut a parquet run at query boundaries into ranges of about ``partition_rows`` rows.
 
     Returns the ``(start, stop)`` row ranges and the qids in file order. Reads only the qid
-    column, ``scan_rows`` at a time, with :func:`~harness.metrics.stream.iter_query_batches`,
-    which raises :class:`~harness.metrics.stream.NotClustered` naming the first query whose
+    column, ``scan_rows`` at a time, with :func:`~harness.engines.stream.iter_query_batches`,
+    which raises :class:`~harness.engines.stream.NotClustered` naming the first query whose
     rows are not contiguous.
     """
     import pyarrow.parquet as pq

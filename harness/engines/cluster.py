@@ -1,0 +1,57 @@
+"""Rewrite a parquet run clustered by qid, out of core (``python -m harness.cluster``):
+the streaming and Dask engines need the rows of each query contiguous."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["cluster_parquet"]
+
+
+def cluster_parquet(src: str | os.PathLike[str], dst: str | os.PathLike[str], *,
+                    batch_rows: int = 1_000_000, buckets: int | None = None) -> Path:
+    """Rewrite a parquet file so the rows of each query are contiguous, out of core.
+
+    Pass 1 streams the file and appends each row to one of ``buckets`` temporary files
+    chosen by a hash of its qid; pass 2 sorts each bucket by qid (stable: a query keeps its
+    row order) and appends it to ``dst``. Memory holds one batch or one bucket at a time;
+    ``buckets`` defaults to the number of ``batch_rows`` batches in the file.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    source, target = Path(src), Path(dst)
+    reader = pq.ParquetFile(source)
+    n_buckets = buckets or max(1, -(-reader.metadata.num_rows // int(batch_rows)))
+    schema = reader.schema_arrow
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        paths = [Path(tmp) / f"bucket{i}.parquet" for i in range(n_buckets)]
+        writers: list[Any] = [None] * n_buckets
+        try:
+            for batch in reader.iter_batches(batch_size=int(batch_rows)):
+                frame = batch.to_pandas()
+                bucket = pd.util.hash_array(frame["qid"].to_numpy()) % np.uint64(n_buckets)
+                for b in np.unique(bucket):
+                    part = pa.Table.from_pandas(frame[bucket == b], schema=schema,
+                                                preserve_index=False)
+                    if writers[b] is None:
+                        writers[b] = pq.ParquetWriter(paths[b], schema)
+                    writers[b].write_table(part)
+        finally:
+            for w in writers:
+                if w is not None:
+                    w.close()
+        with pq.ParquetWriter(target, schema) as out:
+            for path in paths:
+                if path.is_file():
+                    frame = pq.read_table(path).to_pandas()
+                    order = np.argsort(pd.factorize(frame["qid"])[0], kind="stable")
+                    out.write_table(pa.Table.from_pandas(frame.iloc[order], schema=schema,
+                                                         preserve_index=False))
+    return target

@@ -1,0 +1,195 @@
+"""The part evaluation every engine but the local one shares: a run cut into parts of
+whole queries (file batches, in-memory slices, Dask partitions), each part evaluated by
+:func:`harness.evaluate` against the judgments of its queries, and the parts assembled
+into the table :func:`harness.evaluate` gives for the whole run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.errors import InputError
+from harness.metrics.definition import Metric
+from harness.metrics.evaluate import MetricLike, as_metrics, evaluate
+from harness.metrics.weighting import EMPTY_ATTR, merge_empty
+
+__all__ = ["evaluate_part", "evaluate_parts", "assemble", "check_options", "memory_parts",
+           "file_columns", "top_label"]
+
+
+ROLES = ("qid", "docid", "score", "label")
+
+
+def column_names(names: Mapping[str, str] | None) -> dict[str, str]:
+    """The file column of each role (qid, docid, score, label); unnamed roles keep theirs."""
+    out = {r: r for r in ROLES}
+    for role, column in (names or {}).items():
+        if role not in out:
+            raise InputError(f"unknown column role {role!r}; roles are {list(ROLES)}",
+                             column=str(role))
+        out[role] = str(column)
+    return out
+
+
+def file_columns(path: Path, qrels: pd.DataFrame | None,
+             names: Mapping[str, str] | None = None) -> dict[str, str]:
+    """File column -> role, for the roles this evaluation reads (checked against the file)."""
+    import pyarrow.parquet as pq
+
+    if not path.is_file():
+        raise InputError(f"parquet run not found: {path}")
+    have = pq.ParquetFile(path).schema_arrow.names
+    roles = column_names(names)
+    wanted = ["qid", "docid", "score"] + (["label"] if qrels is None else [])
+    missing = [roles[r] for r in wanted if roles[r] not in have]
+    if missing:
+        raise InputError(f"parquet run {path.name} lacks column(s) {missing}; it has {have}",
+                         table=path.name, column=missing[0])
+    return {roles[r]: r for r in wanted}
+
+
+def top_label(path: Path, qrels: pd.DataFrame | None,
+              names: Mapping[str, str] | None = None) -> float:
+    """The highest label of the whole collection: the qrels', or the file's (read from the
+    label column alone, batch by batch)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    if qrels is not None:
+        return float(pd.to_numeric(qrels["label"]).max())
+    top = -np.inf
+    label = column_names(names)["label"]
+    for batch in pq.ParquetFile(path).iter_batches(columns=[label]):
+        value = pc.max(batch.column(0)).as_py()
+        if value is not None:
+            top = max(top, float(value))
+    return float(top)
+
+
+def memory_top_label(run: pd.DataFrame, qrels: pd.DataFrame | None) -> float | None:
+    """The top grade :func:`harness.evaluate` would find in the whole of an in-memory run."""
+    source = run if qrels is None else qrels
+    if "label" not in source.columns:
+        return None  # evaluate names the missing column
+    return float(pd.to_numeric(source["label"], errors="coerce").max())
+
+
+def needs_top_label(metrics: list[Metric], options: Mapping[str, Any]) -> bool:
+    """Whether the collection's top grade must be found first (one for every part)."""
+    return options.get("top_label") is None and any(
+        m.name in ("mndcg", "err") and m.max_label is None for m in metrics)
+
+
+def check_options(metrics: MetricLike | Iterable[MetricLike], options: dict[str, Any],
+                  engine: str) -> tuple[list[Metric], str]:
+    """Parsed metrics and the ``missing`` policy; the rest of ``options`` go to evaluate."""
+    mlist = as_metrics(metrics)
+    if "weights" in options:
+        raise InputError(f"{engine} does not take weights; pass them to aggregate",
+                         column="weights")
+    missing = options.pop("missing", "exclude")
+    if missing not in ("exclude", "zero"):
+        raise InputError(f"missing must be 'exclude' or 'zero', got {missing!r}",
+                         column="missing")
+    return mlist, missing
+
+
+def evaluate_part(part: pd.DataFrame, qrels: pd.DataFrame | None, metrics: list[Metric],
+                  options: Mapping[str, Any], table: str | None = None
+                  ) -> tuple[pd.DataFrame | None, list[Any]]:
+    """Evaluate whole queries ``part`` (indexed by source row) against the judgments of its
+    queries; returns (per-query table or None when no query is judged, unjudged qids).
+    Errors name the source row (``part``'s index), not the row within the part."""
+    if qrels is not None:
+        sub = qrels[qrels["qid"].isin(pd.unique(part["qid"]))]
+        if sub.empty:
+            return None, pd.unique(part["qid"]).tolist()
+    else:
+        sub = None
+    try:
+        out = evaluate(part.reset_index(drop=True), sub, metrics, missing="exclude",
+                       **options)
+    except InputError as exc:
+        if exc.row is None or exc.table not in (None, "run") or not len(part):
+            raise
+        raise exc.at_row(int(part.index[exc.row]), table=table) from None
+    return out, list(out.attrs.get("unjudged_qids", []))
+
+
+def evaluate_parts(parts: Iterable[pd.DataFrame], qrels: pd.DataFrame | None,
+                   metrics: list[Metric], options: Mapping[str, Any], missing: str,
+                   name: str) -> pd.DataFrame:
+    """:func:`evaluate_part` on each part of whole queries, then :func:`assemble`."""
+    frames, unjudged, run_qids = [], [], []
+    for part in parts:
+        run_qids.extend(pd.unique(part["qid"]).tolist())
+        out, skipped = evaluate_part(part, qrels, metrics, options, table=name)
+        unjudged.extend(skipped)
+        if out is not None:
+            frames.append(out)
+    return assemble(frames, qrels, metrics, run_qids, unjudged, missing, name)
+
+
+def assemble(frames: list[pd.DataFrame], qrels: pd.DataFrame | None, metrics: list[Metric],
+             run_qids: Iterable[Any], unjudged: list[Any], missing: str,
+             name: str) -> pd.DataFrame:
+    """The per-query tables of the parts as :func:`harness.evaluate` gives the whole: sorted
+    by qid, judged queries absent from the run listed (``missing='exclude'``) or scored 0
+    (``'zero'``), unjudged run queries in ``attrs``."""
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        raise InputError(f"no query of {name} is judged", table=name)
+    empties = merge_empty(frames)
+    result = pd.concat(frames).sort_index()
+    absent = [] if qrels is None else sorted(set(qrels["qid"]) - set(run_qids), key=str)
+    if missing == "zero" and absent:
+        zeros = pd.DataFrame(0.0, index=pd.Index(absent, name="qid"), columns=result.columns)
+        stats = qrels[qrels["qid"].isin(absent)].groupby("qid")["label"]
+        zeros["n_docs"] = 0
+        zeros["n_judged"] = stats.size().reindex(absent).to_numpy()
+        level = {m.level for m in metrics if m.binary}
+        threshold = level.pop() if len(level) == 1 else 1
+        zeros["n_relevant"] = stats.apply(lambda s: int((s >= threshold).sum())).reindex(
+            absent).to_numpy()
+        result = pd.concat([result, zeros.astype(result.dtypes.to_dict())]).sort_index()
+        absent = []
+    result.attrs["missing_qids"] = absent
+    result.attrs["unjudged_qids"] = unjudged
+    if empties:
+        result.attrs[EMPTY_ATTR] = empties
+    return result
+
+
+def cut_at_queries(start: np.ndarray, n_rows: int, partition_rows: int) -> list[tuple[int, int]]:
+    """Row ranges from the query starts: one begins at the first query start at or past
+    each multiple of ``partition_rows``."""
+    if not len(start):
+        return [(0, n_rows)]
+    marks = np.arange(0, n_rows, int(partition_rows))
+    cuts = np.unique(start[np.minimum(np.searchsorted(start, marks), len(start) - 1)])
+    bounds = np.append(cuts, n_rows)
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def memory_parts(run: pd.DataFrame, partition_rows: int
+                  ) -> tuple[list[pd.DataFrame], np.ndarray]:
+    """An in-memory run grouped by qid (stable) and cut at query boundaries."""
+    if "qid" not in run.columns:
+        raise InputError(f"run lacks column 'qid'; it has {list(run.columns)}", table="run",
+                         column="qid")
+    codes, uniques = pd.factorize(run["qid"])
+    if (codes < 0).any():
+        row = int(np.flatnonzero(codes < 0)[0])
+        raise InputError("missing qid value(s)", table="run", column="qid", row=row)
+    run = run.set_axis(pd.RangeIndex(len(run)))  # errors name the row position
+    if len(codes) and np.any(np.diff(codes) < 0):
+        order = np.argsort(codes, kind="stable")
+        run, codes = run.iloc[order], codes[order]
+    start = np.flatnonzero(np.diff(codes, prepend=-1)) if len(codes) else codes
+    parts = [run.iloc[a:b] for a, b in cut_at_queries(start, len(run), partition_rows)]
+    return parts, np.asarray(uniques, dtype=object)

@@ -1,0 +1,152 @@
+"""Evaluate a parquet run larger than memory, streaming it in batches of whole queries.
+
+The file must be *clustered by qid*: the rows of a query are contiguous (any query order).
+Batches of about ``batch_rows`` rows are read with pyarrow; the rows of the last query of a
+batch are held back and joined to the next batch, so every query is evaluated whole, by the
+same vectorised engine as :func:`harness.evaluate`. Peak memory follows ``batch_rows``, not
+the file size. A qid that reappears after its rows ended means the file is not clustered;
+the error names the query and the command that rewrites the file clustered,
+``python -m harness.cluster IN OUT`` (an out-of-core rewrite, see :func:`cluster_parquet`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.engines.parts import (
+    check_options,
+    evaluate_parts,
+    file_columns,
+    memory_parts,
+    memory_top_label,
+    needs_top_label,
+    top_label,
+)
+from harness.errors import InputError, plain
+from harness.metrics.definition import Metric
+from harness.metrics.evaluate import MetricLike
+
+__all__ = ["evaluate_parquet", "evaluate_memory", "iter_query_batches", "NotClustered"]
+
+
+class NotClustered(InputError):
+    """The rows of a query are not contiguous in the file."""
+
+
+def iter_query_batches(path: str | os.PathLike[str], *, batch_rows: int = 1_000_000,
+                       columns: Mapping[str, str] | list[str] | None = None
+                       ) -> Iterator[pd.DataFrame]:
+    """Yield DataFrames of whole queries, about ``batch_rows`` rows each, from a parquet
+    file clustered by qid; each is indexed by file row. ``columns`` lists the columns to
+    read, or maps file columns to the names they take (the qid column must end up ``qid``).
+    Raises :class:`NotClustered` naming the first qid seen twice."""
+    import pyarrow.parquet as pq
+
+    if int(batch_rows) < 1:
+        raise InputError(f"batch_rows must be >= 1, got {batch_rows}", column="batch_rows")
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"parquet run not found: {p}")
+    rename = dict(columns) if isinstance(columns, Mapping) else None
+    reader = pq.ParquetFile(p)
+    seen: set[Any] = set()
+    carry: pd.DataFrame | None = None
+    offset = 0  # file row of the first row of ``carry`` / the batch
+    for batch in reader.iter_batches(batch_size=int(batch_rows),
+                                     columns=None if columns is None else list(columns)):
+        frame = batch.to_pandas()
+        if rename:
+            frame = frame.rename(columns=rename)
+        if carry is not None:
+            frame = pd.concat([carry, frame], ignore_index=True)
+        if frame.empty:
+            continue
+        qid = frame["qid"].to_numpy()
+        last = qid[-1]
+        tail = len(frame) - int(np.argmax(qid[::-1] != last)) if (qid != last).any() else 0
+        done, carry = frame.iloc[:tail], frame.iloc[tail:]
+        if len(done):
+            _check_new(done, seen, p, offset)
+            done.index = pd.RangeIndex(offset, offset + len(done))
+            yield done
+            offset += len(done)
+    if carry is not None and len(carry):
+        _check_new(carry, seen, p, offset)
+        carry.index = pd.RangeIndex(offset, offset + len(carry))
+        yield carry
+
+
+def _check_new(frame: pd.DataFrame, seen: set[Any], path: Path, offset: int) -> None:
+    """Every qid of ``frame`` must be new, and contiguous within ``frame``."""
+    qid = frame["qid"]
+    change = np.flatnonzero(qid.to_numpy()[1:] != qid.to_numpy()[:-1]) + 1
+    starts = np.concatenate(([0], change))
+    firsts = qid.iloc[starts]
+    values = firsts.tolist()  # set lookups: O(batch), not O(queries seen so far) as isin
+    repeated = firsts.duplicated().to_numpy() | np.fromiter(
+        (q in seen for q in values), dtype=bool, count=len(values))
+    if repeated.any():
+        i = int(np.flatnonzero(repeated)[0])
+        raise not_clustered(path, firsts.iloc[i], offset + int(starts[i]))
+    seen.update(values)
+
+
+def not_clustered(path: Path, qid: Any, row: int) -> NotClustered:
+    """The error for a query whose rows resume at ``row`` after another query's."""
+    return NotClustered(
+        f"the rows of query {plain(qid)!r} are not contiguous in {path.name} (it appears "
+        f"again at row {row}); rewrite the file clustered by qid with: python -m "
+        f"harness.cluster {path} {path.with_name(path.stem + '.clustered.parquet')}",
+        table=path.name, column="qid", qid=qid, row=row)
+
+
+def evaluate_parquet(path: str | os.PathLike[str], qrels: pd.DataFrame | None = None,
+                     metrics: MetricLike | Iterable[MetricLike] = ("ndcg@10",), *,
+                     batch_rows: int = 1_000_000, names: Mapping[str, str] | None = None,
+                     **options: Any) -> pd.DataFrame:
+    """:func:`harness.evaluate` over a parquet run too large for memory.
+
+    Parameters
+    ----------
+    path : parquet file with columns ``qid``, ``docid``, ``score`` (and ``label`` when
+        ``qrels`` is None), clustered by qid.
+    qrels, metrics, **options : as in :func:`harness.evaluate` (``weights`` excepted). The
+        qrels are held in memory; each batch is evaluated against the judgments of its
+        queries, so ``missing='zero'`` adds the judged queries no batch held at the end.
+    batch_rows : int, default 1,000,000
+        Rows read at a time; peak memory grows with it, not with the file.
+    names : mapping, optional
+        The file's column for a role when it is not the role's name, e.g.
+        ``{"score": "bm25", "label": "clicked"}``.
+
+    Returns
+    -------
+    DataFrame
+        The same per-query table :func:`harness.evaluate` gives for the whole file, sorted
+        by qid (values are identical: each query is evaluated whole, by the same code).
+        Errors in the data name the file row.
+    """
+    mlist, missing = check_options(metrics, options, "evaluate_parquet")
+    p = Path(path)
+    columns = file_columns(p, qrels, names)
+    if needs_top_label(mlist, options):
+        options["top_label"] = top_label(p, qrels, names)  # one top grade for every batch
+    parts = iter_query_batches(p, batch_rows=batch_rows, columns=columns)
+    return evaluate_parts(parts, qrels, mlist, options, missing, p.name)
+
+
+def evaluate_memory(run: pd.DataFrame, qrels: pd.DataFrame | None, metrics: Iterable[Metric],
+                    *, batch_rows: int, **options: Any) -> pd.DataFrame:
+    """An in-memory run evaluated in slices of whole queries of about ``batch_rows`` rows
+    (the stream engine on a run already in memory)."""
+    mlist, missing = check_options(metrics, options, "the stream engine")
+    if needs_top_label(mlist, options):
+        options["top_label"] = memory_top_label(run, qrels)
+    parts, _ = memory_parts(run, batch_rows)
+    return evaluate_parts(parts, qrels, mlist, options, missing, "run")
