@@ -26,8 +26,9 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from harness.app import records
-from harness.app.study import DATASET_PATH_OPTIONS, evaluate_in_place, validate
+from harness.app import provenance
+from harness.app.evaluate import evaluate_in_place
+from harness.app.plan import validate
 from harness.datasets.base import file_sha256, input_files
 from harness.datasets import Dataset, ParquetRun, load_dataset
 from harness.engines import Engine
@@ -268,7 +269,7 @@ def reproduce_run(run_id: str, *, tracking_uri: str | None = None) -> ReproResul
         _check_ranker(run, spec, dataset, notes)
         fresh, _, _ = score(spec, dataset, cache_dir=None)
         now = evaluate(fresh, dataset.qrels, metrics, **options).reset_index()
-    commit_then, commit_now = tags.get("git.commit", "unknown"), records.git_commit()
+    commit_then, commit_now = tags.get("git.commit", "unknown"), provenance.git_commit()
     if commit_then != commit_now:
         notes.append(f"code: git commit {_short(commit_then)} -> {_short(commit_now)}")
     if logged_env is None:
@@ -344,7 +345,7 @@ def _check_ranker(run: Any, spec: RankerSpec, dataset: Dataset, notes: list[str]
 def _env_changes(logged: dict[str, Any] | None) -> dict[str, tuple[str, str]]:
     if not logged:
         return {}
-    current = records.environment()
+    current = provenance.environment()
     then = {"python": logged.get("python"), "platform": logged.get("platform"),
             **(logged.get("packages") or {})}
     now = {"python": current.get("python"), "platform": current.get("platform"),

@@ -60,6 +60,6 @@ def describe_mismatches(items: list[tuple[str, str, str]], limit: int = 5) -> st
 
 
 def as_params(cfg: Mapping[str, Any]) -> dict[str, str]:
-    from harness.app.records import flatten
+    from harness.app.provenance import flatten
 
     return flatten(cfg)

@@ -31,10 +31,10 @@ _DRIVER = textwrap.dedent("""
     method, nth = sys.argv[1], int(sys.argv[2])
     sys.argv = ["harness", *sys.argv[3:]]
     if method == "write_figures":  # die while the results are being written
-        import harness.app.records as records
+        import harness.app.write as write
         def die(*args, **kwargs):
             os.kill(os.getpid(), signal.SIGKILL)
-        records.write_figures = die
+        write.write_figures = die
     else:
         from mlflow.tracking import MlflowClient
         original = getattr(MlflowClient, method)

@@ -25,7 +25,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 import harness.paths
-from harness.app import records
+from harness.app import provenance
 from harness.reproduce import (
     ReproduceError,
     ReproResult,
@@ -285,10 +285,10 @@ def test_a_different_package_version_is_listed(stores: Stores, tmp_path: Path,
     run_id = stores.baselines.runs()["oracle"]
     logged = json.loads(Path(stores.baselines.client().download_artifacts(
         run_id, "environment.json", str(tmp_path))).read_text())
-    current = records.environment()
+    current = provenance.environment()
     assert current["packages"] == logged["packages"]  # same venv as the job
     current["packages"]["numpy"] = "0.0.1"
-    monkeypatch.setattr(records, "environment", lambda: current)
+    monkeypatch.setattr(provenance, "environment", lambda: current)
     result = reproduce_run(run_id, tracking_uri=stores.baselines.uri)
     assert result.identical
     assert result.env_changes == {"numpy": (logged["packages"]["numpy"], "0.0.1")}

@@ -26,7 +26,7 @@ from mlflow.tracking import MlflowClient
 
 import harness.paths
 from harness import Metric, evaluate
-from harness.app.records import flatten
+from harness.app.provenance import flatten
 from harness.app.study import run_study
 from harness.datasets import load_dataset
 from harness.errors import TrackingUnavailable

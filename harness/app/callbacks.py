@@ -41,7 +41,7 @@ class SweepParentRun(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         if not config.tracking.enabled:
             return
-        from harness.app.records import git_commit
+        from harness.app.provenance import git_commit
         from harness.tracking import configure_requests, ensure_experiment, resolve_tracking_uri
         from harness.tracking.store import open_client
 

@@ -1,134 +1,32 @@
-"""Files a study writes to its output dir, and the MLflow log plan built from them."""
+"""The log stage of a study: a log plan built from the files already written (one run per
+job, one per ranker, or the sweep's parent run), saved as pending, then sent to MLflow; a
+store that cannot be reached leaves the plan for ``python -m harness.sync``."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 import harness
-from harness.errors import HarnessError, TrackingUnavailable
+from harness.app.provenance import flatten, git_commit
 from harness.datasets import Dataset
+from harness.errors import HarnessError, TrackingUnavailable
 from harness.metrics import Metric
-from harness.paths import PROJECT_ROOT, project_path
+from harness.paths import project_path
 from harness.reporting import STATS
-from harness.reporting.figures import figure_mode, study_figures
-from harness.reporting.summary import summarize_study
 from harness.tracking import LogPlan, RunRecord, configure_requests, execute, resolve_tracking_uri
 from harness.tracking.plan import PARAM_LIMIT, close_open_runs, refused
 
-__all__ = ["write_outputs", "log_study", "flatten", "git_commit"]
+__all__ = ["log_study", "VIEWABLE_ROWS"]
 
 log = logging.getLogger("harness")
-
-
-def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
-    """Nested config -> ``{"a.b.c": "value"}``; lists become JSON text."""
-    out: dict[str, str] = {}
-    for key, value in data.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value:
-            out.update(flatten(value, name + "."))
-        else:
-            out[name] = json.dumps(value) if isinstance(value, (list, tuple, dict)) else str(value)
-    return out
-
-
-def git_commit() -> str:
-    """HEAD of the checkout (``-dirty`` when tracked files changed), or 'unknown'."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, check=True,
-                              capture_output=True, text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=PROJECT_ROOT, capture_output=True, text=True,
-                               timeout=10).stdout.strip()
-        return head + ("-dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-VERSIONED = ("numpy", "pandas", "scipy", "scikit-learn", "pyarrow", "matplotlib", "mlflow",
-             "hydra-core", "omegaconf")
-
-
-def environment() -> dict[str, Any]:
-    """Python, platform and the versions of the packages that shape the numbers."""
-    import platform
-    from importlib.metadata import PackageNotFoundError, version
-
-    packages = {"harness": harness.__version__}
-    for name in VERSIONED:
-        try:
-            packages[name] = version(name)
-        except PackageNotFoundError:
-            packages[name] = "not installed"
-    return {"python": platform.python_version(), "platform": platform.platform(),
-            "packages": packages}
-
-
-def write_outputs(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
-                  results: Mapping[str, Any], out: Path) -> dict[str, Any]:
-    """Write every result file to ``out``; returns their paths by role."""
-    from harness.app.study import check_table, dump_json, metric_key_map
-
-    resamples = int(cfg.get("tracking", {}).get("bootstrap_resamples", 2000))
-    max_queries = cfg.get("tracking", {}).get("bootstrap_max_queries", 20_000)
-    seed = int(cfg.get("seed", 0))
-    written: dict[str, Any] = {"per_query": {}, "summary": {}}
-    (out / "per_query").mkdir(parents=True, exist_ok=True)
-    for name, r in results.items():
-        path = out / "per_query" / f"{name}.parquet"
-        r.per_query.reset_index().to_parquet(path, index=False)
-        written["per_query"][name] = path
-    # one paired bootstrap for the whole study: a shared resample-index matrix per query set
-    summaries = summarize_study({name: r.per_query for name, r in results.items()},
-                                resamples=resamples, seed=seed,
-                                bootstrap_max_queries=max_queries)
-    frames = []
-    for name, summary in summaries.items():
-        normal = [c for c, m in summary.attrs["ci_method"].items() if m == "normal"]
-        if normal:
-            log.info("ranker %s: 95%% CI of %d variant(s) by the normal approximation "
-                     "(more than tracking.bootstrap_max_queries=%s queries)", name, len(normal),
-                     max_queries)
-        written["summary"][name] = summary
-        frames.append(summary.rename_axis("variant").reset_index().assign(ranker=name))
-    table = pd.concat(frames, ignore_index=True)[["ranker", "variant", *STATS]]
-    table.to_csv(out / "summary.csv", index=False)
-    written["summary_csv"] = out / "summary.csv"
-    checks = check_table(results)
-    checks.to_csv(out / "sklearn_check.csv", index=False)
-    written["check_csv"] = out / "sklearn_check.csv"
-    written["keys_json"] = dump_json(out / "metric_keys.json", metric_key_map(metrics))
-    (out / "config_resolved.yaml").write_text(yaml.safe_dump(dict(cfg), sort_keys=False))
-    written["config_yaml"] = out / "config_resolved.yaml"
-    written["dataset_json"] = dump_json(out / "dataset.json", dataset.summary() | {
-        "source": dataset.source})
-    written["environment_json"] = dump_json(out / "environment.json", environment())
-    return written
-
-
-def write_figures(cfg: Mapping[str, Any], metrics: list[Metric], results: Mapping[str, Any],
-                  out: Path) -> Path | None:
-    """Draw the study's figures once into ``out/figures`` (``tracking.figures``: headline,
-    all or off; see :func:`harness.reporting.figures.study_figures`); returns the folder,
-    or None when no figure was drawn."""
-    from harness.progress import progress
-
-    mode = figure_mode(cfg.get("tracking", {}).get("figures", "headline"))
-    paths = study_figures({name: r.per_query for name, r in results.items()}, metrics,
-                          out / "figures", mode=mode, progress=lambda jobs: progress(
-                              jobs, desc="figures", unit="fig"))
-    return out / "figures" if paths else None
-
 
 def _params(cfg: Mapping[str, Any], out: Path) -> tuple[dict[str, str], Path | None]:
     params = flatten(cfg)

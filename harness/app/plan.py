@@ -1,0 +1,208 @@
+"""The plan stage of a study: the config checked and turned into metric variants, ranker
+specs and dataset options before any data is read (:func:`validate`)."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
+
+from harness.datasets.base import PATH_OPTIONS
+from harness.datasets import DATASETS, Dataset, ParquetRun
+from harness.engines import Engine
+from harness.errors import InputError, MetricDefinitionError
+from harness.metrics import Metric, parse_metric
+from harness.paths import project_path
+from harness.rankers import ESTIMATORS, RANKERS, RankerSpec
+from harness.tracking import resolve_tracking_uri
+
+__all__ = ["validate", "build_metrics", "check_rankers_against", "plain_config",
+           "DATASET_PATH_OPTIONS"]
+
+_GRID_AXES = ("name", "gain", "discount", "k", "ties", "ideal")
+_NAME_OK = re.compile(r"^[A-Za-z0-9_.-]+$")
+DATASET_PATH_OPTIONS = PATH_OPTIONS  # dataset options that name files
+
+def plain_config(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(cfg, DictConfig):
+        try:
+            return OmegaConf.to_container(cfg, resolve=True,  # type: ignore[return-value]
+                                          throw_on_missing=True)
+        except MissingMandatoryValue as exc:
+            key = getattr(exc, "full_key", "") or "?"
+            raise InputError(f"config value {key} is required and not set; set it with "
+                             f"{key}=...", key=str(key)) from None
+    return dict(cfg)
+
+
+def _as_list(value: Any) -> list[Any]:
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return [value]
+
+
+def build_metrics(grid: Mapping[str, Any]) -> list[Metric]:
+    """Every variant of a metric grid (the product of its axes) plus its ``extra`` names."""
+    axes = {a: _as_list(grid.get(a)) for a in _GRID_AXES}
+    common = {"empty": grid.get("empty", "zero"), "max_label": grid.get("max_label")}
+    out: list[Metric] = []
+    for combo in itertools.product(*axes.values()):
+        opts = dict(zip(_GRID_AXES, combo))
+        try:
+            m = Metric(opts.pop("name"), **opts, **common)
+        except MetricDefinitionError as exc:
+            raise MetricDefinitionError(f"metric grid {dict(zip(_GRID_AXES, combo))}: {exc}"
+                                        ) from None
+        if m not in out:
+            out.append(m)
+    for text in grid.get("extra") or []:
+        try:
+            m = parse_metric(text)
+        except MetricDefinitionError as exc:
+            raise MetricDefinitionError(f"metric.extra {text!r}: {exc}") from None
+        if m not in out:
+            out.append(m)
+    if not out:
+        raise MetricDefinitionError("the metric grid is empty")
+    return out
+
+
+def _ranker_specs(rankers: Mapping[str, Any]) -> list[RankerSpec]:
+    if not rankers:
+        raise InputError("no ranker configured", key="ranker")
+    specs = []
+    for name, options in rankers.items():
+        options = _typed_ranker(str(name), options)
+        if not _NAME_OK.match(str(name)) or str(name) in (".", ".."):
+            raise InputError(f"ranker name {name!r} may hold only letters, digits, _ . - "
+                             "(and is not . or ..): it names files", key=f"ranker.{name}")
+        opts = {k: v for k, v in dict(options).items() if k != "kind" and v not in (None, {})}
+        kind = options.get("kind")
+        if kind not in RANKERS:
+            raise InputError(f"ranker {name!r}: unknown kind {kind!r}; known: "
+                             f"{', '.join(RANKERS)}", key=f"ranker.{name}.kind")
+        for required in {"feature": ["feature"], "column": ["column"], "run_file": ["path"],
+                         "mlflow_model": ["uri"]}.get(kind, []):
+            if opts.get(required) is None:
+                hint = (" (or set dataset.default_feature, which it defaults to)"
+                        if required == "feature" else "")
+                raise InputError(f"ranker {name!r} (kind {kind}) needs option {required!r}"
+                                 + hint, key=f"ranker.{name}.{required}")
+        if opts.get("sigma") is not None and float(opts["sigma"]) < 0:
+            raise InputError(f"ranker {name!r}: sigma must be >= 0, got {opts['sigma']}",
+                             key=f"ranker.{name}.sigma")
+        if opts.get("threads") is not None and int(opts["threads"]) < 1:
+            raise InputError(f"ranker {name!r}: threads must be >= 1 (or null for all cores), "
+                             f"got {opts['threads']}", key=f"ranker.{name}.threads")
+        if kind == "sklearn" and opts.get("estimator", "hist_gradient_boosting") not in ESTIMATORS:
+            raise InputError(f"ranker {name!r}: unknown estimator {opts['estimator']!r}; known: "
+                             f"{', '.join(ESTIMATORS)}", key=f"ranker.{name}.estimator")
+        if "path" in opts:
+            opts["path"] = str(project_path(opts["path"]))
+        specs.append(RankerSpec(name=str(name), kind=kind, options=opts))
+    return specs
+
+
+def _typed_ranker(name: str, options: Any) -> dict[str, Any]:
+    """Check one ranker entry against the RankerConfig schema (unknown keys, types)."""
+    from harness.app.config import RankerConfig
+
+    if not isinstance(options, Mapping):
+        raise InputError(f"ranker {name!r} must be a mapping of options, got {options!r}",
+                         key=f"ranker.{name}")
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(RankerConfig), dict(options))
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", "") or ""
+        raise InputError(f"ranker {name!r}: {str(exc).splitlines()[0]}",
+                         key=f"ranker.{name}{'.' + key if key else ''}") from None
+    return OmegaConf.to_container(merged)  # type: ignore[return-value]
+
+
+def validate(cfg: DictConfig | Mapping[str, Any], *, store: str | None = None
+             ) -> tuple[list[Metric], list[RankerSpec], dict[str, Any]]:
+    """Check everything that can be checked without data; return the parsed pieces.
+
+    ``mlflow_model`` rankers get the option ``tracking_uri`` (unless set): the configured
+    ``tracking.uri``, else ``store``, else :func:`~harness.tracking.resolve_tracking_uri`,
+    so ``models:/`` URIs resolve against the study's own store.
+    """
+    from harness.app.names import path_name
+
+    c = plain_config(cfg)
+    path_name("study", c.get("study", "default"))
+    if (c.get("tracking") or {}).get("experiment") is not None:
+        path_name("tracking.experiment", c["tracking"]["experiment"])
+    metrics = build_metrics(c["metric"])
+    specs = _ranker_specs(c["ranker"])
+    if any(s.kind == "mlflow_model" for s in specs):
+        uri = (c.get("tracking") or {}).get("uri") or store or resolve_tracking_uri(None)
+        specs = [RankerSpec(s.name, s.kind, {**s.options, "tracking_uri": s.options.get(
+            "tracking_uri") or uri}) if s.kind == "mlflow_model" else s for s in specs]
+    ds = dict(c["dataset"])
+    ds.pop("default_feature", None)  # read by the feature ranker's config, not the loader
+    if ds.get("kind") not in DATASETS:
+        raise InputError(f"unknown dataset kind {ds.get('kind')!r}; known: "
+                         f"{', '.join(DATASETS)}", key="dataset.kind")
+    for key in DATASET_PATH_OPTIONS:
+        if ds.get(key):
+            ds[key] = str(project_path(ds[key]))
+    if ds.get("kind") == "parquet_run":
+        for spec in specs:
+            if spec.kind != "column":
+                raise InputError(f"ranker {spec.name!r} (kind {spec.kind}): a parquet_run dataset is "
+                                 f"evaluated where it lies, so its rankers are score columns "
+                                 f"of the file (kind column, e.g. ranker=scored_columns)",
+                                 key=f"ranker.{spec.name}.kind")
+    Engine.from_config(c.get("engine"))
+    check = c.get("check", {})
+    if check.get("sklearn", "fail") not in ("fail", "warn", "off"):
+        raise InputError(f"check.sklearn must be fail, warn or off; got {check['sklearn']!r}",
+                         key="check.sklearn")
+    for key, default in (("max_queries", 2_000), ("max_tied_queries", 50)):
+        bound = check.get(key, default)
+        if bound is not None and (isinstance(bound, bool) or int(bound) < 1):
+            raise InputError(f"check.{key} must be an int >= 1 or null (no bound); "
+                             f"got {bound!r}", key=f"check.{key}")
+    from harness.reporting.figures import figure_mode  # harness.reporting imports scipy
+
+    figure_mode((c.get("tracking") or {}).get("figures", "headline"))
+    for key, choices in (("nan_scores", ("error", "last")), ("missing", ("exclude", "zero"))):
+        value = c["metric"].get(key, choices[0])
+        if value not in choices:
+            raise InputError(f"metric.{key} must be one of {choices}; got {value!r}",
+                             key=f"metric.{key}")
+    return metrics, specs, ds
+
+
+def check_rankers_against(specs: list[RankerSpec], dataset: Dataset | ParquetRun) -> None:
+    """Check every ranker's ``feature``, ``column`` and ``features`` against the loaded
+    dataset, so a missing name fails before any ranker scores.
+
+    Raises
+    ------
+    InputError
+        Naming the ranker's key, the missing name and a few of the available ones.
+    """
+    in_place = isinstance(dataset, ParquetRun)
+    features = tuple(map(str, dataset.features))
+    columns = features if in_place else tuple(map(str, dataset.docs.columns))
+    for spec in specs:
+        wanted = [(key, spec.options.get(key), pool) for key, pool in
+                  (("feature", features), ("column", columns))
+                  if spec.kind in ("feature", "column") and spec.options.get(key) is not None]
+        if spec.kind in ("sklearn", "mlflow_model") and spec.options.get("features"):
+            wanted += [("features", f, features) for f in spec.options["features"]]
+        for key, name, pool in wanted:
+            if str(name) not in pool:
+                shown = ", ".join(pool[:8]) + (f", … ({len(pool)} in all)"
+                                                if len(pool) > 8 else "")
+                what = "numeric column" if in_place or key == "column" else "feature"
+                where = dataset.path.name if in_place else f"dataset {dataset.name!r}"
+                raise InputError(f"ranker {spec.name!r}: no {what} {name!r} in {where}; "
+                                 f"{'score columns' if in_place else 'available'}: "
+                                 f"{shown or 'none'}", key=f"ranker.{spec.name}.{key}")

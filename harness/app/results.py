@@ -1,0 +1,68 @@
+"""What a study produces, shared by its stages: the per-ranker and per-study results, the
+marker of a job folder still being written, and the small writers every stage uses."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.datasets import Dataset
+from harness.metrics import Metric
+from harness.metrics.sklearn_check import CheckResult
+from harness.rankers import RankerSpec
+
+__all__ = ["INCOMPLETE", "RankerResult", "StudyResult", "metric_key_map", "dump_json"]
+
+#: A file in a job's output folder from its start until every result is written: a folder
+#: that still holds it after the job ended belongs to a job that was killed or failed.
+INCOMPLETE = "INCOMPLETE"
+
+
+@dataclass
+class RankerResult:
+    spec: RankerSpec
+    cache_key: str
+    cache_hit: bool | None  # None: nothing to cache (scores read in place)
+    per_query: pd.DataFrame
+    checks: list[CheckResult]
+    seconds: float
+
+
+@dataclass
+class StudyResult:
+    """What a study produced; ``output_dir`` holds it on disk whatever MLflow did."""
+
+    dataset: Dataset
+    metrics: list[Metric]
+    rankers: dict[str, RankerResult]
+    output_dir: Path
+    run_ids: dict[str, str]
+    check_failures: list[str]
+    summaries: dict[str, pd.DataFrame] = field(default_factory=dict)
+    seconds: float = 0.0
+    tracking_uri: str | None = None
+    experiment: str | None = None
+
+    def closing_summary(self, study: str) -> str:
+        """What to print when the job ends (see :func:`harness.app.notes.closing_summary`)."""
+        from harness.app.notes import closing_summary
+
+        n_queries = max((len(r.per_query) for r in self.rankers.values()), default=0)
+        return closing_summary(study=study, seconds=self.seconds, summaries=self.summaries,
+                               metrics=self.metrics, n_queries=n_queries,
+                               output_dir=self.output_dir, run_ids=self.run_ids,
+                               tracking_uri=self.tracking_uri, experiment=self.experiment)
+
+
+def metric_key_map(metrics: list[Metric]) -> dict[str, str]:
+    """MLflow key -> display name (logged as an artifact)."""
+    return {m.key: m.display_name for m in metrics}
+
+
+def dump_json(path: Path, data: Any) -> Path:
+    path.write_text(json.dumps(data, indent=1, sort_keys=True, default=str))
+    return path

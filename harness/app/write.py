@@ -1,0 +1,79 @@
+"""The write stage of a study: every result file in the job's output folder (per-query
+tables, summaries with their bootstrap CIs, the check table, config, dataset profile,
+environment) and the figures, all before anything is sent to MLflow."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from harness.app.check import check_table
+from harness.app.provenance import environment
+from harness.app.results import dump_json, metric_key_map
+from harness.datasets import Dataset
+from harness.metrics import Metric
+from harness.reporting import STATS
+from harness.reporting.figures import figure_mode, study_figures
+from harness.reporting.summary import summarize_study
+
+__all__ = ["write_outputs", "write_figures"]
+
+log = logging.getLogger("harness")
+
+def write_outputs(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
+                  results: Mapping[str, Any], out: Path) -> dict[str, Any]:
+    """Write every result file to ``out``; returns their paths by role."""
+    resamples = int(cfg.get("tracking", {}).get("bootstrap_resamples", 2000))
+    max_queries = cfg.get("tracking", {}).get("bootstrap_max_queries", 20_000)
+    seed = int(cfg.get("seed", 0))
+    written: dict[str, Any] = {"per_query": {}, "summary": {}}
+    (out / "per_query").mkdir(parents=True, exist_ok=True)
+    for name, r in results.items():
+        path = out / "per_query" / f"{name}.parquet"
+        r.per_query.reset_index().to_parquet(path, index=False)
+        written["per_query"][name] = path
+    # one paired bootstrap for the whole study: a shared resample-index matrix per query set
+    summaries = summarize_study({name: r.per_query for name, r in results.items()},
+                                resamples=resamples, seed=seed,
+                                bootstrap_max_queries=max_queries)
+    frames = []
+    for name, summary in summaries.items():
+        normal = [c for c, m in summary.attrs["ci_method"].items() if m == "normal"]
+        if normal:
+            log.info("ranker %s: 95%% CI of %d variant(s) by the normal approximation "
+                     "(more than tracking.bootstrap_max_queries=%s queries)", name, len(normal),
+                     max_queries)
+        written["summary"][name] = summary
+        frames.append(summary.rename_axis("variant").reset_index().assign(ranker=name))
+    table = pd.concat(frames, ignore_index=True)[["ranker", "variant", *STATS]]
+    table.to_csv(out / "summary.csv", index=False)
+    written["summary_csv"] = out / "summary.csv"
+    checks = check_table(results)
+    checks.to_csv(out / "sklearn_check.csv", index=False)
+    written["check_csv"] = out / "sklearn_check.csv"
+    written["keys_json"] = dump_json(out / "metric_keys.json", metric_key_map(metrics))
+    (out / "config_resolved.yaml").write_text(yaml.safe_dump(dict(cfg), sort_keys=False))
+    written["config_yaml"] = out / "config_resolved.yaml"
+    written["dataset_json"] = dump_json(out / "dataset.json", dataset.summary() | {
+        "source": dataset.source})
+    written["environment_json"] = dump_json(out / "environment.json", environment())
+    return written
+
+
+def write_figures(cfg: Mapping[str, Any], metrics: list[Metric], results: Mapping[str, Any],
+                  out: Path) -> Path | None:
+    """Draw the study's figures once into ``out/figures`` (``tracking.figures``: headline,
+    all or off; see :func:`harness.reporting.figures.study_figures`); returns the folder,
+    or None when no figure was drawn."""
+    from harness.progress import progress
+
+    mode = figure_mode(cfg.get("tracking", {}).get("figures", "headline"))
+    paths = study_figures({name: r.per_query for name, r in results.items()}, metrics,
+                          out / "figures", mode=mode, progress=lambda jobs: progress(
+                              jobs, desc="figures", unit="fig"))
+    return out / "figures" if paths else None
