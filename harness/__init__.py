@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from harness.errors import FormulaError, HarnessError, InputError, MetricDefinitionError
 
-__version__ = "0.1.0"
+from harness.version import __version__
 
 # MLflow draws artifact progress bars whenever tqdm is installed, terminal or not, so they
 # would land in logs, pipes and the one-line errors of the CLIs. Progress shows only on a

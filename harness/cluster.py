@@ -1,36 +1,10 @@
-"""``python -m harness.cluster IN OUT``: rewrite a parquet run clustered by qid (out of core).
-
-Streaming evaluation (:func:`harness.evaluate_parquet`) needs the rows of each query to be
-contiguous. This rewrites any parquet file that way with bounded memory: see
-:func:`harness.engines.cluster.cluster_parquet`.
-"""
-
-from __future__ import annotations
-
-import argparse
-import sys
-import time
-
-from harness.cli import report_error, run_command
-from harness.errors import HarnessError
-from harness.engines.cluster import cluster_parquet
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.cluster", description=__doc__)
-    parser.add_argument("src", help="parquet file to read")
-    parser.add_argument("dst", help="parquet file to write, clustered by qid")
-    parser.add_argument("--batch-rows", type=int, default=1_000_000,
-                        help="rows held in memory at a time (default 1,000,000)")
-    args = parser.parse_args(argv)
-    t = time.perf_counter()
-    try:
-        out = cluster_parquet(args.src, args.dst, batch_rows=args.batch_rows)
-    except (HarnessError, OSError) as exc:
-        return report_error(exc)
-    print(f"wrote {out} clustered by qid in {time.perf_counter() - t:.1f}s")
-    return 0
-
+"""``python -m harness.cluster``: an entry point only; the command is
+:mod:`harness.commands.cluster`."""
 
 if __name__ == "__main__":
+    import sys
+
+    from harness.commands.base import run_command
+    from harness.commands.cluster import main
+
     sys.exit(run_command(main))

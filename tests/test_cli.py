@@ -1,5 +1,5 @@
 """Every command's exit code and one-line error: 0 ok, 2 bad input, 3 store unreachable
-(harness.cli); 1 (differences) is tested with reproduce in test_reproduce."""
+(harness.commands.base); 1 (differences) is tested with reproduce in test_reproduce."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness import cluster, reproduce, scored_run, sync
-from harness.cli import run_command
-from harness.compare import cli as compare_cli
+from harness.commands import cluster, reproduce, scored_run, sync
+from harness.commands.base import run_command
+from harness.commands import compare as compare_cli
 from harness.errors import InputError, TrackingUnavailable
 
 DEAD = "http://127.0.0.1:9"  # nothing listens on the discard port

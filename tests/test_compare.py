@@ -39,7 +39,7 @@ from harness.compare import (
     paired_comparison,
     sensitivity,
 )
-from harness.compare.cli import main as cli_main
+from harness.commands.compare import main as cli_main
 from harness.compare.versions import split_overrides
 from harness.errors import HarnessError
 from harness.paths import PROJECT_ROOT

@@ -1,4 +1,4 @@
-"""harness.reporting.report: the self-contained HTML, the Markdown and LaTeX tables, and the
+"""harness.compare.report: the self-contained HTML, the Markdown and LaTeX tables, and the
 provenance, built from a real sweep loaded from MLflow (tests/test_compare.py's fixture)."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pytest
 
 from harness.compare import RankerVersion, Sweep, compare_table, load_sweep, sensitivity
 from harness.paths import PROJECT_ROOT
-from harness.reporting import build_report
-from harness.reporting.report import ReportPaths, comparison_display, means_display, report_dir
+from harness.compare.report import build_report
+from harness.compare.report import ReportPaths, comparison_display, means_display, report_dir
 from harness.metrics import parse_metric
 from tests.test_compare import VERSIONS, SmallSweep, small_sweep  # noqa: F401 (fixture)
 
@@ -102,7 +102,7 @@ def test_markdown_and_latex_tables(built: tuple[Sweep, pd.DataFrame, ReportPaths
 def test_latex_tables_fit_the_page(columns: int, rows: int) -> None:
     """Each table takes the first layout whose estimated width fits: portrait, smaller type,
     landscape; long tables break across pages (longtable) with booktabs rules."""
-    from harness.reporting.latex import LANDSCAPE, PORTRAIT, estimated_width, latex_table
+    from harness.compare.latex import LANDSCAPE, PORTRAIT, estimated_width, latex_table
 
     frame = pd.DataFrame({f"col {j}": [f"{0.5 + i / 1000:.4f}" for i in range(rows)]
                           for j in range(columns)})

@@ -26,14 +26,9 @@ from mlflow.tracking import MlflowClient
 
 import harness.paths
 from harness.app import provenance
-from harness.reproduce import (
-    ReproduceError,
-    ReproResult,
-    _compare,
-    format_result,
-    ranker_run_ids,
-    reproduce_run,
-)
+from harness.commands.reproduce import format_result
+from harness.reproduce import ReproduceError, ReproResult, ranker_run_ids, reproduce_run
+from harness.reproduce.diff import compare_per_query as _compare
 
 PROJECT = Path(harness.paths.PROJECT_ROOT)
 TIMEOUT = 300

@@ -345,7 +345,7 @@ def test_replay_continues_a_half_sent_plan_without_duplicates(tmp_path: Path,
                                                               local_uri: str) -> None:
     """A plan that failed half-way (a missing artifact) is finished by harness.sync: the
     runs it already created are reused, none is created twice."""
-    from harness.sync import sync
+    from harness.tracking.sync import sync
     from harness.tracking import execute
 
     uri = local_uri

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-import harness
+from harness.version import __version__
 from harness.app.provenance import flatten, git_commit
 from harness.datasets import Dataset
 from harness.errors import HarnessError, TrackingUnavailable
@@ -51,7 +51,7 @@ def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
     uri = resolve_tracking_uri(tcfg.get("uri"))
     experiment = tcfg.get("experiment") or cfg.get("study", "default")
     params, overflow = _params(cfg, out)
-    common_tags = {"harness.version": harness.__version__, "git.commit": git_commit(),
+    common_tags = {"harness.version": __version__, "git.commit": git_commit(),
                    "dataset.digest": dataset.digest, "dataset.name": dataset.name,
                    "study": str(cfg.get("study", "default"))}
     if job_label:

@@ -8,7 +8,7 @@ import subprocess
 from collections.abc import Mapping
 from typing import Any
 
-import harness
+from harness.version import __version__
 from harness.paths import PROJECT_ROOT
 
 __all__ = ["flatten", "git_commit", "environment", "VERSIONED"]
@@ -47,7 +47,7 @@ def environment() -> dict[str, Any]:
     import platform
     from importlib.metadata import PackageNotFoundError, version
 
-    packages = {"harness": harness.__version__}
+    packages = {"harness": __version__}
     for name in VERSIONED:
         try:
             packages[name] = version(name)

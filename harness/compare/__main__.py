@@ -1,8 +1,8 @@
-"""``python -m harness.compare``: see :mod:`harness.compare.cli`."""
+"""``python -m harness.compare``: the command is :mod:`harness.commands.compare`."""
 
 import sys
 
-from harness.cli import run_command
-from harness.compare.cli import main
+from harness.commands.base import run_command
+from harness.commands.compare import main
 
 sys.exit(run_command(main))

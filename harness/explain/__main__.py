@@ -1,8 +1,8 @@
-"""``python -m harness.explain``: see :mod:`harness.explain.cli`."""
+"""``python -m harness.explain``: the command is :mod:`harness.commands.explain`."""
 
 import sys
 
-from harness.cli import run_command
-from harness.explain.cli import main
+from harness.commands.base import run_command
+from harness.commands.explain import main
 
 sys.exit(run_command(main))

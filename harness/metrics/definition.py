@@ -20,6 +20,7 @@ import numpy as np
 
 from harness.errors import FormulaError, MetricDefinitionError
 from harness.metrics.formula import Formula, compile_formula
+from harness.metrics.names import parse_tool_name, split_top_level
 
 __all__ = [
     "Metric",
@@ -585,7 +586,6 @@ def parse_metric(text: str, **options: Any) -> Metric:
     """
     if not isinstance(text, str):
         raise MetricDefinitionError(f"a metric name must be a string, got {text!r}")
-    from harness.metrics.names import parse_tool_name
 
     tool = parse_tool_name(text)  # trec_eval, ir_measures and ranx spellings
     if tool is not None:
@@ -605,32 +605,9 @@ def parse_metric(text: str, **options: Any) -> Metric:
     return Metric(name, **parsed)
 
 
-def _split_top_level(text: str) -> list[str]:
-    parts, depth, quote, cur = [], 0, None, []
-    for ch in text:
-        if quote:
-            cur.append(ch)
-            if ch == quote:
-                quote = None
-            continue
-        if ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-            continue
-        cur.append(ch)
-    parts.append("".join(cur))
-    return [p.strip() for p in parts if p.strip()]
-
-
 def _parse_options(text: str, whole: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for part in _split_top_level(text):
+    for part in split_top_level(text):
         if "=" not in part:
             raise MetricDefinitionError(f"in {whole!r}: expected option=value, got {part!r}")
         key, value = (s.strip() for s in part.split("=", 1))
@@ -647,7 +624,7 @@ def _parse_value(key: str, value: str) -> Any:
         return value[1:-1]
     if value.startswith("{") and value.endswith("}"):
         table = {}
-        for item in _split_top_level(value[1:-1]):
+        for item in split_top_level(value[1:-1]):
             a, _, b = item.partition(":")
             table[float(a)] = float(b)
         return table

@@ -28,7 +28,9 @@ import numpy as np
 
 from harness.errors import InputError, MetricDefinitionError
 from harness.metrics.definition import Metric
+from harness.metrics import measures
 from harness.metrics.prepare import Ideal, Prepared, Ranking, level_counts
+from harness.metrics.ranked import cascade, exclusive_count, ratio, topk_sum
 
 __all__ = ["compute"]
 
@@ -81,31 +83,6 @@ def _discounts(metric: Metric, length: int, cache: Cache) -> np.ndarray:
     return cache.get_or(("disc", metric.discount, length), make)
 
 
-def _topk_sum(r: Ranking, values: np.ndarray, k: int | None, nq: int) -> np.ndarray:
-    rows = r.head(k)
-    if rows is None:
-        return np.bincount(r.q, weights=values, minlength=nq)
-    return np.bincount(r.q[rows], weights=values[rows], minlength=nq)
-
-
-def _exclusive_count(r: Ranking, indicator: np.ndarray, n_docs: np.ndarray) -> np.ndarray:
-    """Per ranked row, how many earlier rows of its query have ``indicator`` set (exact)."""
-    cs = np.cumsum(indicator, dtype=np.int64)
-    before = cs - indicator
-    starts = np.cumsum(n_docs) - n_docs
-    base = np.zeros(len(n_docs), dtype=np.int64)
-    has = n_docs > 0
-    base[has] = before[starts[has]]
-    before -= np.repeat(base, n_docs)  # ranked rows hold their queries in order
-    return before
-
-
-def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    out = np.zeros_like(num, dtype=np.float64)
-    np.divide(num, den, out=out, where=den > 0)
-    return out
-
-
 def compute(prep: Prepared, metric: Metric, cache: Cache, top: int | None = None
             ) -> tuple[np.ndarray, np.ndarray]:
     """Per-query values of ``metric`` (before the empty policy) and the empty mask.
@@ -113,8 +90,6 @@ def compute(prep: Prepared, metric: Metric, cache: Cache, top: int | None = None
     ``top`` (>= the metric's k) ranks only the rows that can reach the top ``top``; the
     caller passes one value for all metrics of a tie rule so they share one ranking.
     """
-    from harness.metrics import measures  # it builds on this module's helpers
-
     if metric.name in measures.NEEDS_JUDGED:  # reads prep.judged by ranked row: every row
         return measures.compute(prep, metric, prep.ranking(metric.ties, metric.seed))
     r = prep.ranking(metric.ties, metric.seed, top=top)
@@ -146,18 +121,18 @@ def compute(prep: Prepared, metric: Metric, cache: Cache, top: int | None = None
         n_rel = np.bincount(prep.q, weights=prep.label >= metric.level, minlength=nq)
     empty = n_rel == 0
     if metric.name in ("precision", "recall"):
-        hits = _topk_sum(r, r.group_mean(rel), metric.k, nq)
+        hits = topk_sum(r, r.group_mean(rel), metric.k, nq)
         if metric.name == "recall":
-            return _ratio(hits, n_rel), empty
+            return ratio(hits, n_rel), empty
         den = np.full(nq, float(metric.k)) if metric.k is not None else prep.n_docs.astype(float)
-        return _ratio(hits, den), empty
+        return ratio(hits, den), empty
     # relevant rows ranked above each row (AP and RR share them)
     before = cache.get_or(("before", id(r), metric.level),
-                          lambda: _exclusive_count(r, rel.astype(np.int64), r.n))
+                          lambda: exclusive_count(r, rel.astype(np.int64), r.n))
     if metric.name == "ap":
-        return _ratio(_topk_sum(r, _ap_terms(r, rel, before), metric.k, nq), n_rel), empty
+        return ratio(topk_sum(r, _ap_terms(r, rel, before), metric.k, nq), n_rel), empty
     # rr: a cascade whose stop probability is the binary relevance
-    return _cascade(r, rel, r.n, metric.k, nq, binary=True, before=before), empty
+    return cascade(r, rel, r.n, metric.k, nq, binary=True, before=before), empty
 
 
 def _check_top_grade(prep: Prepared, metric: Metric) -> None:
@@ -221,14 +196,14 @@ def _dcg_family(prep: Prepared, metric: Metric, r: Ranking, length: int,
         return dcg, np.zeros(nq, dtype=bool)
     if metric.name == "ndcg":
         idcg = _ideal_dcg(prep, metric, disc, cache)
-        return _ratio(dcg, idcg), idcg == 0
+        return ratio(dcg, idcg), idcg == 0
     judged_gain = _gains(prep, metric, prep.judged_label, cache, "judged")
     empty = np.bincount(prep.judged_q, weights=judged_gain, minlength=nq) == 0
     top = metric.max_label if metric.max_label is not None else prep.max_label
     top_gain = float(metric.gain_function()(np.array([top]))[0])
     cum = np.concatenate(([0.0], np.cumsum(disc)))
     length_q = np.minimum(prep.n_docs, length) if metric.k is None else np.full(nq, metric.k)
-    return _ratio(dcg, top_gain * cum[length_q]), empty
+    return ratio(dcg, top_gain * cum[length_q]), empty
 
 
 #: The largest cut-off of mnDCG beyond the longest list (its ideal sums k discounts).
@@ -307,62 +282,4 @@ def _err(prep: Prepared, metric: Metric, r: Ranking, length: int) -> tuple[np.nd
             f"ERR needs labels <= max_label ({top:g}) and < 1024; got label {r.label[i]!r}",
             column="label", qid=prep.qids[r.q[i]])
     empty = np.bincount(prep.judged_q, weights=prep.judged_label > 0, minlength=nq) == 0
-    return _cascade(r, stop, r.n, metric.k, nq, binary=False), empty
-
-
-def _cascade(r: Ranking, stop: np.ndarray, n_docs: np.ndarray, k: int | None, nq: int,
-             *, binary: bool, before: np.ndarray | None = None) -> np.ndarray:
-    """sum_i 1/i * P(stop at i) for a cascade with per-document stop probabilities
-    (``before``: for a binary cascade, the stopping rows ranked above each row)."""
-    if binary and before is not None:
-        survival = (before == 0).astype(np.float64)
-    else:
-        survival = _survival_before(r, stop, n_docs, binary=binary)
-    if r.gid is None:
-        hit = survival * stop
-    else:
-        hit = _group_stop_probability(r, stop, survival, k)
-    return _topk_sum(r, hit / (r.pos + 1.0), k, nq)
-
-
-def _survival_before(r: Ranking, stop: np.ndarray, n_docs: np.ndarray, *,
-                     binary: bool) -> np.ndarray:
-    """Per ranked row, the product of (1 - stop) over earlier rows of its query."""
-    if binary:
-        return (_exclusive_count(r, (stop > 0).astype(np.int64), n_docs) == 0).astype(float)
-    values = np.unique(stop[stop > 0])
-    if len(values) <= 64:  # exact: integer counts of each distinct factor
-        out = np.ones(len(stop))
-        for v in values:
-            out *= (1.0 - v) ** _exclusive_count(r, (stop == v).astype(np.int64), n_docs)
-        return out
-    logs = np.log1p(-np.minimum(stop, 1.0 - 1e-300))  # pragma: no cover - continuous labels
-    cs = np.cumsum(logs) - logs
-    starts = np.cumsum(n_docs) - n_docs
-    base = np.where(n_docs > 0, cs[np.minimum(starts, len(cs) - 1)], 0.0)
-    return np.exp(cs - base[r.q])
-
-
-def _group_stop_probability(r: Ranking, stop: np.ndarray, survival: np.ndarray,
-                            k: int | None) -> np.ndarray:
-    """Expected stop probability per position when tied groups are randomly ordered."""
-    assert r.gid is not None and r.gstart is not None and r.gsize is not None
-    hit = survival * stop  # exact for singleton groups
-    start_survival = survival[r.gstart]
-    relevant = (r.gsize > 1) & (start_survival > 0)
-    if k is not None:
-        relevant &= r.pos[r.gstart] < k
-    for n in np.unique(r.gsize[relevant]):
-        groups = np.flatnonzero(relevant & (r.gsize == n))
-        rows = r.gstart[groups][:, None] + np.arange(n)[None, :]
-        keep = 1.0 - stop[rows]
-        mu = np.zeros((len(groups), n + 1))
-        mu[:, 0] = 1.0
-        for j in range(1, n + 1):  # add item j: mu_t <- ((j-t) mu_t + t q_j mu_{t-1}) / j
-            t = np.arange(j + 1, dtype=np.float64)
-            prev = mu[:, : j + 1].copy()
-            shifted = np.zeros_like(prev)
-            shifted[:, 1:] = prev[:, :-1]
-            mu[:, : j + 1] = ((j - t) * prev + t * keep[:, j - 1 : j] * shifted) / j
-        hit[rows] = start_survival[groups][:, None] * (mu[:, :-1] - mu[:, 1:])
-    return hit
+    return cascade(r, stop, r.n, metric.k, nq, binary=False), empty

@@ -27,9 +27,14 @@ import numpy as np
 
 from harness.errors import MetricDefinitionError
 from harness.metrics.definition import Metric
-from harness.metrics.kernels import (_exclusive_count, _group_stop_probability, _ratio,
-                                     _survival_before, _topk_sum)
 from harness.metrics.prepare import Prepared, Ranking
+from harness.metrics.ranked import (
+    exclusive_count,
+    group_stop_probability,
+    ratio,
+    survival_before,
+    topk_sum,
+)
 
 __all__ = ["NAMES", "compute"]
 
@@ -48,26 +53,26 @@ def compute(prep: Prepared, metric: Metric, r: Ranking) -> tuple[np.ndarray, np.
     if metric.name in NEEDS_JUDGED:
         judged = _ranked_judged(prep, metric, r)
         if metric.name == "judged":
-            hits = _topk_sum(r, r.group_mean(judged), metric.k, nq)
-            return _ratio(hits, _depth(prep, metric.k)), np.zeros(nq, dtype=bool)
+            hits = topk_sum(r, r.group_mean(judged), metric.k, nq)
+            return ratio(hits, _depth(prep, metric.k)), np.zeros(nq, dtype=bool)
         if metric.name == "rbp_residual":
             unjudged = _rbp_sum(r, r.group_mean(1.0 - judged), metric, nq)
             return unjudged + metric.p ** _depth(prep, metric.k), np.zeros(nq, dtype=bool)
         return _bpref(prep, metric, r, rel, judged, n_rel), empty
     if metric.name == "rprec":
         top_r = r.pos < n_rel[r.q]
-        return _ratio(np.bincount(r.q[top_r], weights=r.group_mean(rel)[top_r],
+        return ratio(np.bincount(r.q[top_r], weights=r.group_mean(rel)[top_r],
                                   minlength=nq), n_rel), empty
     if metric.name == "f1":
-        hits = _topk_sum(r, r.group_mean(rel), metric.k, nq)
-        return _ratio(2.0 * hits, _depth_k(prep, metric.k) + n_rel), empty
+        hits = topk_sum(r, r.group_mean(rel), metric.k, nq)
+        return ratio(2.0 * hits, _depth_k(prep, metric.k) + n_rel), empty
     if metric.name == "rbp":
         return _rbp_sum(r, r.group_mean(rel), metric, nq), empty
     if metric.name == "success":
-        survival = _survival_before(r, rel, r.n, binary=True)
+        survival = survival_before(r, rel, r.n, binary=True)
         first = survival * rel if r.gid is None else \
-            _group_stop_probability(r, rel, survival, metric.k)
-        return _topk_sum(r, first, metric.k, nq), empty
+            group_stop_probability(r, rel, survival, metric.k)
+        return topk_sum(r, first, metric.k, nq), empty
     if metric.name == "iprec":
         return _iprec(prep, metric, r, rel, n_rel), empty
     raise AssertionError(metric.name)  # pragma: no cover - NAMES lists every branch
@@ -96,7 +101,7 @@ def _depth_k(prep: Prepared, k: int | None) -> np.ndarray:
 def _rbp_sum(r: Ranking, values: np.ndarray, metric: Metric, nq: int) -> np.ndarray:
     """(1 - p) sum_i p^(i-1) values_i over the top k."""
     weights = (1.0 - metric.p) * metric.p ** r.pos.astype(np.float64)
-    return _topk_sum(r, weights * values, metric.k, nq)
+    return topk_sum(r, weights * values, metric.k, nq)
 
 
 def _bpref(prep: Prepared, metric: Metric, r: Ranking, rel: np.ndarray,
@@ -107,13 +112,13 @@ def _bpref(prep: Prepared, metric: Metric, r: Ranking, rel: np.ndarray,
     nonrel = ((judged > 0) & (rel == 0)).astype(np.int64)
     n_nonrel = np.bincount(prep.judged_q, weights=prep.judged_label < metric.level,
                            minlength=nq)
-    before = _exclusive_count(r, nonrel, r.n).astype(np.float64)
+    before = exclusive_count(r, nonrel, r.n).astype(np.float64)
     big_r = n_rel[r.q]
     scale = np.minimum(big_r, n_nonrel[r.q])
     if r.gid is None:
         shortfall = np.minimum(before, big_r)
-        terms = rel * (1.0 - _ratio(shortfall, scale))
-        return _ratio(np.bincount(r.q, weights=terms, minlength=nq), n_rel)
+        terms = rel * (1.0 - ratio(shortfall, scale))
+        return ratio(np.bincount(r.q, weights=terms, minlength=nq), n_rel)
     # per tie group: c judged non-relevant before it, m inside, r_g relevant inside
     start = r.gstart
     c = before[start]
@@ -122,8 +127,8 @@ def _bpref(prep: Prepared, metric: Metric, r: Ranking, rel: np.ndarray,
     big_rg, scale_g = big_r[start], scale[start]
     t = np.clip(big_rg - c, 0.0, m + 1.0)  # values of X with c + X below R
     total = t * c + t * (t - 1.0) / 2.0 + (m + 1.0 - t) * big_rg  # sum of min(c + X, R)
-    terms = r_g * (1.0 - _ratio(total / (m + 1.0), scale_g))
-    return _ratio(np.bincount(r.q[start], weights=terms, minlength=nq), n_rel)
+    terms = r_g * (1.0 - ratio(total / (m + 1.0), scale_g))
+    return ratio(np.bincount(r.q[start], weights=terms, minlength=nq), n_rel)
 
 
 def _iprec(prep: Prepared, metric: Metric, r: Ranking, rel: np.ndarray,
@@ -136,7 +141,7 @@ def _iprec(prep: Prepared, metric: Metric, r: Ranking, rel: np.ndarray,
             "expectation over tied orders is not computed; choose ties='docid' (trec_eval), "
             "'input', 'random', 'optimistic' or 'pessimistic'")
     nq = prep.n_queries
-    found = _exclusive_count(r, rel.astype(np.int64), r.n) + rel  # relevant up to here
+    found = exclusive_count(r, rel.astype(np.int64), r.n) + rel  # relevant up to here
     # the level is reached with floor(level * R + 0.9) relevant documents, trec_eval's rule
     # (so 2 of 3 reach 0.7); computed in float64 as trec_eval does
     needed = np.floor(metric.at_recall * n_rel + 0.9)

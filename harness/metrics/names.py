@@ -190,10 +190,9 @@ def _irm_option(text: str, name: str, key: str, value: Any, opts: dict[str, Any]
 
 
 def _irm_params(text: str, params_text: str) -> dict[str, Any]:
-    from harness.metrics.definition import _split_top_level
 
     out: dict[str, Any] = {}
-    for part in _split_top_level(params_text):
+    for part in split_top_level(params_text):
         key, sep, value = (s.strip() for s in part.partition("="))
         if not sep:
             raise _refuse("ir_measures", text, f"expected key=value, got {part!r}")
@@ -207,10 +206,9 @@ def _irm_value(text: str, value: str) -> Any:
     if value in ("True", "False"):
         return value == "True"
     if value.startswith("{") and value.endswith("}"):
-        from harness.metrics.definition import _split_top_level
-
+    
         table = {}
-        for item in _split_top_level(value[1:-1]):
+        for item in split_top_level(value[1:-1]):
             a, sep, b = item.partition(":")
             if not sep:
                 raise _refuse("ir_measures", text, f"expected label:gain, got {item!r}")
@@ -265,3 +263,26 @@ def _ranx(text: str, explicit: bool) -> Spec | None:
 
 
 _PARSERS = {"trec_eval": _trec_eval, "ir_measures": _ir_measures, "ranx": _ranx}
+
+
+def split_top_level(text: str) -> list[str]:
+    parts, depth, quote, cur = [], 0, None, []
+    for ch in text:
+        if quote:
+            cur.append(ch)
+            if ch == quote:
+                quote = None
+            continue
+        if ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+            continue
+        cur.append(ch)
+    parts.append("".join(cur))
+    return [p.strip() for p in parts if p.strip()]

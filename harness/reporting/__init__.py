@@ -2,6 +2,5 @@
 
 from harness.reporting.figures import ecdf_figure
 from harness.reporting.summary import STATS, summarize
-from harness.reporting.report import build_report  # noqa: F401  (comparison reports)
 
 __all__ = ["STATS", "ecdf_figure", "summarize"]

@@ -9,37 +9,30 @@ report can be regenerated from the run ids alone.
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from harness.compare.report_render import (
+    ReportParts,
+    html_report,
+    latex_report,
+    markdown_report,
+)
 from harness.paths import project_path
 
 if TYPE_CHECKING:
-    from harness.compare import Sensitivity, Sweep
+    from harness.compare.load import Sweep
+    from harness.compare.sensitivity import Sensitivity
 
 __all__ = ["ReportPaths", "build_report", "comparison_display", "means_display", "report_dir",
            "log_report"]
-
-_STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px;color:#222}
-table{border-collapse:collapse;font-size:12px;margin:.6em 0}th,td{border:1px solid #ccc;
-padding:2px 6px;text-align:right;white-space:nowrap}th{background:#f3f3f3}
-td:first-child{text-align:left}
-.note{color:#555;font-size:13px}img{max-width:100%;border:1px solid #eee;margin:.3em 0}
-pre{background:#f7f7f7;padding:.6em;font-size:11px;overflow-x:auto}
-.wide{overflow-x:auto;max-width:100%}.wide td:first-child,.wide th:first-child{position:sticky;
-left:0;background:#fff}.wide th:first-child{background:#f3f3f3}"""
-
-#: Above this many variants the Kendall tau matrix is shown as a heatmap only (and CSV).
-_MAX_TAU_TABLE = 12
 
 
 @dataclass(frozen=True)
@@ -117,35 +110,12 @@ def means_display(means: pd.DataFrame, comparison: pd.DataFrame) -> tuple[pd.Dat
     return table, letters
 
 
-def _markdown(df: pd.DataFrame, index: bool = False, marks: bool = False) -> str:
-    """A GitHub-flavoured Markdown table (``|`` in cells escaped); ``marks``: a cell
-    ``0.91^ac`` shows its letters as a real superscript (``<sup>ac</sup>``)."""
-    if index:
-        df = df.reset_index()
-    def cell(v: Any) -> str:
-        text = str(v).replace("|", "\\|").replace("\n", " ")
-        if marks and "^" in text:
-            number, _, sup = text.partition("^")
-            text = f"{number}<sup>{html.escape(sup)}</sup>"
-        return text
-    lines = ["| " + " | ".join(cell(c) for c in df.columns) + " |",
-             "|" + "---|" * len(df.columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |"
-              for row in df.itertuples(index=False)]
-    return "\n".join(lines)
-
-
 def report_dir(sweep: Sweep, root: str | Path = "runs/reports") -> Path:
     """``<root>/<experiment>/<parent run id, or a timestamp>``; a relative root resolves
     against the project (:func:`harness.paths.project_path`). A compare whose selection
-    differs from the defaults writes below it (``harness.compare.cli.selection_slug``)."""
+    differs from the defaults writes below it (``harness.commands.compare.selection_slug``)."""
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", sweep.experiment) or "experiment"
     return project_path(root) / name / (sweep.parent_run_id or time.strftime("%Y%m%d-%H%M%S"))
-
-
-def _img(path: Path, alt: str) -> str:
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
 
 
 def _safe(text: str) -> str:
@@ -243,20 +213,6 @@ def _provenance_tables(sweep: Sweep) -> dict[str, pd.DataFrame]:
     return {"runs": runs, "environments": envs.rename_axis("package"), "varying": varying}
 
 
-@dataclass(frozen=True)
-class _Parts:
-    """Everything a report shows, computed once and rendered per format."""
-
-    title: str
-    settings: list[tuple[str, str]]
-    findings: list[str]
-    tables: dict[str, tuple[str, pd.DataFrame, bool]]
-    notes: list[str]
-    figures: dict[str, list[tuple[str, Path]]]
-    provenance: dict[str, pd.DataFrame]
-    sweep: Sweep
-
-
 def build_report(sweep: Sweep, comparison: pd.DataFrame, sensitivity: Sensitivity,
                  out_dir: str | Path) -> ReportPaths:
     """Write the report of a comparison to ``out_dir``.
@@ -280,7 +236,7 @@ def build_report(sweep: Sweep, comparison: pd.DataFrame, sensitivity: Sensitivit
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    parts = _Parts(f"Ranker comparison: {sweep.experiment}", _settings(sweep, comparison),
+    parts = ReportParts(f"Ranker comparison: {sweep.experiment}", _settings(sweep, comparison),
                    list(sensitivity.notes), _tables(sweep, comparison, sensitivity),
                    _notes(sweep, comparison),
                    _figures(sweep, comparison, sensitivity, out / "figures"),
@@ -294,108 +250,12 @@ def build_report(sweep: Sweep, comparison: pd.DataFrame, sensitivity: Sensitivit
         csvs.append(path)
     (out / "provenance.json").write_text(json.dumps(sweep.provenance, indent=1, default=str))
     csvs.append(out / "provenance.json")
-    (out / "report.md").write_text(_markdown_report(parts))
-    (out / "report.tex").write_text(_latex_report(parts))
-    (out / "report.html").write_text(_html_report(parts))
+    (out / "report.md").write_text(markdown_report(parts))
+    (out / "report.tex").write_text(latex_report(parts))
+    (out / "report.html").write_text(html_report(parts))
     return ReportPaths(out, out / "report.html", out / "report.md", out / "report.tex",
                        tuple(p for group in parts.figures.values() for _, p in group),
                        tuple(csvs))
-
-
-def _ties_note(parts: _Parts) -> str:
-    return next((n for n in parts.findings if n.startswith("tie-sensitivity")), "")
-
-
-def _markdown_report(parts: _Parts) -> str:
-    prov, sweep = parts.provenance, parts.sweep
-    md = [f"# {parts.title}", "", *[f"- **{k}**: {v}" for k, v in parts.settings], "",
-          "## Findings", "", *[f"- {n}" for n in parts.findings], ""]
-    for key, (caption, frame, index) in parts.tables.items():
-        md += [f"## {caption}", ""]
-        if key == "ties" and frame.empty:
-            md += [_ties_note(parts), ""]
-        elif key == "tau" and len(frame) > _MAX_TAU_TABLE:
-            md += [f"{len(frame)} x {len(frame)}: see kendall_tau.csv", ""]
-        else:
-            md += [_markdown(frame, index, marks=key == "means"), ""]
-        if key == "tau":
-            md += ["![Kendall tau heatmap](figures/kendall_tau.png)", ""]
-    md += ["## Notes", "", *[f"- {n}" for n in parts.notes], "", "## Figures", ""]
-    md += [f"- [{name}](figures/{path.name})" for group in parts.figures.values()
-           for name, path in group]
-    md += ["", "## Provenance", "", _markdown(prov["runs"]), "",
-           f"- git commits: {', '.join(sweep.provenance['git_commits'])}",
-           f"- harness versions: {', '.join(sweep.provenance['harness_versions'])}", "",
-           _markdown(prov["environments"], True), ""]
-    return "\n".join(md) + "\n"
-
-
-def _latex_report(parts: _Parts) -> str:
-    from harness.reporting.latex import latex_document_tables
-
-    tables = []
-    for key in ("means", "comparison", "winners", "power", "ties"):
-        caption, frame, index = parts.tables[key]
-        if frame.empty:
-            continue
-        frame = frame.reset_index() if index else frame
-        if key == "comparison":  # the deciding test's corrected p-value is enough on paper
-            drop = ["p t", "p Wilcoxon", "p perm"]
-            if not frame["dropped"].astype(float).any():
-                drop.append("dropped")
-            frame = frame.drop(columns=drop)
-        tables.append((caption, frame, key == "means"))
-    return latex_document_tables(parts.title, tables)
-
-
-def _html_marked(frame: pd.DataFrame) -> str:
-    """The means table with its ``^letters`` marks as superscripts (escaped by hand)."""
-    shown = frame.map(lambda v: "<sup>".join(map(html.escape, str(v).split("^", 1)))
-                      + ("</sup>" if "^" in str(v) else ""))
-    shown.index = [html.escape(str(i)) for i in shown.index]
-    shown.columns = [html.escape(str(c)) for c in shown.columns]
-    return shown.to_html(border=0, escape=False)
-
-
-def _html_report(parts: _Parts) -> str:
-    prov, sweep = parts.provenance, parts.sweep
-    body = [f"<h1>{html.escape(parts.title)}</h1>", "<table>"]
-    body += [f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
-             for k, v in parts.settings] + ["</table>", "<h2>Findings</h2><ul>"]
-    body += [f"<li>{html.escape(n)}</li>" for n in parts.findings] + ["</ul>"]
-    for key, (caption, frame, index) in parts.tables.items():
-        body.append(f"<h2>{html.escape(caption)}</h2>")
-        if key == "ties" and frame.empty:
-            body.append(f'<p class="note">{html.escape(_ties_note(parts))}</p>')
-        elif key == "means":  # wide tables scroll in their own box, first column fixed
-            body.append(f'<div class="wide">{_html_marked(frame)}</div>')
-        elif key != "tau" or len(frame) <= _MAX_TAU_TABLE:
-            body.append(f'<div class="wide">{frame.to_html(index=index, border=0, na_rep="")}'
-                        "</div>")
-        if key == "tau":
-            body += [_img(p, n) for n, p in parts.figures["tau"]]
-    body += ["<h2>Notes</h2><ul>", *[f"<li>{html.escape(n)}</li>" for n in parts.notes],
-             "</ul>", "<h2>Per-query distributions</h2>"]
-    body += [_img(p, n) for n, p in parts.figures["distributions"]]
-    body.append("<h2>Paired differences per comparison</h2>")
-    body += [_img(p, n) for n, p in parts.figures["differences"]]
-    body += ["<h2>Provenance</h2>", prov["runs"].to_html(index=False, border=0),
-             f"<p>git commits: {html.escape(', '.join(sweep.provenance['git_commits']))}; "
-             "harness versions: "
-             f"{html.escape(', '.join(sweep.provenance['harness_versions']))}</p>",
-             prov["environments"].to_html(border=0, na_rep="")]
-    if not prov["varying"].empty:
-        body += ["<h3>Params that differ between runs</h3>",
-                 prov["varying"].to_html(border=0, na_rep="")]
-    overrides = sweep.provenance["parent_tags"].get("sweep.overrides")
-    if overrides:
-        body.append(f"<p>sweep overrides: <code>{html.escape(overrides)}</code></p>")
-    body.append(f"<details><summary>resolved config of run "
-                f"{html.escape(sweep.provenance['config_run_id'])}</summary>"
-                f"<pre>{html.escape(sweep.provenance['config'])}</pre></details>")
-    return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>"
-            f"{html.escape(parts.title)}</title><style>{_STYLE}</style></head><body>\n"
-            + "\n".join(body) + "\n</body></html>\n")
 
 
 def log_report(paths: ReportPaths, tracking_uri: str, run_id: str,

@@ -125,7 +125,7 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
     import pandas as pd
 
     from harness.compare import compare_table, load_sweep, sensitivity
-    from harness.reporting.report import build_report, comparison_display, log_report, report_dir
+    from harness.compare.report import build_report, comparison_display, log_report, report_dir
 
     with steps("load runs"):
         sweep = load_sweep(args.tracking_uri, parent_run_id=args.parent_run_id,

@@ -1,4 +1,4 @@
-"""``python -m harness.reproduce RUN_ID [RUN_ID ...]``: re-run a logged evaluation, compare bits.
+"""Re-run a logged evaluation and compare its bits (``python -m harness.reproduce``).
 
 For every ranker run (a job or sweep run stands for its ranker children) the run's resolved
 config is fetched from MLflow, the dataset is rebuilt and its digest checked against the
@@ -13,16 +13,13 @@ store cannot be reached.
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import yaml
 
@@ -34,9 +31,9 @@ from harness.datasets import Dataset, ParquetRun, load_dataset
 from harness.engines import Engine
 from harness.errors import HarnessError, TrackingUnavailable
 from harness.metrics import evaluate
-from harness.metrics.evaluate import STAT_COLUMNS
 from harness.rankers import RankerSpec, cache_key, score
-from harness.reproduce_checks import (
+from harness.reproduce.diff import ReproResult, compare_per_query
+from harness.reproduce.checks import (
     ReproduceError,
     as_params,
     describe_mismatches,
@@ -45,48 +42,10 @@ from harness.reproduce_checks import (
 )
 from harness.tracking import resolve_tracking_uri
 
-__all__ = ["ReproduceError", "ReproResult", "reproduce_run", "ranker_run_ids", "format_result",
-           "main"]
+__all__ = ["ReproduceError", "ReproResult", "reproduce_run", "ranker_run_ids"]
 
 CONFIG_ARTIFACT = "config/config_resolved.yaml"
 ENV_ARTIFACT = "environment.json"
-DIFF_COLUMNS = ["variant", "qid", "logged", "now", "abs_diff"]
-N_EXAMPLES = 3
-
-
-
-
-@dataclass(frozen=True)
-class ReproResult:
-    """The outcome of reproducing one ranker run.
-
-    Attributes
-    ----------
-    run_id, ranker : the MLflow run id and the ranker's name in the study.
-    identical : True when the same queries and columns came back with every value equal bit
-        for bit (NaN equals NaN).
-    differences : DataFrame ``variant, qid, logged, now, abs_diff``, one row per differing
-        value (``variant`` is the column's display name; ``n_docs`` etc. are compared too).
-    env_changes : ``{name: (logged, now)}`` for each package (and ``python``, ``platform``)
-        whose version differs from the one logged; empty when all match or nothing was logged.
-    n_variants, n_queries : metric columns and queries compared.
-    missing_columns, extra_columns : columns logged but not recomputed, and the reverse.
-    missing_queries, extra_queries : qids logged but not recomputed, and the reverse.
-    notes : anything else worth knowing (no environment logged, code or cache key changed).
-    """
-
-    run_id: str
-    ranker: str
-    identical: bool
-    differences: pd.DataFrame
-    env_changes: dict[str, tuple[str, str]]
-    n_variants: int = 0
-    n_queries: int = 0
-    missing_columns: tuple[str, ...] = ()
-    extra_columns: tuple[str, ...] = ()
-    missing_queries: tuple[str, ...] = ()
-    extra_queries: tuple[str, ...] = ()
-    notes: tuple[str, ...] = field(default_factory=tuple)
 
 
 # --------------------------------------------------------------------------------------
@@ -274,7 +233,7 @@ def reproduce_run(run_id: str, *, tracking_uri: str | None = None) -> ReproResul
         notes.append(f"code: git commit {_short(commit_then)} -> {_short(commit_now)}")
     if logged_env is None:
         notes.append("environment: not logged by this run")
-    result = _compare(run_id, name, logged, now, _env_changes(logged_env), notes)
+    result = compare_per_query(run_id, name, logged, now, _env_changes(logged_env), notes)
     if mismatched:  # values equal to a config the run did not log prove nothing
         result = replace(result, identical=False)
     return result
@@ -357,161 +316,3 @@ def _env_changes(logged: dict[str, Any] | None) -> dict[str, tuple[str, str]]:
             out[name] = ("not logged" if a is None else str(a),
                          "not installed" if b is None else str(b))
     return out
-
-
-def _qids(frame: pd.DataFrame, which: str, run_id: str) -> pd.DataFrame:
-    if "qid" not in frame.columns:
-        raise ReproduceError(f"run {run_id}: the {which} per-query table has no qid column")
-    out = frame.assign(qid=frame["qid"].astype(str)).set_index("qid")
-    if not out.index.is_unique:
-        dup = out.index[out.index.duplicated()][0]
-        raise ReproduceError(f"run {run_id}: the {which} per-query table repeats qid {dup!r}")
-    return out
-
-
-def _values(column: pd.Series) -> np.ndarray:
-    if pd.api.types.is_integer_dtype(column) or pd.api.types.is_bool_dtype(column):
-        return column.to_numpy(dtype=np.int64)
-    if pd.api.types.is_numeric_dtype(column):
-        return column.to_numpy(dtype=np.float64)
-    return column.astype(str).to_numpy(dtype=object)
-
-
-def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Elementwise bit equality; NaN equals NaN (any payload)."""
-    if a.dtype.kind == "f" or b.dtype.kind == "f":
-        if a.dtype.kind in "fi" and b.dtype.kind in "fi":
-            fa, fb = a.astype(np.float64), b.astype(np.float64)
-            return (fa.view(np.int64) == fb.view(np.int64)) | (np.isnan(fa) & np.isnan(fb))
-    return np.asarray(a == b, dtype=bool)
-
-
-def _compare(run_id: str, ranker: str, logged: pd.DataFrame, now: pd.DataFrame,
-             env_changes: dict[str, tuple[str, str]], notes: list[str]) -> ReproResult:
-    old, new = _qids(logged, "logged", run_id), _qids(now, "recomputed", run_id)
-    common_q = old.index.intersection(new.index, sort=False)
-    common_c = [c for c in old.columns if c in new.columns]
-    rows = []
-    for column in common_c:
-        a = _values(old.loc[common_q, column])
-        b = _values(new.loc[common_q, column])
-        bad = ~_same(a, b)
-        if not bad.any():
-            continue
-        numeric = a.dtype.kind in "fi" and b.dtype.kind in "fi"
-        for qid, x, y in zip(common_q[bad], a[bad], b[bad]):
-            diff = abs(float(y) - float(x)) if numeric else np.nan
-            rows.append({"variant": column, "qid": qid, "logged": x, "now": y,
-                         "abs_diff": diff})
-    differences = pd.DataFrame(rows, columns=DIFF_COLUMNS)
-    missing_c = tuple(c for c in old.columns if c not in new.columns)
-    extra_c = tuple(c for c in new.columns if c not in old.columns)
-    missing_q = tuple(old.index.difference(new.index, sort=False))
-    extra_q = tuple(new.index.difference(old.index, sort=False))
-    identical = differences.empty and not (missing_c or extra_c or missing_q or extra_q)
-    n_variants = sum(c not in STAT_COLUMNS and c != "weight" for c in common_c)
-    return ReproResult(run_id=run_id, ranker=ranker, identical=identical,
-                       differences=differences, env_changes=env_changes,
-                       n_variants=n_variants, n_queries=len(common_q),
-                       missing_columns=missing_c, extra_columns=extra_c,
-                       missing_queries=missing_q, extra_queries=extra_q, notes=tuple(notes))
-
-
-# --------------------------------------------------------------------------------------
-# report and CLI
-
-
-def _fmt(value: Any) -> str:
-    return repr(float(value)) if isinstance(value, (float, np.floating)) else str(value)
-
-
-def _listing(items: tuple[str, ...], limit: int = 5) -> str:
-    shown = ", ".join(map(str, items[:limit]))
-    return shown + (f", … ({len(items)} in all)" if len(items) > limit else "")
-
-
-def format_result(result: ReproResult) -> list[str]:
-    """The report lines of one reproduction (what the CLI prints)."""
-    head = f"run {result.run_id} (ranker {result.ranker}):"
-    size = f"{result.n_variants} variants x {result.n_queries} queries"
-    if result.identical:
-        lines = [f"{head} identical — {size}"]
-    else:
-        d = result.differences
-        n_bad = d["variant"].nunique() if not d.empty else 0
-        if n_bad == 0 and any(n.startswith("config:") for n in result.notes):
-            lines = [f"{head} DIFFERENT — the run's logged params do not match its saved "
-                     f"config ({size} compared)"]
-        else:
-            lines = [f"{head} DIFFERENT — {n_bad} column(s) with differing values; {size} "
-                     "compared"]
-        for variant, group in d.groupby("variant", sort=False):
-            diffs = group["abs_diff"].to_numpy(dtype=float)
-            finite = diffs[~np.isnan(diffs)]
-            worst = f"max |diff| {finite.max():.3g}" if finite.size else "max |diff| n/a"
-            if finite.size < diffs.size:
-                worst += f", {diffs.size - finite.size} with NaN on one side"
-            examples = ", ".join(f"{q}: {_fmt(x)} -> {_fmt(y)}" for q, x, y in zip(
-                group["qid"][:N_EXAMPLES], group["logged"][:N_EXAMPLES],
-                group["now"][:N_EXAMPLES]))
-            more = ", ..." if len(group) > N_EXAMPLES else ""
-            count = "1 query differs" if len(group) == 1 else f"{len(group)} queries differ"
-            lines.append(f"  {variant}: {count}, {worst} "
-                         f"({examples}{more})")
-        for label, items in (("columns logged but not recomputed", result.missing_columns),
-                             ("columns recomputed but not logged", result.extra_columns),
-                             ("queries logged but not recomputed", result.missing_queries),
-                             ("queries recomputed but not logged", result.extra_queries)):
-            if items:
-                lines.append(f"  {label}: {_listing(items)}")
-    if result.env_changes:
-        lines += [f"  environment: {name} {a} -> {b}"
-                  for name, (a, b) in result.env_changes.items()]
-    elif not any(n.startswith("environment:") for n in result.notes):
-        lines.append("  environment: same package versions")
-    lines += [f"  {note}" for note in result.notes]
-    return lines
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m harness.reproduce``; returns the exit status (see the module doc)."""
-    parser = argparse.ArgumentParser(
-        prog="python -m harness.reproduce",
-        description="Re-run logged evaluations and compare every per-query value bit for bit.")
-    parser.add_argument("run_ids", nargs="+", metavar="RUN_ID",
-                        help="a ranker run, or a job/sweep run (reproduces its ranker runs)")
-    parser.add_argument("--tracking-uri", default=None,
-                        help="MLflow store (default: $MLFLOW_TRACKING_URI, else "
-                             "sqlite:///<project>/runs/mlflow.db)")
-    args = parser.parse_args(argv)
-    from harness.tracking import configure_requests
-
-    configure_requests(5, 1)  # an unreachable server fails in seconds
-    uri = resolve_tracking_uri(args.tracking_uri)
-    status = 0
-    def failed(exc: HarnessError) -> int:
-        print(f"error: {exc}", file=sys.stderr)
-        return max(status, getattr(exc, "exit_code", 2))
-
-    for given in args.run_ids:
-        try:
-            ids = ranker_run_ids(given, tracking_uri=uri)
-        except HarnessError as exc:
-            status = failed(exc)
-            continue
-        for run_id in ids:
-            try:
-                result = reproduce_run(run_id, tracking_uri=uri)
-            except HarnessError as exc:
-                status = failed(exc)
-                continue
-            print("\n".join(format_result(result)), flush=True)
-            if not result.identical:
-                status = max(status, 1)
-    return status
-
-
-if __name__ == "__main__":
-    from harness.cli import run_command
-
-    sys.exit(run_command(main))

@@ -1,0 +1,25 @@
+"""Write a synthetic scored parquet run to try ``dataset=parquet_run`` and the engines on.
+
+    python -m harness.scored_run runs/big.parquet --queries 100000    # ~11M rows, ~0.2 GB
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from harness.datasets.parquet_run import write_scored_run
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m harness.scored_run",
+                                 description="Write a synthetic scored parquet run (columns "
+                                 "qid, docid, label, score, weak), clustered by qid.")
+    ap.add_argument("out", help="parquet file to write")
+    ap.add_argument("--queries", type=int, default=100_000, help="default 100,000")
+    ap.add_argument("--seed", type=int, default=7)
+    args = ap.parse_args(argv)
+    if args.queries < 1:
+        ap.error(f"--queries must be >= 1, got {args.queries}")  # exits 2
+    n = write_scored_run(args.out, args.queries, seed=args.seed)
+    print(f"wrote {args.out}: {args.queries:,} queries, {n:,} rows, clustered by qid")
+    return 0

@@ -1,0 +1,53 @@
+"""``python -m harness.sync``: send log plans left pending when MLflow was unreachable.
+
+Each pending file is a :class:`~harness.tracking.LogPlan` saved before the job tried to log
+(see :mod:`harness.tracking.sync`). A plan that still cannot be sent stays pending; the
+command exits non-zero if any does. ``--drop NAME`` (or ``--drop-missing``) moves a plan
+whose result files were deleted to ``dropped/``, marking the runs it had started FAILED.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from harness.commands.base import DIFFERENT, OK, UNREACHABLE, add_tracking_uri
+from harness.paths import project_path
+from harness.tracking import LogPlan, configure_requests
+from harness.tracking.plan import missing_files
+from harness.tracking.sync import drop, replay
+
+log = logging.getLogger("harness.sync")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.sync", description=__doc__)
+    parser.add_argument("--pending-dir", default="runs/pending",
+                        help="folder of pending log plans (default: runs/pending)")
+    add_tracking_uri(parser, help="send to this store instead of the one each plan names")
+    parser.add_argument("--timeout", type=int, default=5, help="seconds per HTTP request")
+    parser.add_argument("--drop", nargs="+", metavar="NAME", default=[],
+                        help="move these pending plans to dropped/ instead of sending them")
+    parser.add_argument("--drop-missing", action="store_true",
+                        help="drop every plan whose result files are gone")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    configure_requests(args.timeout, 1)
+    pending = project_path(args.pending_dir)
+    if args.drop or args.drop_missing:
+        names = list(args.drop)
+        if args.drop_missing and pending.is_dir():
+            names += [m.name for m in sorted(pending.glob("*.json"))
+                      if missing_files(LogPlan.load(m)) and m.name not in names]
+        if not names:
+            log.info("no plan in %s has missing result files", pending)
+        drop(pending, names, args.tracking_uri)
+        return OK
+    if not pending.is_dir() or not any(pending.glob("*.json")):
+        log.info("nothing pending in %s", pending)
+        return 0
+    sent, failed, unreachable = replay(pending, args.tracking_uri)
+    log.info("%d plan(s) sent, %d still pending", sent, failed)
+    if failed and unreachable == failed:
+        return UNREACHABLE  # every plan waits for a store that did not answer
+    return DIFFERENT if failed else OK

@@ -1,0 +1,164 @@
+"""Rendering a comparison report's parts (:class:`ReportParts`, computed once by
+:func:`harness.compare.report.build_report`) as Markdown, LaTeX and self-contained HTML."""
+
+from __future__ import annotations
+
+import base64
+import html
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+if TYPE_CHECKING:
+    from harness.compare.load import Sweep
+
+__all__ = ["ReportParts", "markdown_report", "latex_report", "html_report"]
+
+
+_STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px;color:#222}
+table{border-collapse:collapse;font-size:12px;margin:.6em 0}th,td{border:1px solid #ccc;
+padding:2px 6px;text-align:right;white-space:nowrap}th{background:#f3f3f3}
+td:first-child{text-align:left}
+.note{color:#555;font-size:13px}img{max-width:100%;border:1px solid #eee;margin:.3em 0}
+pre{background:#f7f7f7;padding:.6em;font-size:11px;overflow-x:auto}
+.wide{overflow-x:auto;max-width:100%}.wide td:first-child,.wide th:first-child{position:sticky;
+left:0;background:#fff}.wide th:first-child{background:#f3f3f3}"""
+
+
+#: Above this many variants the Kendall tau matrix is shown as a heatmap only (and CSV).
+_MAX_TAU_TABLE = 12
+
+
+@dataclass(frozen=True)
+class ReportParts:
+    """Everything a report shows, computed once and rendered per format."""
+
+    title: str
+    settings: list[tuple[str, str]]
+    findings: list[str]
+    tables: dict[str, tuple[str, pd.DataFrame, bool]]
+    notes: list[str]
+    figures: dict[str, list[tuple[str, Path]]]
+    provenance: dict[str, pd.DataFrame]
+    sweep: Sweep
+
+
+def _markdown(df: pd.DataFrame, index: bool = False, marks: bool = False) -> str:
+    """A GitHub-flavoured Markdown table (``|`` in cells escaped); ``marks``: a cell
+    ``0.91^ac`` shows its letters as a real superscript (``<sup>ac</sup>``)."""
+    if index:
+        df = df.reset_index()
+    def cell(v: Any) -> str:
+        text = str(v).replace("|", "\\|").replace("\n", " ")
+        if marks and "^" in text:
+            number, _, sup = text.partition("^")
+            text = f"{number}<sup>{html.escape(sup)}</sup>"
+        return text
+    lines = ["| " + " | ".join(cell(c) for c in df.columns) + " |",
+             "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |"
+              for row in df.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def _img(path: Path, alt: str) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+
+
+def _ties_note(parts: ReportParts) -> str:
+    return next((n for n in parts.findings if n.startswith("tie-sensitivity")), "")
+
+
+def markdown_report(parts: ReportParts) -> str:
+    prov, sweep = parts.provenance, parts.sweep
+    md = [f"# {parts.title}", "", *[f"- **{k}**: {v}" for k, v in parts.settings], "",
+          "## Findings", "", *[f"- {n}" for n in parts.findings], ""]
+    for key, (caption, frame, index) in parts.tables.items():
+        md += [f"## {caption}", ""]
+        if key == "ties" and frame.empty:
+            md += [_ties_note(parts), ""]
+        elif key == "tau" and len(frame) > _MAX_TAU_TABLE:
+            md += [f"{len(frame)} x {len(frame)}: see kendall_tau.csv", ""]
+        else:
+            md += [_markdown(frame, index, marks=key == "means"), ""]
+        if key == "tau":
+            md += ["![Kendall tau heatmap](figures/kendall_tau.png)", ""]
+    md += ["## Notes", "", *[f"- {n}" for n in parts.notes], "", "## Figures", ""]
+    md += [f"- [{name}](figures/{path.name})" for group in parts.figures.values()
+           for name, path in group]
+    md += ["", "## Provenance", "", _markdown(prov["runs"]), "",
+           f"- git commits: {', '.join(sweep.provenance['git_commits'])}",
+           f"- harness versions: {', '.join(sweep.provenance['harness_versions'])}", "",
+           _markdown(prov["environments"], True), ""]
+    return "\n".join(md) + "\n"
+
+
+def latex_report(parts: ReportParts) -> str:
+    from harness.compare.latex import latex_document_tables
+
+    tables = []
+    for key in ("means", "comparison", "winners", "power", "ties"):
+        caption, frame, index = parts.tables[key]
+        if frame.empty:
+            continue
+        frame = frame.reset_index() if index else frame
+        if key == "comparison":  # the deciding test's corrected p-value is enough on paper
+            drop = ["p t", "p Wilcoxon", "p perm"]
+            if not frame["dropped"].astype(float).any():
+                drop.append("dropped")
+            frame = frame.drop(columns=drop)
+        tables.append((caption, frame, key == "means"))
+    return latex_document_tables(parts.title, tables)
+
+
+def _html_marked(frame: pd.DataFrame) -> str:
+    """The means table with its ``^letters`` marks as superscripts (escaped by hand)."""
+    shown = frame.map(lambda v: "<sup>".join(map(html.escape, str(v).split("^", 1)))
+                      + ("</sup>" if "^" in str(v) else ""))
+    shown.index = [html.escape(str(i)) for i in shown.index]
+    shown.columns = [html.escape(str(c)) for c in shown.columns]
+    return shown.to_html(border=0, escape=False)
+
+
+def html_report(parts: ReportParts) -> str:
+    prov, sweep = parts.provenance, parts.sweep
+    body = [f"<h1>{html.escape(parts.title)}</h1>", "<table>"]
+    body += [f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
+             for k, v in parts.settings] + ["</table>", "<h2>Findings</h2><ul>"]
+    body += [f"<li>{html.escape(n)}</li>" for n in parts.findings] + ["</ul>"]
+    for key, (caption, frame, index) in parts.tables.items():
+        body.append(f"<h2>{html.escape(caption)}</h2>")
+        if key == "ties" and frame.empty:
+            body.append(f'<p class="note">{html.escape(_ties_note(parts))}</p>')
+        elif key == "means":  # wide tables scroll in their own box, first column fixed
+            body.append(f'<div class="wide">{_html_marked(frame)}</div>')
+        elif key != "tau" or len(frame) <= _MAX_TAU_TABLE:
+            body.append(f'<div class="wide">{frame.to_html(index=index, border=0, na_rep="")}'
+                        "</div>")
+        if key == "tau":
+            body += [_img(p, n) for n, p in parts.figures["tau"]]
+    body += ["<h2>Notes</h2><ul>", *[f"<li>{html.escape(n)}</li>" for n in parts.notes],
+             "</ul>", "<h2>Per-query distributions</h2>"]
+    body += [_img(p, n) for n, p in parts.figures["distributions"]]
+    body.append("<h2>Paired differences per comparison</h2>")
+    body += [_img(p, n) for n, p in parts.figures["differences"]]
+    body += ["<h2>Provenance</h2>", prov["runs"].to_html(index=False, border=0),
+             f"<p>git commits: {html.escape(', '.join(sweep.provenance['git_commits']))}; "
+             "harness versions: "
+             f"{html.escape(', '.join(sweep.provenance['harness_versions']))}</p>",
+             prov["environments"].to_html(border=0, na_rep="")]
+    if not prov["varying"].empty:
+        body += ["<h3>Params that differ between runs</h3>",
+                 prov["varying"].to_html(border=0, na_rep="")]
+    overrides = sweep.provenance["parent_tags"].get("sweep.overrides")
+    if overrides:
+        body.append(f"<p>sweep overrides: <code>{html.escape(overrides)}</code></p>")
+    body.append(f"<details><summary>resolved config of run "
+                f"{html.escape(sweep.provenance['config_run_id'])}</summary>"
+                f"<pre>{html.escape(sweep.provenance['config'])}</pre></details>")
+    return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>"
+            f"{html.escape(parts.title)}</title><style>{_STYLE}</style></head><body>\n"
+            + "\n".join(body) + "\n</body></html>\n")
