@@ -9,7 +9,7 @@ import pytest
 import pytrec_eval
 
 import harness
-from harness.metrics import prepare as prepare_module
+from harness.metrics import ids as prepare_module
 from harness.errors import InputError
 
 METRICS = [harness.Metric(n, k=k, convention="trec_eval") for n, k in (

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import harness
-from harness.metrics.prepare import _arrow_string_hash, _docid_codes
+from harness.metrics.ids import _arrow_string_hash, docid_codes as _docid_codes
 from harness.metrics.segments import Layout, duplicate_within, segment_argsort
 
 TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)

@@ -29,7 +29,8 @@ import numpy as np
 from harness.errors import InputError, MetricDefinitionError
 from harness.metrics.definition import Metric
 from harness.metrics import measures
-from harness.metrics.prepare import Ideal, Prepared, Ranking, level_counts
+from harness.metrics.prepared import Ideal, Prepared, level_counts
+from harness.metrics.ranking import Ranking
 from harness.metrics.ranked import cascade, exclusive_count, ratio, topk_sum
 
 __all__ = ["compute"]

@@ -27,7 +27,8 @@ import numpy as np
 
 from harness.errors import MetricDefinitionError
 from harness.metrics.definition import Metric
-from harness.metrics.prepare import Prepared, Ranking
+from harness.metrics.prepared import Prepared
+from harness.metrics.ranking import Ranking
 from harness.metrics.ranked import (
     exclusive_count,
     group_stop_probability,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.metrics.prepare import Ranking
+from harness.metrics.ranking import Ranking
 
 __all__ = ["topk_sum", "exclusive_count", "ratio", "cascade", "survival_before",
            "group_stop_probability"]

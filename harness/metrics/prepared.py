@@ -1,0 +1,177 @@
+"""Validated input laid out by query (:class:`Prepared`): the rows grouped by query code,
+their labels and judgments, and, computed once per call and shared by every metric, the
+rankings per tie rule, the contenders for a top k, and the label counts per grade."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.metrics import background
+from harness.metrics.ranking import QUICKSORT_RULES, Ranking, rank
+from harness.metrics.segments import Layout
+
+__all__ = ["Prepared", "Ideal", "level_counts", "MAX_LEVELS"]
+
+@dataclass
+class Ideal:
+    """Per query, the labels that form the ideal ranking (unsorted), by query code."""
+
+    q: np.ndarray
+    label: np.ndarray
+
+
+@dataclass
+class Prepared:
+    """Validated input, rows grouped by query; orders and ideals computed once, cached."""
+
+    qids: pd.Index  # evaluated query ids, sorted; position = query code
+    q: np.ndarray  # query code per row, non-decreasing (rows grouped by query)
+    row: np.ndarray  # row of the run DataFrame per grouped row (input order within query)
+    score: np.ndarray  # scores; NaN mapped to -inf when nan_scores='last'
+    label: np.ndarray
+    docid: pd.Series  # the run's docid column (original row order)
+    qid_values: pd.Series  # the run's qid column (original row order)
+    judged_q: np.ndarray  # query code per judged label (qrels or labelled run)
+    judged_label: np.ndarray
+    n_docs: np.ndarray
+    n_judged: np.ndarray
+    missing_qids: pd.Index  # judged queries absent from the run
+    unjudged_qids: pd.Index  # run queries with no judgment
+    max_label: float
+    _rankings: dict[tuple[str, int], Ranking] = field(default_factory=dict)
+    _contenders: dict[int, Prepared] = field(default_factory=dict)
+    _relevant: dict[int, np.ndarray] = field(default_factory=dict)
+    pending: Any = None  # a validation still running on the other core (see wait())
+    judged: np.ndarray | None = None  # per grouped row: is its document judged (bpref, Judged)
+
+    def wait(self) -> None:
+        """Return once every validation of the input is done; raise its error, if any."""
+        pending, self.pending = self.pending, None
+        background.wait(pending)
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.qids)
+
+    @property
+    def starts(self) -> np.ndarray:
+        return self.layout.starts
+
+    @cached_property
+    def layout(self) -> Layout:
+        return Layout.of(np.cumsum(self.n_docs) - self.n_docs, self.n_docs, self.q, self.pos)
+
+    @cached_property
+    def pos(self) -> np.ndarray:
+        """0-based position of each grouped row within its query."""
+        starts = np.cumsum(self.n_docs) - self.n_docs
+        return np.arange(len(self.q), dtype=np.int64) - starts[self.q]
+
+    @property
+    def max_len(self) -> int:
+        longest = int(self.n_docs.max()) if len(self.n_docs) else 0
+        judged = int(self.n_judged.max()) if len(self.n_judged) else 0
+        return max(longest, judged, 1)
+
+    def relevant_counts(self, level: int) -> np.ndarray:
+        """Per query, the judged documents with label >= ``level`` (cached per level)."""
+        if level not in self._relevant:  # integer counts of the rows that pass
+            by_level = self.judged_level_counts
+            if by_level is not None and level == int(level):
+                self._relevant[level] = by_level[0][:, max(int(level), 0):].sum(axis=1)
+            else:
+                self._relevant[level] = np.bincount(
+                    self.judged_q[self.judged_label >= level], minlength=self.n_queries)
+        return self._relevant[level]
+
+    @cached_property
+    def judged_level_counts(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The judged labels counted per query and grade (see :func:`level_counts`)."""
+        return level_counts(self.judged_q, self.judged_label, self.n_queries)
+
+    def ideal(self, mode: str) -> Ideal:
+        if mode == "judged":
+            return Ideal(self.judged_q, self.judged_label)
+        return Ideal(self.q, self.label)
+
+    def ranking(self, ties: str, seed: int = 0, top: int | None = None) -> Ranking:
+        """Rows ranked under a tie rule. With ``top``, only the rows that can reach the top
+        ``top`` positions are ranked (see :meth:`contenders`): exact for every metric cut at
+        ``k <= top``, for every tie rule."""
+        if ties == "docid" and self.float32 is not self:  # trec_eval compares float32
+            return self.float32.ranking(ties, seed, top)
+        if top is not None and ties not in QUICKSORT_RULES:  # there, every row moves ties
+            return self.contenders(top).ranking(ties, seed)
+        key = (ties, seed if ties == "random" else 0)
+        if key not in self._rankings:
+            self._rankings[key] = rank(self, ties, seed)
+        return self._rankings[key]
+
+    @cached_property
+    def float32(self) -> Prepared:
+        """These rows with each score rounded to float32, as trec_eval reads a run's scores
+        (so 0.5 and 0.5 + 1e-8 tie there): ``ties='docid'`` ranks on them. Itself when no
+        score changes."""
+        rounded = self.score.astype(np.float32).astype(np.float64)
+        if np.array_equal(rounded, self.score):
+            return self
+        twin = replace(self, score=rounded, _rankings={}, _contenders={}, _relevant={},
+                       pending=None)
+        twin.__dict__["layout"], twin.__dict__["pos"] = self.layout, self.pos
+        twin.__dict__["float32"] = twin
+        return twin
+
+    def contenders(self, top: int) -> Prepared:
+        """The rows scoring at least their query's ``top``-th highest score.
+
+        Every document that any tie rule can place in the top ``top`` is among them, and so
+        is every member of a tie group reaching into the top ``top``; rows above keep their
+        ranks. Selected per query with :func:`numpy.partition` on the padded matrices.
+        """
+        if top in self._contenders:
+            return self._contenders[top]
+        neg = -self.score
+        threshold = np.full(self.n_queries, np.inf)
+        total = self.layout.total
+        for qidx, width, rows, flat, _ in self.layout.buckets:
+            if width <= top:
+                continue
+            m = np.full(len(qidx) * width, np.inf)
+            m[flat] = neg if len(rows) == total else neg[rows]
+            m = m.reshape(len(qidx), width)
+            m.partition(top - 1, axis=1)  # in place: the matrix is ours
+            threshold[qidx] = m[:, top - 1]
+        keep = np.flatnonzero(neg <= threshold[self.q])
+        sub = Prepared(
+            qids=self.qids, q=self.q[keep], row=self.row[keep], score=self.score[keep],
+            label=self.label[keep], docid=self.docid, qid_values=self.qid_values,
+            judged_q=self.judged_q, judged_label=self.judged_label,
+            n_docs=np.bincount(self.q[keep], minlength=self.n_queries),
+            n_judged=self.n_judged, missing_qids=self.missing_qids,
+            unjudged_qids=self.unjudged_qids, max_label=self.max_label,
+            judged=None if self.judged is None else self.judged[keep])
+        self._contenders[top] = sub
+        return sub
+
+
+#: Integer labels below this are counted per grade (:func:`level_counts`) instead of sorted.
+MAX_LEVELS = 64
+
+
+def level_counts(q: np.ndarray, label: np.ndarray, n_queries: int
+                 ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per query code (rows) and grade 0, 1, ... (columns), how many of ``label`` have that
+    grade, with the grades as floats; None unless every label is an integer in [0, 64)."""
+    if len(label) == 0:
+        return np.zeros((n_queries, 1), dtype=np.int64), np.zeros(1)
+    top = float(label.max())
+    if label.min() < 0 or top >= MAX_LEVELS or not np.all(label == np.floor(label)):
+        return None
+    levels = int(top) + 1
+    c = np.bincount(q * levels + label.astype(np.int64), minlength=n_queries * levels)
+    return c.reshape(n_queries, levels), np.arange(levels, dtype=np.float64)

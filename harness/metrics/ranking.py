@@ -1,0 +1,194 @@
+"""Rows in ranked order under each tie rule (:class:`Ranking`): the score order with its
+tie groups (``average``), reorderings within those groups (``input``, ``optimistic``,
+``pessimistic``, ``docid`` as trec_eval orders them), a seeded uniform shuffle
+(``random``), and the quicksort orders of :mod:`harness.metrics.quicksort_ties`."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from harness.metrics.quicksort_ties import RULES as QUICKSORT_RULES
+from harness.metrics.quicksort_ties import quicksort_ties_perm
+from harness.metrics.segments import segment_argsort
+
+if TYPE_CHECKING:
+    from harness.metrics.prepared import Prepared
+
+__all__ = ["Ranking", "rank", "rank_docid", "QUICKSORT_RULES"]
+
+@dataclass
+class Ranking:
+    """Rows in ranked order for one tie mode (see :meth:`Prepared.ranking`).
+
+    Queries keep their place: query ``i`` owns ranked rows ``starts[i] : starts[i]+n[i]``,
+    so ``q`` and ``pos`` are shared by every ranking of the same input.
+    """
+
+    perm: np.ndarray  # grouped-row index per ranked row
+    q: np.ndarray  # query code per ranked row
+    pos: np.ndarray  # 0-based rank within the query
+    grouped_label: np.ndarray  # labels in grouped-row order (``label`` ranks them)
+    n: np.ndarray  # rows per query in this ranking (all, or those that can reach the top k)
+    # tie groups (only for ties="average" when ties exist): id per row, start and size
+    gid: np.ndarray | None = None
+    gstart: np.ndarray | None = None
+    gsize: np.ndarray | None = None
+    _heads: dict[int, np.ndarray] = field(default_factory=dict)
+    _tops: dict[int, tuple[np.ndarray, ...]] = field(default_factory=dict)
+
+    @cached_property
+    def label(self) -> np.ndarray:
+        """Label per ranked row (0 where unjudged)."""
+        return self.grouped_label[self.perm]
+
+    def head(self, k: int | None) -> np.ndarray | None:
+        """Indices of the ranked rows within the top ``k`` (None: all rows)."""
+        if k is None:
+            return None
+        if k not in self._heads:
+            self._heads[k] = np.flatnonzero(self.pos < k)
+        return self._heads[k]
+
+    def top(self, k: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(query code, position, grouped-row index, label) of the top-``k`` ranked rows,
+        gathered once per k and shared by every metric with that cut-off."""
+        key = -1 if k is None else k
+        if key not in self._tops:
+            rows = self.head(k)
+            if rows is None:
+                self._tops[key] = (self.q, self.pos, self.perm, self.label)
+            else:
+                perm = self.perm[rows]
+                self._tops[key] = (self.q[rows], self.pos[rows], perm, self.grouped_label[perm])
+        return self._tops[key]
+
+    def group_mean(self, values: np.ndarray) -> np.ndarray:
+        """Per row, the mean of ``values`` over its tie group (identity without groups)."""
+        if self.gid is None:
+            return values
+        sums = np.bincount(self.gid, weights=values, minlength=len(self.gsize))
+        return (sums / self.gsize)[self.gid]
+
+    def group_sum(self, values: np.ndarray) -> np.ndarray:
+        """Per row, the sum of ``values`` over its tie group."""
+        if self.gid is None:
+            return values
+        return np.bincount(self.gid, weights=values, minlength=len(self.gsize))[self.gid]
+
+
+def rank(prep: Prepared, ties: str, seed: int) -> Ranking:
+    neg = -prep.score
+    if ties == "docid":
+        return rank_docid(prep)
+    if ties in QUICKSORT_RULES:
+        perm = quicksort_ties_perm(ties, prep.ranking("input").perm,
+                                   prep.ranking("average"), prep.q, neg, prep.starts,
+                                   prep.n_docs)
+        return Ranking(perm=perm, q=prep.q, pos=prep.pos, grouped_label=prep.label,
+                       n=prep.n_docs)
+    if ties in ("input", "optimistic", "pessimistic"):
+        # reorder only within the tie groups of the score order: a stable sort on
+        # (group, secondary key), which is nearly sorted already, so timsort is ~linear
+        base = prep.ranking("average")
+        if base.gid is None:  # no ties: every rule gives the score order
+            return Ranking(perm=base.perm, q=prep.q, pos=prep.pos, grouped_label=prep.label,
+                           n=prep.n_docs)
+        if ties == "input":
+            second = base.perm
+        else:
+            codes = _label_codes(prep.label)
+            second = (codes if ties == "pessimistic" else codes.max() - codes)[base.perm]
+        span = np.int64(int(second.max()) + 1)
+        order = np.argsort(base.gid.astype(np.int64) * span + second, kind="stable")
+        return Ranking(perm=base.perm[order], q=prep.q, pos=prep.pos,
+                       grouped_label=prep.label, n=prep.n_docs)
+    if ties == "average":
+        perm = segment_argsort(prep.layout, [neg], stable=False)
+    else:
+        if ties == "random":
+            second = _seeded_hash(prep.qid_values, prep.docid, seed)[prep.row]
+        else:  # pragma: no cover - Metric validates ties
+            raise AssertionError(ties)
+        perm = segment_argsort(prep.layout, [second, neg], stable=True)
+    ranking = Ranking(perm=perm, q=prep.q, pos=prep.pos, grouped_label=prep.label,
+                      n=prep.n_docs)
+    if ties == "average" and len(perm):
+        s = neg[perm]
+        boundary = np.empty(len(perm), dtype=bool)
+        boundary[0] = True
+        np.not_equal(s[1:], s[:-1], out=boundary[1:])
+        boundary[prep.starts[prep.n_docs > 0]] = True  # a query starts a group
+        gstart = np.flatnonzero(boundary)
+        if len(gstart) < len(perm):  # some ties: keep the groups
+            gsize = np.diff(np.append(gstart, len(perm)))
+            ranking.gid = np.repeat(np.arange(len(gstart)), gsize)
+            ranking.gstart = gstart
+            ranking.gsize = gsize
+    return ranking
+
+
+def rank_docid(prep: Prepared) -> Ranking:
+    """Score descending, then docid descending as strings (trec_eval's order).
+
+    Only the rows of tie groups of the score order are looked at: their docids are
+    ranked among themselves and each group is reordered in place, so untied rows cost
+    nothing beyond the score sort."""
+    base = prep.ranking("average")
+    if base.gid is None:
+        return Ranking(perm=base.perm, q=prep.q, pos=prep.pos, grouped_label=prep.label,
+                       n=prep.n_docs)
+    tied = np.flatnonzero(base.gsize[base.gid] > 1)  # positions, group by group
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    docids = prep.docid.take(prep.row[base.perm[tied]])
+    if not isinstance(docids.dtype, pd.StringDtype):
+        docids = docids.astype(str)
+    # within each group, docid descending as strings (UTF-8 bytes order as code points)
+    table = pa.table({"group": base.gid[tied], "docid": pa.array(docids)})
+    order = pc.sort_indices(table, sort_keys=[("group", "ascending"),
+                                              ("docid", "descending")]).to_numpy()
+    perm = base.perm.copy()
+    perm[tied] = base.perm[tied[order]]
+    return Ranking(perm=perm, q=prep.q, pos=prep.pos, grouped_label=prep.label,
+                   n=prep.n_docs)
+
+
+def _label_codes(labels: np.ndarray) -> np.ndarray:
+    """Non-negative integers ordered as the labels are."""
+    if len(labels) and labels.min() >= 0 and labels.max() < 2**31 and np.all(
+            labels == np.floor(labels)):
+        return labels.astype(np.int64)
+    return np.unique(labels, return_inverse=True)[1].astype(np.int64)
+
+
+def _seeded_hash(qid: pd.Series, docid: pd.Series, seed: int) -> np.ndarray:
+    """A per-row pseudo-random key that depends on (seed, qid, docid) only.
+
+    Each id is hashed (SipHash, :func:`pandas.util.hash_array`), then the query's hash and
+    the seed are mixed into the docid's by two rounds of the SplitMix64 finalizer, whose
+    output bits each depend on every input bit: the order of a query's tied documents is
+    a uniform shuffle, a different one per query and per seed (a plain XOR of the query's
+    hash would flip the same bits of every key in the query, so only a few orders could
+    occur)."""
+    hash_key = hashlib.sha256(f"harness-ties-{seed}".encode()).hexdigest()[:16]
+    hq = pd.util.hash_array(np.asarray(qid, dtype=object), hash_key=hash_key)
+    hd = pd.util.hash_array(np.asarray(docid, dtype=object), hash_key=hash_key)
+    with np.errstate(over="ignore"):
+        key = _splitmix(hd ^ _splitmix(hq + np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)))
+        return (key >> np.uint64(1)).astype(np.int64)
+
+
+def _splitmix(x: np.ndarray) -> np.ndarray:
+    """The SplitMix64 finalizer (Steele, Lea & Flood 2014), elementwise on uint64."""
+    with np.errstate(over="ignore"):
+        x = x + np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
