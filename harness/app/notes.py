@@ -30,7 +30,7 @@ _MEANING = {
 
 
 def _defaults_line() -> str:
-    from harness.metrics.definition import _DEFAULTS
+    from harness.metrics.options import _DEFAULTS
 
     d = {k: _DEFAULTS[k] for k in _MEANING}
     say = {k: _MEANING[k].get(str(v), str(v)) for k, v in d.items()}
