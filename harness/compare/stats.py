@@ -19,11 +19,14 @@ from scipy import stats
 from harness.compare.errors import CompareError, NoOverlap, TooFewRankers, UnknownName
 from harness.metrics.evaluate import metric_columns
 from harness.reporting.summary import normal_interval
+from harness.compare.resampling import (
+    bootstrap_intervals,
+    normal_pvalues,
+    permutation_pvalues,
+)
 
 __all__ = ["CORRECTIONS", "TESTS", "TIE_TOLERANCE", "holm", "adjust_pvalues",
-           "align_pair", "paired_comparison", "permutation_pvalues", "bootstrap_intervals",
-           "normal_pvalues",
-           "compare_table", "per_query_frame"]
+           "align_pair", "paired_comparison", "compare_table", "per_query_frame"]
 
 #: Multiple-testing corrections: Holm's step-down (FWER) and Benjamini–Hochberg (FDR).
 CORRECTIONS = ("holm", "bh")
@@ -97,10 +100,6 @@ def adjust_pvalues(pvalues: Sequence[float] | np.ndarray, method: str = "holm") 
     if ok.any():
         out[ok] = stats.false_discovery_control(p[ok], method="bh")
     return out
-
-
-def _mean_last_axis(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.mean(x, axis=axis)
 
 
 def _quietly(fn: Callable[[], Any], notes: list[str], what: str) -> Any:
@@ -208,53 +207,6 @@ def _differences(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return d
 
 
-def permutation_pvalues(d: np.ndarray, *, seed: int = 0, resamples: int = 10_000
-                        ) -> np.ndarray:
-    """Two-sided paired randomization test of each row of ``d`` (variants x queries of
-    per-query differences): :func:`scipy.stats.permutation_test` with
-    ``permutation_type="samples"`` on the differences flips their signs.
-
-    Every row sees the same sign flips; a row's p-value equals that of a call on the row
-    alone with the same seed. The flips are scipy's own, drawn once: scipy permutes a
-    vector of ones, and each batch of flipped ones (a matrix of signs) gives the null means
-    of every row at once as one matrix product, instead of a mean over a copy of the data
-    per row. The p-value is scipy's: counts of null means at or beyond the observed one on
-    either side, plus one, over resamples plus one, doubled; where scipy treats values within
-    100 ulp of the observed mean as equal, the tolerance here is also at least 16 ulp of the
-    row's largest difference, the rounding error of a mean of such values, so that a null
-    mean equal to the observed one in exact arithmetic always counts (scipy's answer can
-    then depend on the order of summation, by a few counts, for differences on a grid such
-    as those of P@10).
-    """
-    rows, n = d.shape
-    if n < 64 and 2 ** n <= resamples:  # scipy enumerates every flip: cheap, call it as is
-        res = stats.permutation_test((d,), _mean_last_axis, permutation_type="samples",
-                                     vectorized=True, n_resamples=resamples, axis=-1,
-                                     rng=np.random.default_rng(seed))
-        return np.atleast_1d(np.asarray(res.pvalue, dtype=np.float64))
-    observed = np.mean(d, axis=-1)
-    eps = np.finfo(np.float64).eps
-    gamma = np.maximum(np.abs(eps * 100 * observed), 16 * eps * np.abs(d).max(axis=-1))
-    at_most = np.zeros(rows, dtype=np.int64)
-    at_least = np.zeros(rows, dtype=np.int64)
-    dt = np.ascontiguousarray(d.T) / n
-
-    def count(signs: np.ndarray, axis: int) -> np.ndarray:
-        if signs.ndim == 1:  # the observed statistic of the ones: not needed
-            return np.zeros(())
-        null = signs @ dt  # (batch, rows): the mean of each row under each flip
-        at_most[:] += np.count_nonzero(null <= observed + gamma, axis=0)
-        at_least[:] += np.count_nonzero(null >= observed - gamma, axis=0)
-        return np.zeros(len(signs))
-
-    batch = max(1, min(resamples, int(4_000_000 // max(1, n))))  # memory of one batch
-    stats.permutation_test((np.ones(n),), count, permutation_type="samples", vectorized=True,
-                           n_resamples=resamples, batch=batch, axis=-1,
-                           rng=np.random.default_rng(seed))
-    p = np.minimum(at_most + 1, at_least + 1) / (resamples + 1) * 2
-    return np.clip(p, 0.0, 1.0)
-
-
 def _aligned_comparison(x: np.ndarray, y: np.ndarray, d: np.ndarray, n_dropped: int,
                         dropped: str, p_permutation: float,
                         interval: tuple[float, float, str]) -> dict[str, Any]:
@@ -280,51 +232,6 @@ def _aligned_comparison(x: np.ndarray, y: np.ndarray, d: np.ndarray, n_dropped: 
     out["ci_low"], out["ci_high"] = float(interval[0]), float(interval[1])
     out["note"] = "; ".join(notes)
     return out
-
-
-def bootstrap_intervals(d: np.ndarray, *, seed: int = 0, resamples: int = 10_000,
-                        confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """BCa bootstrap interval of the mean of each row of ``d`` (variants x queries), with
-    :func:`scipy.stats.bootstrap` in one call; a row's interval equals that of a call on the
-    row alone with the same seed (the same resamples), up to floating-point rounding.
-    Returns the lows, the highs and a note per row.
-
-    A constant row has the interval (value, value); a row where BCa is undefined gets the
-    percentile interval, and its note says so.
-    """
-    rows, n = d.shape
-    low, high = np.full(rows, np.nan), np.full(rows, np.nan)
-    notes = [""] * rows
-    if n < 2:
-        return low, high, ["one query: no bootstrap interval"] * rows
-    constant = np.all(d == d[:, :1], axis=1)
-    low[constant] = high[constant] = d[constant, 0]
-    todo = np.flatnonzero(~constant)
-    if len(todo):
-        batch = max(1, int(4_000_000 // d[todo].size))
-        with warnings.catch_warnings():  # degenerate rows: handled below
-            warnings.simplefilter("ignore")
-            ci = stats.bootstrap((d[todo],), np.mean, n_resamples=resamples, axis=-1,
-                                 confidence_level=confidence, vectorized=True, batch=batch,
-                                 rng=np.random.default_rng(seed)).confidence_interval
-        low[todo], high[todo] = ci.low, ci.high
-    for i in np.flatnonzero(np.isnan(low) | np.isnan(high)):
-        ci = stats.bootstrap((d[i],), np.mean, n_resamples=resamples, method="percentile",
-                             confidence_level=confidence, vectorized=True,
-                             rng=np.random.default_rng(seed)).confidence_interval
-        low[i], high[i] = ci.low, ci.high
-        notes[i] = "BCa interval undefined (degenerate data): percentile interval used"
-    return low, high, notes
-
-
-def normal_pvalues(d: np.ndarray) -> np.ndarray:
-    """The sign-flip test's large-sample p-value for each row of ``d``: under H0 the sum of
-    randomly signed differences has mean 0 and variance ``sum(d**2)``, so
-    ``z = sum(d) / sqrt(sum(d**2))`` and ``p = 2 * norm.sf(|z|)`` (1 for an all-zero row)."""
-    total, scale = d.sum(axis=-1), np.sqrt((d * d).sum(axis=-1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = 2 * stats.norm.sf(np.abs(total) / scale)
-    return np.where(scale > 0, p, 1.0)
 
 
 def per_query_frame(frame: pd.DataFrame) -> pd.DataFrame:
