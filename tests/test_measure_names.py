@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 
+import ir_measures
 import numpy as np
 import pytest
 
@@ -40,7 +41,7 @@ EXPECTED = {
     "AP(rel=2)@10": Metric("ap", k=10, level=2, ties="docid"),
     "P(rel=2)@5": Metric("precision", k=5, level=2, ties="docid"),
     "RR(rel=2)": Metric("rr", level=2, ties="docid"),
-    "SDCG(max_rel=4)@10": Metric("mndcg", k=10, gain="linear", max_label=4),
+    "SDCG(max_rel=4)@10": Metric("mndcg", k=10, gain="linear", max_label=4, ties="input"),
     "ERR@20": Metric("err", k=20),
     "ir_measures:ERR@20": Metric("err", k=20, max_label=4, ties="docid"),
     "Judged@10": Metric("judged", k=10),
@@ -48,7 +49,7 @@ EXPECTED = {
     "Rprec": Metric("rprec"),
     "Bpref": Metric("bpref"),
     "RBP(p=0.8)": Metric("rbp", p=0.8),
-    "RBP(rel=2,p=0.9)": Metric("rbp", p=0.9, level=2),
+    "RBP(rel=2,p=0.9)": Metric("rbp", p=0.9, level=2, ties="input"),
     "IPrec@0.5": Metric("iprec", at_recall=0.5, ties="docid"),
     # ranx
     "ndcg_burges@10": Metric("ndcg", k=10, gain="exp2", convention="ranx"),
@@ -185,8 +186,8 @@ def test_ir_measures_err_equals_gdeval() -> None:
 
 
 def test_sdcg_by_hand() -> None:
-    """SDCG@k (cwl_eval, not installed here): DCG with linear gain over k times the top
-    grade's gain, sum_{i<=k} max_rel / log2(i+1)."""
+    """SDCG@k: DCG with linear gain over k times the top grade's gain,
+    sum_{i<=k} max_rel / log2(i+1)."""
     import pandas as pd
 
     run = pd.DataFrame({"qid": "1", "docid": ["a", "b", "c"], "score": [3.0, 2.0, 1.0]})
@@ -195,6 +196,21 @@ def test_sdcg_by_hand() -> None:
     ideal = sum(4 / np.log2(i + 1) for i in range(1, 11))
     assert ours(run, qrels, "SDCG(max_rel=4)@10").iloc[0] == pytest.approx(dcg / ideal,
                                                                            abs=1e-15)
+
+
+CWL = [("SDCG(max_rel=3)@10", "SDCG(max_rel=3)@10"), ("SDCG(max_rel=5)@5", "SDCG(max_rel=5)@5"),
+       ("RBP(rel=1,p=0.8)", "RBP(rel=1,p=0.8)"), ("RBP(rel=2,p=0.5)", "RBP(rel=2,p=0.5)")]
+
+
+@pytest.mark.parametrize("tied", [False, True], ids=["untied", "tied"])
+@pytest.mark.parametrize("name, theirs", CWL, ids=[c[0] for c in CWL])
+def test_cwl_eval_names_equal_ir_measures(name: str, theirs: str, tied: bool) -> None:
+    """SDCG and RBP(rel=...), which ir_measures computes with cwl_eval 1.0.12: linear gain
+    scaled by max_rel, binary RBP, tied documents in the run's order (ties='input')."""
+    run, qrels = make_data(31, tied=tied, sizes=(2, 25))
+    assert_same(ours(run, qrels, name), ir_measures_values(run, qrels,
+                                                           ir_measures.parse_measure(theirs)),
+                name)
 
 
 RANX = [("ndcg_burges@10", "ndcg_burges@10"), ("ranx:mrr", "mrr"),

@@ -14,7 +14,8 @@ parses back to the same definition.
   ``nDCG(dcg=exp-log2)@10``, ``AP(rel=2)@10``, ``RR(rel=2)``, ``SDCG(max_rel=4)@10``, and
   ``IPrec@0.5``. Conventions of the backend ir_measures uses: pytrec_eval's (``trec_eval``)
   for nDCG, AP, P, R, RR, Rprec, Bpref, Success, IPrec; gdeval's for ``dcg=exp-log2``
-  (exp2 gain, ties by docid) and ERR (top grade 4, ties by docid).
+  (exp2 gain, ties by docid) and ERR (top grade 4, ties by docid); cwl_eval's for SDCG
+  and ``RBP(rel=...)`` (ties in the run's order).
 - ranx: ``ndcg_burges@10`` (exp2 gain), ``hit_rate@10``, ``r-precision``, ``rbp.95``, and any
   ranx name with its level suffix, ``precision@5-l2``. Convention ``ranx`` (ties as ranx's
   quicksort leaves them).
@@ -143,8 +144,10 @@ def _ir_measures(text: str, explicit: bool) -> Spec | None:
         opts["convention"] = "trec_eval"
     elif name == "ERR":  # gdeval: top grade 4, score then docno descending
         opts.update(max_label=4, ties="docid")
-    elif name == "SDCG":  # cwl_eval: linear gain scaled by the top grade
-        opts["gain"] = "linear"
+    elif name == "SDCG":  # cwl_eval: linear gain scaled by the top grade, ties kept in
+        opts.update(gain="linear", ties="input")  # the order of the run (a stable sort)
+    elif name == "RBP":  # cwl_eval too (it needs rel=: binary RBP), ties in run order
+        opts["ties"] = "input"
     if cutoff is not None:
         if name == "IPrec":
             opts["at_recall"] = _number(text, "IPrec@", cutoff)
