@@ -12,9 +12,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["start", "wait", "BACKGROUND_ROWS"]
+T = TypeVar("T")
+
+__all__ = ["start", "start_value", "wait", "BACKGROUND_ROWS"]
 
 #: Rows from which a check runs in the background.
 BACKGROUND_ROWS = 200_000
@@ -38,6 +40,20 @@ def start(check: Callable[[], Any], rows: int) -> Future[Any] | None:
         check()
         return None
     return _executor().submit(check)
+
+
+def start_value(make: Callable[[], T], rows: int) -> Future[T]:
+    """:func:`start` for work whose result a later check needs: a future in any case,
+    already done when ``rows`` is below :data:`BACKGROUND_ROWS`. The worker runs tasks in
+    the order they were started, so a check started after it may wait on it."""
+    if rows >= BACKGROUND_ROWS:
+        return _executor().submit(make)
+    done: Future[T] = Future()
+    try:
+        done.set_result(make())
+    except Exception as exc:  # raised where the result is read, as in the worker
+        done.set_exception(exc)
+    return done
 
 
 def wait(pending: Future[Any] | None) -> None:

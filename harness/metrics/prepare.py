@@ -64,6 +64,10 @@ def prepare(
             "run has a 'label' column and qrels were given too; pass one source of labels",
             table="run", column="label")
     check_keys(run, "run")
+    # without qrels the docid codes serve only the duplicate check: they are computed on
+    # the other core from here on, while the scores, labels and qids are checked
+    run_codes = None if qrels is not None else background.start_value(
+        lambda: docid_codes(run["docid"]), len(run))
     score = numeric(run, "score", "run")
     nan = np.isnan(score)
     if nan_scores == "error":
@@ -128,7 +132,7 @@ def prepare(
 
         def check_duplicates(rq: np.ndarray = rq, n: int = len(quniq)) -> None:
             # on the other core while metrics are computed
-            rd, n_d, exact = docid_codes(run_doc)
+            rd, n_d, exact = run_codes.result()
             check_unique_pairs(run, "run", rq, rd, n, n_d, exact, laid_out)
 
         pending = background.start(check_duplicates, len(run))
