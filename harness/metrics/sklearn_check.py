@@ -198,6 +198,12 @@ def _padded_lists(run: pd.DataFrame, qrels: pd.DataFrame | None, qids: pd.Index)
     """Labels and scores of each query's ranked list, in run order, without a loop over
     queries."""
     frame = run[["qid", "docid", "score"]]
+    wanted = pd.Index(qids)
+    if len(wanted) < frame["qid"].nunique():  # a sample: join only the checked queries
+        frame = frame[frame["qid"].isin(wanted)]
+        run = run.loc[frame.index]
+        if qrels is not None:
+            qrels = qrels[qrels["qid"].isin(wanted)]
     if qrels is None:
         frame = frame.assign(label=run["label"].clip(lower=0))
         positive = frame.loc[frame["label"] > 0, "qid"]
