@@ -142,6 +142,8 @@ class TrackingConfig:
     pending_dir: str = "runs/pending"  # log plans not yet sent (python -m harness.sync)
     timeout_s: int = 5
     max_retries: int = 1
+    # ready MLflow in a child process while the study computes (false: all in process)
+    worker: bool = True
     # headline | all | off (harness.reporting.figures.FIGURE_MODES); true = headline,
     # false = off. Typed Any so both the words and the booleans of older configs pass.
     figures: Any = "headline"

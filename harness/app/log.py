@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,8 +24,9 @@ from harness.paths import project_path
 from harness.reporting import STATS
 from harness.tracking import LogPlan, RunRecord, configure_requests, execute, resolve_tracking_uri
 from harness.tracking.plan import PARAM_LIMIT, close_open_runs, refused
+from harness.tracking.worker import TrackingWorker, WorkerFailed, WorkerGone
 
-__all__ = ["log_study", "VIEWABLE_ROWS"]
+__all__ = ["log_study", "start_tracking", "VIEWABLE_ROWS"]
 
 log = logging.getLogger("harness")
 
@@ -40,12 +42,32 @@ def _params(cfg: Mapping[str, Any], out: Path) -> tuple[dict[str, str], Path | N
     return params, path
 
 
+def start_tracking(cfg: Mapping[str, Any]) -> TrackingWorker | None:
+    """A :class:`~harness.tracking.worker.TrackingWorker` that gets MLflow ready on the
+    other core while the study computes, or None: tracking off, ``tracking.worker=false``,
+    or MLflow already loaded in this process (a sweep's jobs after the first, a notebook),
+    where logging in process costs nothing more."""
+    tcfg = cfg.get("tracking", {})
+    if not tcfg.get("enabled", True) or not tcfg.get("worker", True):
+        return None
+    if "mlflow" in sys.modules:
+        return None
+    configure_requests(int(tcfg.get("timeout_s", 5)), int(tcfg.get("max_retries", 1)))
+    try:
+        return TrackingWorker(resolve_tracking_uri(tcfg.get("uri")))
+    except OSError as exc:  # no process to spare: log in process
+        log.debug("no tracking worker (%s); logging in process", exc)
+        return None
+
+
 def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
               results: Mapping[str, Any], written: Mapping[str, Any], out: Path, *,
               parent_run_id: str | None, job_label: str, failed: bool,
-              started: float | None = None, title: str = "") -> dict[str, str]:
-    """Build the log plan, save it as pending, send it. Raises TrackingUnavailable when the
-    tracking store cannot be reached (the results stay on disk and the plan stays pending)."""
+              started: float | None = None, title: str = "",
+              worker: TrackingWorker | None = None) -> dict[str, str]:
+    """Build the log plan, save it as pending, send it (through ``worker`` when given; in
+    process when it is None or gone). Raises TrackingUnavailable when the tracking store
+    cannot be reached (the results stay on disk and the plan stays pending)."""
     tcfg = cfg.get("tracking", {})
     configure_requests(int(tcfg.get("timeout_s", 5)), int(tcfg.get("max_retries", 1)))
     uri = resolve_tracking_uri(tcfg.get("uri"))
@@ -136,17 +158,27 @@ def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
     from harness.progress import progress
 
     try:
-        ids = execute(plan, marker, progress=lambda runs: progress(runs, desc="MLflow",
-                                                                   unit="run"))
+        ids = None
+        if worker is not None:
+            try:
+                ids = worker.execute(marker)
+            except WorkerGone as gone:  # the plan on disk holds its progress: go on here
+                log.warning("%s; logging in process", gone)
+                plan = LogPlan.load(marker)
+        if ids is None:
+            ids = execute(plan, marker, progress=lambda runs: progress(runs, desc="MLflow",
+                                                                       unit="run"))
     except Exception as exc:  # the store is down or refused: keep everything for a replay
         reason = str(exc).splitlines()[0][:300] if str(exc) else ""
+        kind = getattr(exc, "kind", type(exc).__name__)  # the worker's, or this one's
         if refused(exc):
-            close_open_runs(plan)
+            if not isinstance(exc, WorkerFailed):  # the worker closed its runs itself
+                close_open_runs(plan)
             raise HarnessError(
-                f"MLflow at {uri} refused the results ({type(exc).__name__}: {reason}). "
+                f"MLflow at {uri} refused the results ({kind}: {reason}). "
                 f"Results are in {out}; the log plan is kept in {marker}") from exc
         raise TrackingUnavailable(
-            f"could not log to MLflow at {uri} ({type(exc).__name__}: {reason}). Results are "
+            f"could not log to MLflow at {uri} ({kind}: {reason}). Results are "
             f"in {out}; the log plan is pending in {marker}; replay it with: "
             "python -m harness.sync") from exc
     log.info("logged to MLflow (%s, experiment %r) in %.1fs", uri, experiment,

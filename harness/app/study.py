@@ -18,6 +18,7 @@ this package and only call downward:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -66,13 +67,30 @@ def run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
 
 def _run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
                parent_run_id: str | None, job_label: str, title: str = "") -> StudyResult:
-    from harness.progress import Phases, progress
+    from harness.progress import Phases
 
     started = time.time()
     phases = Phases()
     with phases("setup"):  # the checks, then scipy and the rest of the output side
         metrics, specs, ds_options = validate(cfg)
-        from harness.app import log as log_stage, write  # scipy, matplotlib, mlflow
+        from harness.app import log as log_stage, write  # noqa: F401 - the output side
+    # MLflow gets ready in a child process on the other core while the study computes
+    with log_stage.start_tracking(cfg) or contextlib.nullcontext() as worker:
+        return _run_valid(cfg, output_dir, started, phases, (metrics, specs, ds_options),
+                          worker, parent_run_id=parent_run_id, job_label=job_label,
+                          title=title)
+
+
+def _run_valid(cfg: DictConfig | Mapping[str, Any], output_dir: Path, started: float,
+               phases: Any, valid: tuple[list[Any], list[Any], dict[str, Any]],
+               worker: Any, *, parent_run_id: str | None, job_label: str,
+               title: str) -> StudyResult:
+    """The study after its config was validated (``valid``: metrics, ranker specs, dataset
+    options), logging through ``worker`` when there is one."""
+    from harness.app import log as log_stage, write
+    from harness.progress import progress
+
+    metrics, specs, ds_options = valid
     c = plain_config(cfg)
     for key in DATASET_PATH_OPTIONS:  # log the absolute paths that were read
         if ds_options.get(key):
@@ -163,7 +181,7 @@ def _run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
             run_ids = log_stage.log_study(c, dataset, metrics, results, written, output_dir,
                                 parent_run_id=parent_run_id, job_label=job_label,
                                 failed=bool(failures) and mode == "fail", started=started,
-                                title=title)
+                                title=title, worker=worker)
     log.info("study done in %.1fs; %s", time.perf_counter() - t0, phases.line())
     tcfg = c.get("tracking", {})
     result = StudyResult(dataset, metrics, results, output_dir, run_ids, failures,
