@@ -145,3 +145,45 @@ def test_contender_ranking_equals_full_ranking(sizes: list[int], seed: int, k: i
                 np.testing.assert_allclose(part, full, rtol=0, atol=1e-12,
                                            err_msg=f"{m.display_name} top={top}")
                 assert np.array_equal(empty_part, empty_full)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=12), st.integers(0, 2**32 - 1),
+       st.sampled_from([None, 1, 3, 10]), st.sampled_from([0.0, 0.05, 0.5]))
+def test_relevant_rows_alone_give_the_sums_of_every_row(sizes: list[int], seed: int,
+                                                        k: int | None, dense: float) -> None:
+    """Without tie groups, AP, RR, precision, recall and the DCG family summed over the
+    relevant rows only (Ranking.positive) equal, bit for bit, the sums over every row;
+    a gain with gain(0) > 0 and level 0 keep the path over every row."""
+    from harness.metrics.kernels import Cache, compute
+    from harness.metrics.prepare import prepare
+    from harness.metrics.ranking import Ranking
+
+    rng = np.random.default_rng(seed)
+    n = int(sum(sizes))
+    labels = np.where(rng.random(n) < dense, rng.integers(1, 4, n), 0)
+    run = pd.DataFrame({"qid": np.repeat(np.arange(len(sizes)), sizes),
+                        "docid": [f"doc-{i:08d}" for i in range(n)],
+                        "score": rng.integers(0, 5, n).astype(float), "label": labels})
+    if not (labels > 0).any():
+        run.loc[0, "label"] = 1
+    prep = prepare(run, None)
+    metrics = [harness.Metric(name, k=k, ties=ties, gain=gain, ideal=ideal, level=level)
+               for name in ("dcg", "ndcg", "mndcg", "ap", "rr", "precision", "recall")
+               for ties in ("docid", "input") for gain in ("exp2", "linear", "rel + 1")
+               for ideal in ("judged", "retrieved") for level in (1, 2)
+               if gain == "exp2" or name in ("dcg", "ndcg", "mndcg")]
+    sparse_calls = []
+    original = Ranking.sparse
+    for m in metrics:
+        fast = compute(prep, m, Cache())
+        try:
+            Ranking.sparse = lambda self, k: False  # type: ignore[method-assign]
+            slow = compute(prep, m, Cache())
+        finally:
+            Ranking.sparse = original  # type: ignore[method-assign]
+        sparse_calls.append(original(prep.ranking(m.ties), m.k))
+        assert np.array_equal(fast[0], slow[0]), m.display_name  # exact, not close
+        assert np.array_equal(fast[1], slow[1])
+    if k is None:
+        assert all(sparse_calls)  # the relevant-rows path was taken

@@ -113,14 +113,16 @@ def compute(prep: Prepared, metric: Metric, cache: Cache, top: int | None = None
     if metric.name == "err":
         return _err(prep, metric, r, length)
     # binary metrics
-    rel = cache.get_or(("rel", id(r), metric.level),
-                       lambda: (r.label >= metric.level).astype(np.float64))
     judged_rel = prep.relevant_counts(metric.level)
     if metric.ideal == "judged" or metric.name in ("rr", "precision"):
         n_rel = judged_rel
     else:  # relevant among every retrieved document, not only the ranked contenders
         n_rel = np.bincount(prep.q, weights=prep.label >= metric.level, minlength=nq)
     empty = n_rel == 0
+    if metric.level > 0 and r.sparse(metric.k):
+        return _binary_sparse(prep, metric, r, n_rel), empty
+    rel = cache.get_or(("rel", id(r), metric.level),
+                       lambda: (r.label >= metric.level).astype(np.float64))
     if metric.name in ("precision", "recall"):
         hits = topk_sum(r, r.group_mean(rel), metric.k, nq)
         if metric.name == "recall":
@@ -134,6 +136,27 @@ def compute(prep: Prepared, metric: Metric, cache: Cache, top: int | None = None
         return ratio(topk_sum(r, _ap_terms(r, rel, before), metric.k, nq), n_rel), empty
     # rr: a cascade whose stop probability is the binary relevance
     return cascade(r, rel, r.n, metric.k, nq, binary=True, before=before), empty
+
+
+def _binary_sparse(prep: Prepared, metric: Metric, r: Ranking, n_rel: np.ndarray
+                   ) -> np.ndarray:
+    """Precision, recall, AP and RR of a ranking without tie groups, summed over its
+    relevant rows only (:meth:`Ranking.positive`): the same sums as over every row."""
+    nq = prep.n_queries
+    q, pos, _, before = r.positive(metric.level)  # before: relevant rows ranked above
+    if metric.k is not None:
+        inside = pos < metric.k
+        q, pos, before = q[inside], pos[inside], before[inside]
+    if metric.name in ("precision", "recall"):
+        hits = np.bincount(q, minlength=nq).astype(np.float64)
+        if metric.name == "recall":
+            return ratio(hits, n_rel)
+        den = np.full(nq, float(metric.k)) if metric.k is not None else prep.n_docs.astype(float)
+        return ratio(hits, den)
+    if metric.name == "ap":
+        return ratio(np.bincount(q, weights=(before + 1.0) / (pos + 1.0), minlength=nq), n_rel)
+    first = before == 0  # rr: the first relevant row of each query
+    return np.bincount(q[first], weights=1.0 / (pos[first] + 1.0), minlength=nq)
 
 
 def _check_top_grade(prep: Prepared, metric: Metric) -> None:
@@ -167,10 +190,17 @@ def _dcg_family(prep: Prepared, metric: Metric, r: Ranking, length: int,
                 cache: Cache) -> tuple[np.ndarray, np.ndarray]:
     nq = prep.n_queries
     disc = _discounts(metric, length, cache)
-    rows = r.head(metric.k)  # only the top k rows are touched
-    q, pos, grouped, labels = r.top(metric.k)
     unjudged = _unjudged_rows(prep, metric)
-    if r.gid is None:
+    if r.sparse(metric.k) and float(metric.gain_function()(np.zeros(1))[0]) == 0.0:
+        _gains(prep, metric, prep.label, cache, "run")  # validates every label's gain once
+        q, pos, labels, _ = r.positive(0.0)  # the rows of nonzero gain
+        gains = cache.get_or(("positive_gain", id(r), metric.gain),
+                             lambda: metric.gain_function()(labels))
+        if metric.k is not None:
+            inside = pos < metric.k
+            q, pos, gains = q[inside], pos[inside], gains[inside]
+    elif r.gid is None:
+        q, pos, grouped, labels = r.top(metric.k)  # only the top k rows are touched
         _gains(prep, metric, prep.label, cache, "run")  # validates every label's gain once
 
         def top_gains() -> np.ndarray:
@@ -179,6 +209,9 @@ def _dcg_family(prep: Prepared, metric: Metric, r: Ranking, length: int,
 
         gains = cache.get_or(("top_gain", id(r), metric.k, metric.gain), top_gains)
     else:
+        rows = r.head(metric.k)
+        q, pos, grouped, labels = r.top(metric.k)
+
         def group_means() -> np.ndarray:  # mean gain per tie group
             _gains(prep, metric, prep.label, cache, "run")  # validates every label's gain
             with np.errstate(over="ignore", invalid="ignore"):

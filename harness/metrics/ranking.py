@@ -41,6 +41,7 @@ class Ranking:
     gsize: np.ndarray | None = None
     _heads: dict[int, np.ndarray] = field(default_factory=dict)
     _tops: dict[int, tuple[np.ndarray, ...]] = field(default_factory=dict)
+    _positive: dict[float, tuple[np.ndarray, ...]] = field(default_factory=dict)
 
     @cached_property
     def label(self) -> np.ndarray:
@@ -67,6 +68,31 @@ class Ranking:
                 perm = self.perm[rows]
                 self._tops[key] = (self.q[rows], self.pos[rows], perm, self.grouped_label[perm])
         return self._tops[key]
+
+    def positive(self, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(query code, position, label, index within the query among these rows) of the
+        ranked rows with a label above 0 and at least ``level``, in ranked order.
+
+        Without tie groups these are the only rows that add anything to a binary measure at
+        a level above 0, or to a DCG whose gain of label 0 is 0: summing over them alone
+        gives the same sums, term for term (the other terms are exact zeros). On trec_eval
+        runs, where a few percent of the retrieved documents are relevant, that is most of
+        the work of AP, nDCG, recall and RR saved."""
+        if level not in self._positive:
+            label = self.label
+            keep = np.flatnonzero(label >= level if level > 0 else label > 0)
+            q = self.q[keep]
+            n = np.bincount(q, minlength=len(self.n))
+            index = np.arange(len(q), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
+            self._positive[level] = (q, self.pos[keep], label[keep], index)
+        return self._positive[level]
+
+    def sparse(self, k: int | None) -> bool:
+        """Whether summing over :meth:`positive` rows beats the top-``k`` rows: no tie
+        groups, and the top ``k`` holds most rows (or the positive rows are known)."""
+        if self.gid is not None:
+            return False
+        return k is None or bool(self._positive) or k * len(self.n) >= len(self.q) // 2
 
     def group_mean(self, values: np.ndarray) -> np.ndarray:
         """Per row, the mean of ``values`` over its tie group (identity without groups)."""
