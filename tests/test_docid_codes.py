@@ -150,6 +150,43 @@ def test_large_run_and_qrels_are_checked_for_duplicates_on_the_other_core() -> N
     assert "qrels" in str(info.value)
 
 
+def test_rankings_made_while_the_qrels_are_joined_equal_those_made_after(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With qrels, the full rankings are computed on the other core while the run is joined
+    to the qrels (labels filled in afterwards): the trec_eval set equals the one computed
+    all in one thread, and pytrec_eval's on the first queries."""
+    from harness.metrics import background
+
+    rng = np.random.default_rng(5)
+    n_q, per = 2500, 100
+    qids = np.repeat([f"query-{i:07d}" for i in range(n_q)], per)
+    docs = [f"doc-{i:09d}" for i in range(n_q * per)]
+    run = pd.DataFrame({"qid": pd.array(qids, dtype="str"), "docid": pd.array(docs, dtype="str"),
+                        "score": rng.normal(size=n_q * per).round(1)})
+    judged = rng.random(n_q * per) < 0.3
+    qrels = pd.DataFrame({"qid": qids[judged], "docid": np.asarray(docs)[judged],
+                          "label": rng.integers(-1, 3, int(judged.sum()))})
+    assert len(run) >= background.BACKGROUND_ROWS
+    metrics = [harness.Metric(name, k=k, convention="trec_eval") for name, k in (
+        ("ndcg", None), ("ndcg", 10), ("ap", None), ("rr", None), ("recall", 100),
+        ("precision", 10))]
+    threaded = harness.evaluate(run, qrels, metrics)
+    monkeypatch.setattr(background, "BACKGROUND_ROWS", 10**9)
+    inline = harness.evaluate(run, qrels, metrics)
+    pd.testing.assert_frame_equal(threaded, inline, check_exact=True)
+    first = run.head(20 * per)
+    evaluator = pytrec_eval.RelevanceEvaluator(
+        {q: dict(zip(g["docid"], g["label"].astype(int))) for q, g in qrels.groupby("qid")
+         if q in set(first["qid"])}, {"ndcg", "map", "recip_rank", "recall.100", "P.10"})
+    theirs = evaluator.evaluate({q: dict(zip(g["docid"], g["score"]))
+                                 for q, g in first.groupby("qid")})
+    for name, col in (("ndcg", 0), ("map", 2), ("recip_rank", 3), ("recall_100", 4),
+                      ("P_10", 5)):
+        ours = threaded[metrics[col].display_name]
+        for q, values in theirs.items():
+            assert abs(ours[q] - values[name]) < 1e-12, (name, q)
+
+
 def test_docid_tie_order_is_trec_evals_for_digits_case_and_non_ascii() -> None:
     """ties=docid orders tied documents by docid descending as trec_eval compares them
     (bytes; for UTF-8 the code-point order): checked against pytrec_eval on one query whose

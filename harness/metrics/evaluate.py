@@ -10,6 +10,7 @@ import pandas as pd
 
 from harness.errors import InputError, MetricDefinitionError
 from harness.metrics.definition import Metric, parse_metric
+from harness.metrics import measures
 from harness.metrics.kernels import Cache, compute
 from harness.metrics.prepare import prepare
 from harness.metrics.weighting import empty_mask, record_empty, weighted_mean
@@ -112,7 +113,8 @@ def evaluate(
     levels = {m.level for m in mlist if m.binary}
     level = levels.pop() if len(levels) == 1 else 1
     prep = prepare(run, qrels, level=level, nan_scores=nan_scores, missing=missing,
-                   negative_labels=negative_labels, max_label=top_label)
+                   negative_labels=negative_labels, max_label=top_label,
+                   rankings=lambda p: _full_rankings(mlist, p))
     cache = Cache()
     columns: dict[str, Any] = {
         "n_docs": prep.n_docs,
@@ -136,6 +138,14 @@ def evaluate(
     out.attrs["missing_qids"] = list(prep.missing_qids) if missing == "exclude" else []
     out.attrs["unjudged_qids"] = list(prep.unjudged_qids)
     return out
+
+
+def _full_rankings(metrics: list[Metric], prep: Any) -> list[tuple[str, int]]:
+    """The (tie rule, seed) of every ranking of all rows the metrics will ask for (those
+    not limited to the contenders of a top k)."""
+    tops = _contender_limits(metrics, prep)
+    return [(m.ties, m.seed) for m in metrics
+            if (m.ties, m.seed) not in tops or m.name in measures.NEEDS_JUDGED]
 
 
 def _contender_limits(metrics: list[Metric], prep: Any) -> dict[tuple[str, int], int]:

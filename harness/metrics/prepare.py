@@ -8,6 +8,8 @@ the same tie mode shares that order.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 import numpy as np
 import pandas as pd
 
@@ -48,8 +50,13 @@ def prepare(
     missing: str = "exclude",
     negative_labels: str = "error",
     max_label: float | None = None,
+    rankings: Callable[[Prepared], Iterable[tuple[str, int]]] | None = None,
 ) -> Prepared:
-    """Validate ``run`` (and ``qrels``) and lay them out as ragged per-query arrays."""
+    """Validate ``run`` (and ``qrels``) and lay them out as ragged per-query arrays.
+
+    ``rankings``: given the laid-out rows, the (tie rule, seed) rankings the caller will
+    ask for. With qrels they are computed on the other core while the run is joined to
+    the qrels (a ranking needs the scores and docids, not the labels)."""
     if nan_scores not in ("error", "last"):
         raise InputError(f"nan_scores must be 'error' or 'last', got {nan_scores!r}")
     if missing not in ("exclude", "zero"):
@@ -91,39 +98,17 @@ def prepare(
     n_run = len(run)
     pending = per_query = judged_per_query = None
     if qrels is not None:
-        rq, jq, quniq = joint_qid_codes(run_qid, j_qid)
-        both = pd.concat([run_doc, j_doc], ignore_index=True)
-        rd, jd, n_d, exact = joint_docid_codes(run_doc, j_doc, both)
-
-        def check_duplicates(rq: np.ndarray = rq, rd: np.ndarray = rd, jq: np.ndarray = jq,
-                             jd: np.ndarray = jd, n: int = len(quniq)) -> None:
-            # on the other core while metrics are computed (bound now: names are reused)
-            check_unique_pairs(run, "run", rq, rd, n, n_d, exact)
-            check_unique_pairs(qrels, "qrels", jq, jd, n, n_d, exact)
-
-        pending = background.start(check_duplicates, len(run) + len(qrels))
-        run_layout = None
+        rq, jq_all, quniq = joint_qid_codes(run_qid, j_qid)
         keep = j_label >= 0  # negative labels (negative_labels='unjudged') are unjudged
-        j_rows = np.arange(len(jq))
+        jq, j_rows = jq_all, np.arange(len(jq_all))
         # a query in the qrels is evaluated even when its judgments are all negative
         # (trec_eval scores it, 0 for every measure): it counts as judged
-        in_judged = np.bincount(jq, minlength=len(quniq)) > 0
+        in_judged = np.bincount(jq_all, minlength=len(quniq)) > 0
         if not keep.all():
-            jq, jd, j_label, j_rows = jq[keep], jd[keep], j_label[keep], j_rows[keep]
-        # label of each run row from the qrels (0 and unjudged where absent)
-        match = match_pairs(rq, rd, jq, jd, n_d, exact)
-        if match is not None and not exact and not same_docids(run_doc, j_doc, match,
-                                                                j_rows):
-            match = None  # two docids share a 64-bit hash: match on exact codes
-        if match is None:
-            dcodes, duniq = pd.factorize(both)
-            rd, jd = dcodes[:n_run], dcodes[n_run:][j_rows]
-            match = match_pairs(rq, rd, jq, jd, len(duniq))
-            assert match is not None  # exact codes below 2**62 never collide
-        hit, matched = match
-        r_label = np.where(hit, np.asarray(j_label)[matched], 0.0)
-        r_judged = hit
+            jq, j_label, j_rows = jq[keep], j_label[keep], j_rows[keep]
         in_run = np.bincount(rq, minlength=len(quniq)) > 0
+        r_label = r_judged = None  # joined below, once the rows are laid out
+        every_judgment = np.asarray(j_label, dtype=np.float64)  # of every query
     else:
         rq, quniq, per_query = factorize_qid(run_qid)
         laid_out = query_layout(rq, len(quniq), per_query)
@@ -172,12 +157,15 @@ def prepare(
         judged_q = remap[jq[jkeep]]
         judged_label = judged_label[jkeep]
     identity = len(row) == n_run and grouping is None
-    label = r_label if identity else r_label[row]
-    judged = r_judged if identity else r_judged[row]
-    every_judgment = np.asarray(j_label, dtype=np.float64)  # of all queries, evaluated or not
-    top = max(float(every_judgment.max()) if len(every_judgment) else 0.0,
-              float(label.max()) if len(label) else 0.0) if max_label is None \
-        else float(max_label)
+    if qrels is None:
+        label = r_label if identity else r_label[row]
+        judged = r_judged if identity else r_judged[row]
+        every_judgment = np.asarray(j_label, dtype=np.float64)
+        top = max(float(every_judgment.max()) if len(every_judgment) else 0.0,
+                  float(label.max()) if len(label) else 0.0)
+    else:  # filled in place by the join below; a run row's label is a judgment or 0
+        label, judged = np.zeros(len(row)), np.zeros(len(row), dtype=bool)
+        top = max(float(every_judgment.max()) if len(every_judgment) else 0.0, 0.0)
     prepared = Prepared(
         qids=pd.Index(np.asarray(quniq)[evaluated], name="qid"),
         q=q,
@@ -194,10 +182,52 @@ def prepare(
         else np.bincount(judged_q, minlength=nq),
         missing_qids=pd.Index(np.asarray(quniq)[in_judged & ~in_run], name="qid"),
         unjudged_qids=pd.Index(np.asarray(quniq)[in_run & ~in_judged], name="qid"),
-        max_label=top,
+        max_label=top if max_label is None else float(max_label),
         judged=judged,
     )
+    if qrels is not None:
+        if rankings is not None:  # ranked on the other core while the docids are joined
+            prepared.rank_early(rankings(prepared))
+        pending = _join_labels(run, qrels, run_doc, j_doc, rq, jq_all, jq, j_rows, j_label,
+                               len(quniq), row if not identity else None, label, judged)
     if identity and qrels is None:  # the duplicate check laid out these very rows
         prepared.__dict__["layout"], prepared.__dict__["pos"] = run_layout
     prepared.pending = pending
     return prepared
+
+
+def _join_labels(run: pd.DataFrame, qrels: pd.DataFrame, run_doc: pd.Series,
+                 j_doc: pd.Series, rq: np.ndarray, jq_all: np.ndarray, jq: np.ndarray,
+                 j_rows: np.ndarray, j_label: np.ndarray, n_queries: int,
+                 row: np.ndarray | None, label: np.ndarray, judged: np.ndarray
+                 ) -> background.Future[None] | None:
+    """Join the run to the qrels on (query, docid): each grouped row's label (0 where
+    unjudged) and whether it is judged are written into ``label`` and ``judged`` (``row``:
+    the run row of each grouped row, None when they are the run's rows). ``jq``, ``j_rows``
+    and ``j_label``: the qrels rows that judge (``jq_all``: every row). Starts the
+    duplicate check of both tables on the other core and returns its future."""
+    n_run = len(run_doc)
+    both = pd.concat([run_doc, j_doc], ignore_index=True)
+    rd, jd_all, n_d, exact = joint_docid_codes(run_doc, j_doc, both)
+
+    def check_duplicates() -> None:  # on the other core while metrics are computed
+        check_unique_pairs(run, "run", rq, rd, n_queries, n_d, exact)
+        check_unique_pairs(qrels, "qrels", jq_all, jd_all, n_queries, n_d, exact)
+
+    pending = background.start(check_duplicates, len(run) + len(qrels))
+    jd = jd_all if len(j_rows) == len(jd_all) else jd_all[j_rows]
+    match = match_pairs(rq, rd, jq, jd, n_d, exact)
+    if match is not None and not exact and not same_docids(run_doc, j_doc, match, j_rows):
+        match = None  # two docids share a 64-bit hash: match on exact codes
+    if match is None:
+        dcodes, duniq = pd.factorize(both)
+        match = match_pairs(rq, dcodes[:n_run], jq, dcodes[n_run:][j_rows], len(duniq))
+        assert match is not None  # exact codes below 2**62 never collide
+    hit, matched = match
+    r_label = np.where(hit, np.asarray(j_label, dtype=np.float64)[matched], 0.0)
+    if row is None:
+        label[:], judged[:] = r_label, hit
+    else:
+        np.take(r_label, row, out=label)
+        np.take(hit, row, out=judged)
+    return pending

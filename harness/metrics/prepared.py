@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -48,11 +49,48 @@ class Prepared:
     _relevant: dict[int, np.ndarray] = field(default_factory=dict)
     pending: Any = None  # a validation still running on the other core (see wait())
     judged: np.ndarray | None = None  # per grouped row: is its document judged (bpref, Judged)
+    early: Any = None  # rankings computed on the other core (see rank_early())
 
     def wait(self) -> None:
         """Return once every validation of the input is done; raise its error, if any."""
-        pending, self.pending = self.pending, None
-        background.wait(pending)
+        try:
+            self._adopt()
+        finally:
+            pending, self.pending = self.pending, None
+            background.wait(pending)
+
+    #: Tie rules whose ranking reads no label: they may be computed before the labels.
+    LABEL_FREE = ("average", "docid", "input", "random")
+
+    def rank_early(self, keys: Iterable[tuple[str, int]]) -> None:
+        """Start computing the full rankings ``keys`` ((tie rule, seed), label-free rules
+        only) on the other core, on a twin of these rows, while this thread fills in the
+        labels; the first :meth:`ranking` takes them over (:meth:`_adopt`)."""
+        keys = [k for k in dict.fromkeys(keys) if k[0] in self.LABEL_FREE]
+        if not keys:
+            return
+        twin = replace(self, _rankings={}, _contenders={}, _relevant={}, pending=None)
+
+        def rank_all() -> Prepared:
+            for ties, seed in keys:
+                twin.ranking(ties, seed)
+            return twin
+
+        self.early = background.start_value(rank_all, len(self.q))
+
+    def _adopt(self) -> None:
+        """Take over the rankings (and layout) :meth:`rank_early` computed, once done. The
+        twin shares every array with these rows, labels included, which were filled in
+        place meanwhile."""
+        early, self.early = self.early, None
+        if early is None:
+            return
+        twin = early.result()
+        for name in ("layout", "pos", "float32"):
+            if name in twin.__dict__ and name not in self.__dict__:
+                self.__dict__[name] = twin.__dict__[name]
+        for key, ranking in twin._rankings.items():
+            self._rankings.setdefault(key, ranking)
 
     @property
     def n_queries(self) -> int:
@@ -103,6 +141,8 @@ class Prepared:
         """Rows ranked under a tie rule. With ``top``, only the rows that can reach the top
         ``top`` positions are ranked (see :meth:`contenders`): exact for every metric cut at
         ``k <= top``, for every tie rule."""
+        if self.early is not None:
+            self._adopt()
         if ties == "docid" and self.float32 is not self:  # trec_eval compares float32
             return self.float32.ranking(ties, seed, top)
         if top is not None and ties not in QUICKSORT_RULES:  # there, every row moves ties
@@ -136,6 +176,8 @@ class Prepared:
         so the rows kept are a superset of the exact selection (each ranked exactly later),
         for half the memory.
         """
+        if self.early is not None:
+            self._adopt()
         if top in self._contenders:
             return self._contenders[top]
         with np.errstate(over="ignore"):  # beyond float32's range: +-inf, still in order
