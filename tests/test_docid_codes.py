@@ -131,13 +131,19 @@ def test_a_large_run_is_checked_for_duplicates_on_the_other_core(
     assert f"row {len(bad) - 1}" in str(info.value) or f"row {len(bad) - 2}" in str(info.value)
 
 
-def test_large_run_and_qrels_are_checked_for_duplicates_on_the_other_core() -> None:
-    rng = np.random.default_rng(4)
-    n_q, per = 2000, 100
+def _large_run(rng: np.random.Generator, n_q: int, per: int
+               ) -> tuple[pd.DataFrame, np.ndarray, list[str]]:
+    """A run of ``n_q`` queries of ``per`` documents, text ids, scores with ties."""
     qids = np.repeat([f"query-{i:07d}" for i in range(n_q)], per)
     docs = [f"doc-{i:09d}" for i in range(n_q * per)]
     run = pd.DataFrame({"qid": pd.array(qids, dtype="str"), "docid": pd.array(docs, dtype="str"),
                         "score": rng.normal(size=n_q * per).round(1)})
+    return run, qids, docs
+
+
+def test_large_run_and_qrels_are_checked_for_duplicates_on_the_other_core() -> None:
+    rng = np.random.default_rng(4)
+    run, qids, docs = _large_run(rng, 2000, 100)
     qrels = pd.DataFrame({"qid": qids[::3], "docid": docs[::3],
                           "label": rng.integers(-1, 3, len(docs[::3]))})
     metrics = [harness.Metric(m, k=10, convention="trec_eval") for m in ("ndcg", "ap")]
@@ -158,12 +164,9 @@ def test_rankings_made_while_the_qrels_are_joined_equal_those_made_after(
     from harness.metrics import background
 
     rng = np.random.default_rng(5)
-    n_q, per = 2500, 100
-    qids = np.repeat([f"query-{i:07d}" for i in range(n_q)], per)
-    docs = [f"doc-{i:09d}" for i in range(n_q * per)]
-    run = pd.DataFrame({"qid": pd.array(qids, dtype="str"), "docid": pd.array(docs, dtype="str"),
-                        "score": rng.normal(size=n_q * per).round(1)})
-    judged = rng.random(n_q * per) < 0.3
+    per = 100
+    run, qids, docs = _large_run(rng, 2500, per)
+    judged = rng.random(len(run)) < 0.3
     qrels = pd.DataFrame({"qid": qids[judged], "docid": np.asarray(docs)[judged],
                           "label": rng.integers(-1, 3, int(judged.sum()))})
     assert len(run) >= background.BACKGROUND_ROWS
