@@ -146,19 +146,25 @@ def _arrow_string_hash(docid: pd.Series) -> tuple[np.ndarray, bool] | None:
     words = -(-longest // 8)
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0,
                                                                                       np.uint8)
+    data = data[int(offsets[0]): int(offsets[-1])]
     if longest > 8 and int(lengths.min()) == longest:  # one length: rows of a byte matrix
-        return _fixed_width_hash(data[int(offsets[0]): int(offsets[-1])], longest), False
-    padded = np.zeros(int(offsets[-1]) + 8 * words + 8, dtype=np.uint8)
-    padded[: int(offsets[-1]) - int(offsets[0])] = data[int(offsets[0]): int(offsets[-1])]
-    window = np.ndarray(shape=(len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
+        return _fixed_width_hash(data, longest), False
     start = offsets[:-1] - offsets[0]
+    shortest = int(lengths.min()) if len(lengths) else 0
+    if longest <= 8 or shortest < 8:  # a word may run past the data's end: pad it
+        padded = np.zeros(len(data) + 8 * words + 8, dtype=np.uint8)
+        padded[: len(data)] = data
+    else:  # every read below stays inside its own string
+        padded = data
+    window = np.ndarray(shape=(max(len(padded) - 7, 0),), dtype="<u8", buffer=padded,
+                        strides=(1,))
     if longest <= 8:
         left = lengths.astype(np.uint64)
         full = np.uint64(0xFFFFFFFFFFFFFFFF)
         shift = np.minimum(left, np.uint64(7)) * np.uint64(8)
         mask = np.where(left >= 8, full, (np.uint64(1) << shift) - np.uint64(1))
         word = window[start] & mask
-        if padded[: int(offsets[-1]) - int(offsets[0])].all():  # no NUL byte
+        if data.all():  # no NUL byte
             # exact: without NUL bytes a string is its zero-padded bytes (and never the
             # int64-max padding of the duplicate check: UTF-8 has no 0xFF byte)
             return word.view(np.int64), True
@@ -169,23 +175,29 @@ def _arrow_string_hash(docid: pd.Series) -> tuple[np.ndarray, bool] | None:
     # string's end and no word needs a mask; strings under 8 bytes are one masked word.
     # A string mixes in its own number of words only, so its hash does not depend on the
     # other strings of the column (a run and its qrels, hashed apart, agree)
-    h = lengths.astype(np.uint64) * _MIX
-    short = lengths < 8
+    h = lengths.astype(np.uint64)
+    h *= _MIX
     short_mask = None
-    if short.any():
+    if shortest < 8:
         shift = lengths.clip(0, 7).astype(np.uint64) * np.uint64(8)
-        short_mask = np.where(short, (np.uint64(1) << shift) - np.uint64(1),
+        short_mask = np.where(lengths < 8, (np.uint64(1) << shift) - np.uint64(1),
                               np.uint64(0xFFFFFFFFFFFFFFFF))
-    last = np.maximum(start + lengths - 8, start)
+    last = start + lengths
+    last -= 8
+    np.maximum(last, start, out=last)
     with np.errstate(over="ignore"):
         for j in range(words):
-            word = window[np.minimum(start + 8 * j, last)]
+            # word j of a string is at 8j, its last word at ``last`` (every string that
+            # has a last word j = words - 1 ends within 8 bytes of 8j)
+            word = window[start if j == 0 else last if j == words - 1 else
+                          np.minimum(start + 8 * j, last)]
             if short_mask is not None and j == 0:
                 word &= short_mask
-            mixed = h ^ word
-            mixed *= _MIX
+            word ^= h
+            word *= _MIX
+            mixed = word
             mixed ^= mixed >> np.uint64(29)
-            h = mixed if j == 0 else np.where(lengths > 8 * j, mixed, h)
+            h = mixed if j == 0 or shortest > 8 * j else np.where(lengths > 8 * j, mixed, h)
     return h.view(np.int64), False
 
 
