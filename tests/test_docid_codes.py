@@ -224,3 +224,20 @@ def test_qrels_with_longer_docids_than_the_run_join_as_pytrec_eval() -> None:
         ours = harness.evaluate(r, j, METRICS)[[m.display_name for m in METRICS]]
         theirs = _pytrec(run, qrels).loc[ours.index]
         np.testing.assert_allclose(ours.to_numpy(), theirs.to_numpy(), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("docid", ["d2", 2])
+def test_a_repeated_judgment_is_refused_even_when_one_of_them_is_negative(docid: object
+                                                                         ) -> None:
+    """The join's unique keys stand in for the qrels' duplicate check: every qrels row
+    counts, those with a negative label (unjudged under trec_eval) too."""
+    docs = ["d1", "d2", "d3"] if isinstance(docid, str) else [1, 2, 3]
+    run = pd.DataFrame({"qid": ["q1"] * 3, "docid": docs, "score": [3.0, 2.0, 1.0]})
+    qrels = pd.DataFrame({"qid": ["q1", "q1", "q1"], "docid": [docs[0], docid, docid],
+                          "label": [1, -1, 2]})
+    with pytest.raises(InputError, match="duplicate") as info:
+        harness.evaluate(run, qrels, [harness.Metric("ap", convention="trec_eval")])
+    assert "qrels" in str(info.value) and "row 2" in str(info.value)
+    unique = qrels.drop(index=1)
+    value = harness.evaluate(run, unique, [harness.Metric("ap", convention="trec_eval")])
+    assert value.iloc[0, -1] == pytest.approx((1 / 1 + 2 / 2) / 2)

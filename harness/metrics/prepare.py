@@ -100,12 +100,13 @@ def prepare(
     if qrels is not None:
         rq, jq_all, quniq = joint_qid_codes(run_qid, j_qid)
         keep = j_label >= 0  # negative labels (negative_labels='unjudged') are unjudged
-        jq, j_rows = jq_all, np.arange(len(jq_all))
+        j_label_all = j_label
+        jq = jq_all
         # a query in the qrels is evaluated even when its judgments are all negative
         # (trec_eval scores it, 0 for every measure): it counts as judged
         in_judged = np.bincount(jq_all, minlength=len(quniq)) > 0
         if not keep.all():
-            jq, j_label, j_rows = jq[keep], j_label[keep], j_rows[keep]
+            jq, j_label = jq[keep], j_label[keep]
         in_run = np.bincount(rq, minlength=len(quniq)) > 0
         r_label = r_judged = None  # joined below, once the rows are laid out
         every_judgment = np.asarray(j_label, dtype=np.float64)  # of every query
@@ -188,8 +189,9 @@ def prepare(
     if qrels is not None:
         if rankings is not None:  # ranked on the other core while the docids are joined
             prepared.rank_early(rankings(prepared))
-        pending = _join_labels(run, qrels, run_doc, j_doc, rq, jq_all, jq, j_rows, j_label,
-                               len(quniq), row if not identity else None, label, judged)
+        pending = _join_labels(run, qrels, run_doc, j_doc, rq, jq_all, j_label_all,
+                               None if keep.all() else keep, len(quniq),
+                               row if not identity else None, label, judged)
     if identity and qrels is None:  # the duplicate check laid out these very rows
         prepared.__dict__["layout"], prepared.__dict__["pos"] = run_layout
     prepared.pending = pending
@@ -197,33 +199,38 @@ def prepare(
 
 
 def _join_labels(run: pd.DataFrame, qrels: pd.DataFrame, run_doc: pd.Series,
-                 j_doc: pd.Series, rq: np.ndarray, jq_all: np.ndarray, jq: np.ndarray,
-                 j_rows: np.ndarray, j_label: np.ndarray, n_queries: int,
-                 row: np.ndarray | None, label: np.ndarray, judged: np.ndarray
-                 ) -> background.Future[None] | None:
+                 j_doc: pd.Series, rq: np.ndarray, jq: np.ndarray, j_label: np.ndarray,
+                 keep: np.ndarray | None, n_queries: int, row: np.ndarray | None,
+                 label: np.ndarray, judged: np.ndarray) -> background.Future[None] | None:
     """Join the run to the qrels on (query, docid): each grouped row's label (0 where
     unjudged) and whether it is judged are written into ``label`` and ``judged`` (``row``:
-    the run row of each grouped row, None when they are the run's rows). ``jq``, ``j_rows``
-    and ``j_label``: the qrels rows that judge (``jq_all``: every row). Starts the
-    duplicate check of both tables on the other core and returns its future."""
+    the run row of each grouped row, None when they are the run's rows). ``keep``: the
+    qrels rows that judge (None: all). Starts the run's duplicate check on the other core
+    and returns its future.
+
+    The qrels need no check of their own: the join's keys hold the query exactly and the
+    docid's code, so unique keys mean unique (qid, docid) pairs; only when two keys are
+    equal is the exact check run (a duplicate, or two docids sharing a hash)."""
     n_run = len(run_doc)
     both = pd.concat([run_doc, j_doc], ignore_index=True)
-    rd, jd_all, n_d, exact = joint_docid_codes(run_doc, j_doc, both)
+    rd, jd, n_d, exact = joint_docid_codes(run_doc, j_doc, both)
 
     def check_duplicates() -> None:  # on the other core while metrics are computed
         check_unique_pairs(run, "run", rq, rd, n_queries, n_d, exact)
-        check_unique_pairs(qrels, "qrels", jq_all, jd_all, n_queries, n_d, exact)
 
-    pending = background.start(check_duplicates, len(run) + len(qrels))
-    jd = jd_all if len(j_rows) == len(jd_all) else jd_all[j_rows]
+    pending = background.start(check_duplicates, len(run))
+    every = np.arange(len(jq))
     match = match_pairs(rq, rd, jq, jd, n_d, exact)
-    if match is not None and not exact and not same_docids(run_doc, j_doc, match, j_rows):
+    if match is not None and not exact and not same_docids(run_doc, j_doc, match, every):
         match = None  # two docids share a 64-bit hash: match on exact codes
     if match is None:
+        check_unique_pairs(qrels, "qrels", jq, jd, n_queries, n_d, exact)
         dcodes, duniq = pd.factorize(both)
-        match = match_pairs(rq, dcodes[:n_run], jq, dcodes[n_run:][j_rows], len(duniq))
-        assert match is not None  # exact codes below 2**62 never collide
+        match = match_pairs(rq, dcodes[:n_run], jq, dcodes[n_run:], len(duniq))
+        assert match is not None  # unique pairs of exact codes below 2**62 never collide
     hit, matched = match
+    if keep is not None:  # a negative label (negative_labels='unjudged') judges nothing
+        hit &= keep[matched]
     r_label = np.where(hit, np.asarray(j_label, dtype=np.float64)[matched], 0.0)
     if row is None:
         label[:], judged[:] = r_label, hit
