@@ -5,6 +5,8 @@ joined to its qrels on (query, docid) codes, and the duplicate (qid, docid) chec
 from __future__ import annotations
 
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -73,7 +75,7 @@ def _grouped_text_codes(qid: pd.Series
     if array is None or len(qid) < 2 or not pa.types.is_string(array.type) and \
             not pa.types.is_large_string(array.type):
         return None
-    array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    array = _one_chunk(array)
     if array.null_count:
         return None
     change = pc.not_equal(array[1:], array[:-1]).to_numpy(zero_copy_only=False)
@@ -87,6 +89,16 @@ def _grouped_text_codes(qid: pd.Series
     counts = np.diff(np.append(first, len(qid)))
     return (np.repeat(rank, counts), np.asarray(heads.take(pa.array(order)).to_pylist(),
                                                 dtype=object), counts[order])
+
+
+def _one_chunk(array: Any) -> Any:
+    """An Arrow array in one piece: a chunked array's only chunk as it is (combining
+    copies even one chunk), else its chunks combined."""
+    import pyarrow as pa
+
+    if not isinstance(array, pa.ChunkedArray):
+        return array
+    return array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()
 
 
 def docid_codes(docid: pd.Series) -> tuple[np.ndarray, int, bool]:
@@ -130,8 +142,7 @@ def _arrow_string_hash(docid: pd.Series) -> tuple[np.ndarray, bool] | None:
         arr = pa.array(docid)
     except (TypeError, pa.ArrowException):
         return None
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
+    arr = _one_chunk(arr)
     if arr.null_count or not (pa.types.is_string(arr.type) or pa.types.is_large_string(
             arr.type)):
         return None
@@ -272,7 +283,8 @@ def _duplicates(q: np.ndarray, d: np.ndarray, n_docs: int) -> np.ndarray:
 
 def match_pairs(rq: np.ndarray, rd: np.ndarray, jq: np.ndarray, jd: np.ndarray, n_d: int,
                  exact: bool = True) -> tuple[np.ndarray, np.ndarray] | None:
-    """For each run row, whether its (query, docid) codes are a qrels row's, and which.
+    """For each run row, whether its (query, docid) codes are a qrels row's, and which (-1:
+    none).
 
     Exact codes with a known range are joined on ``q * n_d + d``. Hashes (``exact`` False)
     are joined on the query code in the top bits and the hash's top bits below it: pairs
@@ -304,21 +316,20 @@ def match_pairs(rq: np.ndarray, rd: np.ndarray, jq: np.ndarray, jd: np.ndarray, 
         return None
     position = index.get_indexer(rkey)  # a hash join; -1 where the run row is unjudged
     hit = position >= 0
-    matched = np.where(hit, position, 0)
-    if not checked and ((jq[matched[hit]] != rq[hit]).any()
-                        or (jd[matched[hit]] != rd[hit]).any()):
+    if not checked and ((jq[position[hit]] != rq[hit]).any()
+                        or (jd[position[hit]] != rd[hit]).any()):
         return None
-    return hit, matched
+    return hit, position
 
 
 def same_docids(run_doc: pd.Series, j_doc: pd.Series,
                  match: tuple[np.ndarray, np.ndarray], j_rows: np.ndarray) -> bool:
     """Whether every run docid joined to a qrels docid by hash is that very string."""
-    hit, matched = match
+    hit, position = match
     rows = np.flatnonzero(hit)
     import pyarrow as pa
     import pyarrow.compute as pc
 
     ours = pa.array(run_doc.take(rows))
-    theirs = pa.array(j_doc.take(j_rows[matched[rows]]))
+    theirs = pa.array(j_doc.take(j_rows[position[rows]]))
     return len(ours) == 0 or bool(pc.all(pc.equal(ours, theirs)).as_py())

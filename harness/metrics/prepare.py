@@ -228,10 +228,12 @@ def _join_labels(run: pd.DataFrame, qrels: pd.DataFrame, run_doc: pd.Series,
         dcodes, duniq = pd.factorize(both)
         match = match_pairs(rq, dcodes[:n_run], jq, dcodes[n_run:], len(duniq))
         assert match is not None  # unique pairs of exact codes below 2**62 never collide
-    hit, matched = match
+    hit, position = match  # position -1: no judgment, read as the last of these
+    labels = np.append(np.asarray(j_label, dtype=np.float64), 0.0)
     if keep is not None:  # a negative label (negative_labels='unjudged') judges nothing
-        hit &= keep[matched]
-    r_label = np.where(hit, np.asarray(j_label, dtype=np.float64)[matched], 0.0)
+        hit = np.append(keep, False)[position]
+        labels[:-1][~keep] = 0.0
+    r_label = labels[position]
     if row is None:
         label[:], judged[:] = r_label, hit
     else:
