@@ -149,7 +149,7 @@ def _arrow_string_hash(docid: pd.Series) -> tuple[np.ndarray, bool] | None:
     _, off_buf, data_buf = arr.buffers()
     off_type = np.int64 if pa.types.is_large_string(arr.type) else np.int32
     offsets = np.frombuffer(off_buf, dtype=off_type)[arr.offset: arr.offset + len(arr) + 1]
-    offsets = offsets.astype(np.int64)
+    offsets = offsets.astype(np.int64, copy=False)
     lengths = np.diff(offsets)
     longest = int(lengths.max()) if len(lengths) else 0
     if longest > 256:
@@ -160,7 +160,7 @@ def _arrow_string_hash(docid: pd.Series) -> tuple[np.ndarray, bool] | None:
     data = data[int(offsets[0]): int(offsets[-1])]
     if longest > 8 and int(lengths.min()) == longest:  # one length: rows of a byte matrix
         return _fixed_width_hash(data, longest), False
-    start = offsets[:-1] - offsets[0]
+    start = offsets[:-1] - offsets[0] if offsets[0] else offsets[:-1]
     shortest = int(lengths.min()) if len(lengths) else 0
     if longest <= 8 or shortest < 8:  # a word may run past the data's end: pad it
         padded = np.zeros(len(data) + 8 * words + 8, dtype=np.uint8)
@@ -186,6 +186,7 @@ def _arrow_string_hash(docid: pd.Series) -> tuple[np.ndarray, bool] | None:
     # string's end and no word needs a mask; strings under 8 bytes are one masked word.
     # A string mixes in its own number of words only, so its hash does not depend on the
     # other strings of the column (a run and its qrels, hashed apart, agree)
+    # few arrays of the column's length, updated in place: each new one costs page faults
     h = lengths.astype(np.uint64)
     h *= _MIX
     short_mask = None
@@ -193,9 +194,10 @@ def _arrow_string_hash(docid: pd.Series) -> tuple[np.ndarray, bool] | None:
         shift = lengths.clip(0, 7).astype(np.uint64) * np.uint64(8)
         short_mask = np.where(lengths < 8, (np.uint64(1) << shift) - np.uint64(1),
                               np.uint64(0xFFFFFFFFFFFFFFFF))
-    last = start + lengths
-    last -= 8
-    np.maximum(last, start, out=last)
+    last = offsets[1:] - (offsets[0] + 8)  # start + length - 8
+    if shortest < 8:
+        np.maximum(last, start, out=last)
+    shifted = np.empty_like(h)
     with np.errstate(over="ignore"):
         for j in range(words):
             # word j of a string is at 8j, its last word at ``last`` (every string that
@@ -206,9 +208,12 @@ def _arrow_string_hash(docid: pd.Series) -> tuple[np.ndarray, bool] | None:
                 word &= short_mask
             word ^= h
             word *= _MIX
-            mixed = word
-            mixed ^= mixed >> np.uint64(29)
-            h = mixed if j == 0 or shortest > 8 * j else np.where(lengths > 8 * j, mixed, h)
+            np.right_shift(word, np.uint64(29), out=shifted)
+            word ^= shifted
+            if j == 0 or shortest > 8 * j:
+                h = word
+            else:
+                np.copyto(h, word, where=lengths > 8 * j)
     return h.view(np.int64), False
 
 
