@@ -32,12 +32,16 @@ def joint_qid_codes(run_qid: pd.Series, j_qid: pd.Series
     return codes[:split][run_coded[0]], codes[split:][j_coded[0]], np.asarray(uniques)
 
 
-def joint_docid_codes(run_doc: pd.Series, j_doc: pd.Series, both: pd.Series
-                       ) -> tuple[np.ndarray, np.ndarray, int, bool]:
+def joint_docid_codes(run_doc: pd.Series, j_doc: pd.Series, both: pd.Series,
+                      run_hashed: tuple[np.ndarray, bool] | None | str = "compute"
+                      ) -> tuple[np.ndarray, np.ndarray, int, bool]:
     """Docid codes of the run and the qrels that agree between them: (run codes, qrels
     codes, code range, exact). Text columns are hashed each in place when both get the
-    64-bit hash; otherwise ``both`` (the two columns concatenated) is coded at once."""
-    hashed = _arrow_string_hash(run_doc), _arrow_string_hash(j_doc)
+    64-bit hash; otherwise ``both`` (the two columns concatenated) is coded at once.
+    ``run_hashed``: the run's :func:`_arrow_string_hash`, when already computed."""
+    if isinstance(run_hashed, str):
+        run_hashed = _arrow_string_hash(run_doc)
+    hashed = run_hashed, _arrow_string_hash(j_doc)
     if all(h is not None and not h[1] for h in hashed):
         return hashed[0][0], hashed[1][0], 0, False  # type: ignore[index]
     codes, n_d, exact = docid_codes(both)

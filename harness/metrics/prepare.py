@@ -9,6 +9,7 @@ the same tie mode shares that order.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,7 @@ import pandas as pd
 from harness.errors import InputError
 from harness.metrics import background
 from harness.metrics.ids import (
+    _arrow_string_hash,
     check_unique_pairs,
     docid_codes,
     factorize_qid,
@@ -71,10 +73,12 @@ def prepare(
             "run has a 'label' column and qrels were given too; pass one source of labels",
             table="run", column="label")
     check_keys(run, "run")
-    # without qrels the docid codes serve only the duplicate check: they are computed on
-    # the other core from here on, while the scores, labels and qids are checked
-    run_codes = None if qrels is not None else background.start_value(
-        lambda: docid_codes(run["docid"]), len(run))
+    # the run's docid codes (for the duplicate check; with qrels, for the join too) are
+    # computed on the other core from here on, while the scores, labels and qids are checked
+    docids = run["docid"]
+    run_codes = background.start_value(
+        (lambda: docid_codes(docids)) if qrels is None else
+        (lambda: _arrow_string_hash(docids)), len(run))
     score = numeric(run, "score", "run")
     nan = np.isnan(score)
     if nan_scores == "error":
@@ -189,7 +193,7 @@ def prepare(
     if qrels is not None:
         if rankings is not None:  # ranked on the other core while the docids are joined
             prepared.rank_early(rankings(prepared))
-        pending = _join_labels(run, qrels, run_doc, j_doc, rq, jq_all, j_label_all,
+        pending = _join_labels(run, qrels, run_doc, j_doc, run_codes, rq, jq_all, j_label_all,
                                None if keep.all() else keep, len(quniq),
                                row if not identity else None, label, judged)
     if identity and qrels is None:  # the duplicate check laid out these very rows
@@ -199,12 +203,14 @@ def prepare(
 
 
 def _join_labels(run: pd.DataFrame, qrels: pd.DataFrame, run_doc: pd.Series,
-                 j_doc: pd.Series, rq: np.ndarray, jq: np.ndarray, j_label: np.ndarray,
+                 j_doc: pd.Series, run_hash: background.Future[Any], rq: np.ndarray,
+                 jq: np.ndarray, j_label: np.ndarray,
                  keep: np.ndarray | None, n_queries: int, row: np.ndarray | None,
                  label: np.ndarray, judged: np.ndarray) -> background.Future[None] | None:
     """Join the run to the qrels on (query, docid): each grouped row's label (0 where
     unjudged) and whether it is judged are written into ``label`` and ``judged`` (``row``:
-    the run row of each grouped row, None when they are the run's rows). ``keep``: the
+    the run row of each grouped row, None when they are the run's rows). ``run_hash``: the
+    run's docids hashed as they are (the same strings as ``run_doc`` when text). ``keep``: the
     qrels rows that judge (None: all). Starts the run's duplicate check on the other core
     and returns its future.
 
@@ -213,7 +219,7 @@ def _join_labels(run: pd.DataFrame, qrels: pd.DataFrame, run_doc: pd.Series,
     equal is the exact check run (a duplicate, or two docids sharing a hash)."""
     n_run = len(run_doc)
     both = pd.concat([run_doc, j_doc], ignore_index=True)
-    rd, jd, n_d, exact = joint_docid_codes(run_doc, j_doc, both)
+    rd, jd, n_d, exact = joint_docid_codes(run_doc, j_doc, both, run_hash.result())
 
     def check_duplicates() -> None:  # on the other core while metrics are computed
         check_unique_pairs(run, "run", rq, rd, n_queries, n_d, exact)
