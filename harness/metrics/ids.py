@@ -14,7 +14,7 @@ from harness.errors import InputError, plain
 from harness.metrics.segments import Layout, duplicate_within, group_by_query
 
 __all__ = ["joint_qid_codes", "joint_docid_codes", "factorize_qid", "docid_codes",
-           "match_pairs", "same_docids", "query_layout", "check_unique_pairs"]
+           "match_pairs", "same_docids", "query_layout", "check_unique_pairs", "text_hash"]
 
 def joint_qid_codes(run_qid: pd.Series, j_qid: pd.Series
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -93,6 +93,12 @@ def _grouped_text_codes(qid: pd.Series
     counts = np.diff(np.append(first, len(qid)))
     return (np.repeat(rank, counts), np.asarray(heads.take(pa.array(order)).to_pylist(),
                                                 dtype=object), counts[order])
+
+
+def text_hash(docid: pd.Series) -> tuple[np.ndarray, bool] | None:
+    """The codes :func:`joint_docid_codes` gives a text column (``run_hashed``), or None
+    when it is not Arrow-backed text."""
+    return _arrow_string_hash(docid)
 
 
 def _one_chunk(array: Any) -> Any:
@@ -339,6 +345,6 @@ def same_docids(run_doc: pd.Series, j_doc: pd.Series,
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    ours = pa.array(run_doc.take(rows))
-    theirs = pa.array(j_doc.take(j_rows[position[rows]]))
+    ours = _one_chunk(pa.array(run_doc)).take(pa.array(rows))
+    theirs = _one_chunk(pa.array(j_doc)).take(pa.array(j_rows[position[rows]]))
     return len(ours) == 0 or bool(pc.all(pc.equal(ours, theirs)).as_py())

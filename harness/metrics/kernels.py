@@ -119,7 +119,7 @@ def compute(prep: Prepared, metric: Metric, cache: Cache, top: int | None = None
     else:  # relevant among every retrieved document, not only the ranked contenders
         n_rel = np.bincount(prep.q, weights=prep.label >= metric.level, minlength=nq)
     empty = n_rel == 0
-    if metric.level > 0 and r.sparse(metric.k):
+    if metric.level > 0 and r.sparse():
         return _binary_sparse(prep, metric, r, n_rel), empty
     rel = cache.get_or(("rel", id(r), metric.level),
                        lambda: (r.label >= metric.level).astype(np.float64))
@@ -191,7 +191,7 @@ def _dcg_family(prep: Prepared, metric: Metric, r: Ranking, length: int,
     nq = prep.n_queries
     disc = _discounts(metric, length, cache)
     unjudged = _unjudged_rows(prep, metric)
-    if r.sparse(metric.k) and float(metric.gain_function()(np.zeros(1))[0]) == 0.0:
+    if r.sparse() and float(metric.gain_function()(np.zeros(1))[0]) == 0.0:
         _gains(prep, metric, prep.label, cache, "run")  # validates every label's gain once
         q, pos, labels, _ = r.positive(0.0)  # the rows of nonzero gain
         gains = cache.get_or(("positive_gain", id(r), metric.gain),

@@ -17,7 +17,6 @@ import pandas as pd
 from harness.errors import InputError
 from harness.metrics import background
 from harness.metrics.ids import (
-    _arrow_string_hash,
     check_unique_pairs,
     docid_codes,
     factorize_qid,
@@ -26,6 +25,7 @@ from harness.metrics.ids import (
     match_pairs,
     query_layout,
     same_docids,
+    text_hash,
 )
 from harness.metrics.inputs import (
     QRELS_COLUMNS,
@@ -78,7 +78,7 @@ def prepare(
     docids = run["docid"]
     run_codes = background.start_value(
         (lambda: docid_codes(docids)) if qrels is None else
-        (lambda: _arrow_string_hash(docids)), len(run))
+        (lambda: text_hash(docids)), len(run))
     score = numeric(run, "score", "run")
     nan = np.isnan(score)
     if nan_scores == "error":

@@ -79,20 +79,27 @@ class Ranking:
         runs, where a few percent of the retrieved documents are relevant, that is most of
         the work of AP, nDCG, recall and RR saved."""
         if level not in self._positive:
-            label = self.label
-            keep = np.flatnonzero(label >= level if level > 0 else label > 0)
-            q = self.q[keep]
+            if level > 0:  # the rows above 0 that reach the level (all of them, often)
+                q, pos, label, index = self.positive(0.0)
+                keep = np.flatnonzero(label >= level)
+                if len(keep) == len(label):
+                    self._positive[level] = (q, pos, label, index)
+                    return self._positive[level]
+                q, pos, label = q[keep], pos[keep], label[keep]
+            else:
+                label = self.label
+                keep = np.flatnonzero(label > 0)
+                q, pos, label = self.q[keep], self.pos[keep], label[keep]
             n = np.bincount(q, minlength=len(self.n))
             index = np.arange(len(q), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
-            self._positive[level] = (q, self.pos[keep], label[keep], index)
+            self._positive[level] = (q, pos, label, index)
         return self._positive[level]
 
-    def sparse(self, k: int | None) -> bool:
-        """Whether summing over :meth:`positive` rows beats the top-``k`` rows: no tie
-        groups, and the top ``k`` holds most rows (or the positive rows are known)."""
-        if self.gid is not None:
-            return False
-        return k is None or bool(self._positive) or k * len(self.n) >= len(self.q) // 2
+    def sparse(self) -> bool:
+        """Whether measures may sum over :meth:`positive` rows: there are no tie groups
+        (each row is one position). Finding those rows costs one pass over the ranking, as
+        finding the top k rows does, and every measure of the ranking shares them."""
+        return self.gid is None
 
     def group_mean(self, values: np.ndarray) -> np.ndarray:
         """Per row, the mean of ``values`` over its tie group (identity without groups)."""
