@@ -43,11 +43,8 @@ class WorkerFailed(Exception):
 
 
 class TrackingWorker:
-    """The parent's handle on a worker process; a context manager that ends it on exit.
-
-    >>> with TrackingWorker("sqlite:///runs/mlflow.db") as worker:  # doctest: +SKIP
-    ...     ids = worker.execute(Path("runs/pending/plan.json"))
-    """
+    """The parent's handle on a worker process; a context manager that ends it on exit:
+    ``with TrackingWorker(uri) as worker: ids = worker.execute(plan_file)``."""
 
     def __init__(self, tracking_uri: str) -> None:
         self.tracking_uri = tracking_uri
