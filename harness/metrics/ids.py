@@ -21,6 +21,13 @@ def joint_qid_codes(run_qid: pd.Series, j_qid: pd.Series
     """Codes by sorted qid of the run's and the qrels' qids over both, and the uniques.
     Tables whose rows come grouped by query are coded each on its own and their few
     uniques merged; otherwise both are factorised together."""
+    run_runs, j_runs = _grouped_text_runs(run_qid), _grouped_text_runs(j_qid)
+    if run_runs is not None and j_runs is not None:  # code the uniques, repeat once
+        heads = np.concatenate([run_runs[1], j_runs[1]])
+        codes, uniques = pd.factorize(pd.Series(heads, dtype=run_qid.dtype), sort=True)
+        split = len(run_runs[1])
+        return (np.repeat(codes[:split][run_runs[0]], run_runs[2]),
+                np.repeat(codes[split:][j_runs[0]], j_runs[2]), np.asarray(uniques))
     run_coded, j_coded = factorize_qid(run_qid), factorize_qid(j_qid)
     if run_coded[2] is None or j_coded[2] is None:
         all_q = pd.concat([run_qid, j_qid], ignore_index=True)
@@ -69,8 +76,23 @@ def factorize_qid(qid: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray | 
 def _grouped_text_codes(qid: pd.Series
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Codes by sorted qid of an Arrow-backed text column whose rows come grouped by query
-    (each qid in one run of rows, as runs and qrels files are written), from the runs'
-    boundaries: one pass of adjacent comparisons instead of a hash table of every row.
+    (each qid in one run of rows, as runs and qrels files are written), the sorted uniques
+    and the rows per code; None when the column is not Arrow text or a qid comes back after
+    another (see :func:`_grouped_text_runs`)."""
+    runs = _grouped_text_runs(qid)
+    if runs is None:
+        return None
+    rank, heads, counts = runs
+    by_code = np.empty(len(rank), dtype=np.int64)
+    by_code[rank] = counts
+    return np.repeat(rank, counts), heads, by_code
+
+
+def _grouped_text_runs(qid: pd.Series
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """For a text column whose rows come grouped by query: per run of equal qids (in row
+    order) its rank among the sorted qids and its length, and the sorted qids. From the
+    runs' boundaries: one pass of adjacent comparisons instead of a hash table of every row.
     None when the column is not Arrow text or a qid comes back after another."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -91,8 +113,7 @@ def _grouped_text_codes(qid: pd.Series
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))
     counts = np.diff(np.append(first, len(qid)))
-    return (np.repeat(rank, counts), np.asarray(heads.take(pa.array(order)).to_pylist(),
-                                                dtype=object), counts[order])
+    return rank, np.asarray(heads.take(pa.array(order)).to_pylist(), dtype=object), counts
 
 
 def text_hash(docid: pd.Series) -> tuple[np.ndarray, bool] | None:

@@ -64,6 +64,19 @@ def _gains(prep: Prepared, metric: Metric, labels: np.ndarray, cache: Cache,
     return cache.get_or(("gain", metric.gain, which), make)
 
 
+def _check_gains(prep: Prepared, metric: Metric, labels: np.ndarray, cache: Cache,
+                 which: str) -> None:
+    """Raise as :func:`_gains` would, without keeping every gain: exp2 and linear gains grow
+    with the label and labels are >= 0 here, so the highest label's gain being finite
+    proves them all; any other gain (or a bad highest one) is computed in full."""
+    if metric.gain in ("exp2", "linear") and ("gain", metric.gain, which) not in cache:
+        with np.errstate(over="ignore"):
+            top = metric.gain_function()(np.array([labels.max() if len(labels) else 0.0]))
+        if np.isfinite(top).all():
+            return
+    _gains(prep, metric, labels, cache, which)
+
+
 def _gain_text(metric: Metric) -> str:
     return repr(metric.gain) if isinstance(metric.gain, str) else "table"
 
@@ -192,7 +205,7 @@ def _dcg_family(prep: Prepared, metric: Metric, r: Ranking, length: int,
     disc = _discounts(metric, length, cache)
     unjudged = _unjudged_rows(prep, metric)
     if r.sparse() and float(metric.gain_function()(np.zeros(1))[0]) == 0.0:
-        _gains(prep, metric, prep.label, cache, "run")  # validates every label's gain once
+        _check_gains(prep, metric, prep.label, cache, "run")  # every label's gain is valid
         q, pos, labels, _ = r.positive(0.0)  # the rows of nonzero gain
         gains = cache.get_or(("positive_gain", id(r), metric.gain),
                              lambda: metric.gain_function()(labels))
