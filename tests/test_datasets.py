@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mlflow.tracking import MlflowClient
 
 import harness.paths
@@ -358,3 +360,17 @@ def test_a_run_file_ranker_on_other_queries_warns(tmp_path: Path,
            "queries are judged (2 queries in the qrels); e.g. run-only ['Q1', 'Q2']" \
            in caplog.text
     assert run["qid"].tolist() == ["q1"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)),
+                        max_size=12), min_size=1, max_size=30), st.integers(0, 3))
+def test_text_columns_digest_the_bytes_of_their_joined_values(values: list[str],
+                                                               cut: int) -> None:
+    """The digest reads Arrow text columns from their buffers: the same bytes as joining
+    the Python strings with \\x1f, for any text, empty strings and sliced columns."""
+    from harness.datasets.base import _column_bytes
+
+    for dtype in ("str", "string"):
+        series = pd.Series(values, dtype=dtype).iloc[min(cut, len(values) - 1):]
+        assert _column_bytes(series) == "\x1f".join(series.tolist()).encode("utf-8")

@@ -241,3 +241,29 @@ def test_a_repeated_judgment_is_refused_even_when_one_of_them_is_negative(docid:
     unique = qrels.drop(index=1)
     value = harness.evaluate(run, unique, [harness.Metric("ap", convention="trec_eval")])
     assert value.iloc[0, -1] == pytest.approx((1 / 1 + 2 / 2) / 2)
+
+
+@pytest.mark.parametrize("run_docs,qrels_docs", [
+    (["d1", "d22", "d333"], ["d22", "d1"]),  # both packed as bytes
+    (["d1", "d2\x00", "d3"], ["d2\x00", "d1"]),  # both packed with their lengths
+    (["d1", "d22", "d333"], ["d22", "d1\x00"]),  # packed two ways: must not mix
+    (["d1", "d22", "d333"], ["d22", "d1", "a-long-docid-9"]),  # packed against hashed
+])
+def test_short_docids_join_whichever_way_each_table_packs_them(run_docs: list[str],
+                                                               qrels_docs: list[str]) -> None:
+    """Docids of up to 8 bytes are packed exactly, bytes alone or with their length when a
+    NUL occurs; the join uses each table's codes only when both were made the same way."""
+    run = pd.DataFrame({"qid": "q", "docid": pd.array(run_docs, dtype="str"),
+                        "score": np.arange(len(run_docs), 0, -1.0)})
+    qrels = pd.DataFrame({"qid": "q", "docid": pd.array(qrels_docs, dtype="str"),
+                          "label": np.arange(1, len(qrels_docs) + 1)})
+    out = harness.evaluate(run, qrels, ["ndcg(gain=linear)", "ap"])
+    judged = dict(zip(qrels_docs, range(1, len(qrels_docs) + 1)))
+    gains = [judged.get(d, 0) for d in run_docs]  # the run is in score order
+    dcg = sum(g / np.log2(i + 2) for i, g in enumerate(gains))
+    ideal = sorted(judged.values(), reverse=True)
+    idcg = sum(g / np.log2(i + 2) for i, g in enumerate(ideal))
+    assert out["nDCG(gain=linear)"].iloc[0] == pytest.approx(dcg / idcg, abs=1e-12)
+    hits = np.cumsum([g > 0 for g in gains])
+    ap = sum(hits[i] / (i + 1) for i, g in enumerate(gains) if g > 0) / len(judged)
+    assert out["AP"].iloc[0] == pytest.approx(ap, abs=1e-12)

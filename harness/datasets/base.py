@@ -64,7 +64,31 @@ def _column_bytes(series: pd.Series) -> bytes:
     if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
         kind = "i8" if pd.api.types.is_integer_dtype(series) else "f8"
         return np.ascontiguousarray(series.to_numpy(dtype="<" + kind)).tobytes()
+    joined = _arrow_text_bytes(series)
+    if joined is not None:
+        return joined
     return "\x1f".join(series.astype(str).tolist()).encode("utf-8")
+
+
+def _arrow_text_bytes(series: pd.Series) -> bytes | None:
+    """The UTF-8 bytes of an Arrow-backed text column without nulls, its values joined by
+    ``\x1f``, read from the Arrow buffers (the same bytes as joining the Python strings,
+    without making them); None for any other column."""
+    import pyarrow as pa
+
+    array = getattr(series.array, "_pa_array", None)
+    if array is None or not isinstance(series.dtype, pd.StringDtype):
+        return None
+    array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    if array.null_count or not (pa.types.is_string(array.type)
+                                or pa.types.is_large_string(array.type)) or len(array) == 0:
+        return None
+    _, off_buf, data_buf = array.buffers()
+    kind = np.int64 if pa.types.is_large_string(array.type) else np.int32
+    offsets = np.frombuffer(off_buf, dtype=kind)[array.offset: array.offset + len(array) + 1]
+    data = np.frombuffer(data_buf, dtype=np.uint8)[int(offsets[0]): int(offsets[-1])] \
+        if data_buf is not None else np.zeros(0, np.uint8)
+    return np.insert(data, offsets[1:-1] - offsets[0], 0x1F).tobytes()
 
 
 def content_digest(*frames: pd.DataFrame) -> str:

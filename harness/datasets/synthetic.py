@@ -51,7 +51,7 @@ def make_synthetic(
     labels = rng.choice(len(probs), size=len(qid), p=probs)
     docs = pd.DataFrame({
         "qid": pd.array([f"q{i:05d}" for i in range(total_q)])[qid],
-        "docid": [f"d{j:04d}" for j in within],
+        "docid": pd.array([f"d{j:04d}" for j in range(int(sizes.max()))], dtype="str")[within],
         "split": np.where(qid < n_queries, "test", "train"),
         "label": labels.astype(np.int64),
     })

@@ -40,7 +40,7 @@ def joint_qid_codes(run_qid: pd.Series, j_qid: pd.Series
 
 
 def joint_docid_codes(run_doc: pd.Series, j_doc: pd.Series, both: pd.Series,
-                      run_hashed: tuple[np.ndarray, bool] | None | str = "compute"
+                      run_hashed: tuple[np.ndarray, bool | str] | None | str = "compute"
                       ) -> tuple[np.ndarray, np.ndarray, int, bool]:
     """Docid codes of the run and the qrels that agree between them: (run codes, qrels
     codes, code range, exact). Text columns are hashed each in place when both get the
@@ -49,8 +49,9 @@ def joint_docid_codes(run_doc: pd.Series, j_doc: pd.Series, both: pd.Series,
     if isinstance(run_hashed, str):
         run_hashed = _arrow_string_hash(run_doc)
     hashed = run_hashed, _arrow_string_hash(j_doc)
-    if all(h is not None and not h[1] for h in hashed):
-        return hashed[0][0], hashed[1][0], 0, False  # type: ignore[index]
+    if hashed[0] is not None and hashed[1] is not None and hashed[0][1] == hashed[1][1]:
+        # both hashed, or both packed the same way: one string, one code in both tables
+        return hashed[0][0], hashed[1][0], 0, bool(hashed[0][1])
     codes, n_d, exact = docid_codes(both)
     return codes[:len(run_doc)], codes[len(run_doc):], n_d, exact
 
@@ -116,7 +117,7 @@ def _grouped_text_runs(qid: pd.Series
     return rank, np.asarray(heads.take(pa.array(order)).to_pylist(), dtype=object), counts
 
 
-def text_hash(docid: pd.Series) -> tuple[np.ndarray, bool] | None:
+def text_hash(docid: pd.Series) -> tuple[np.ndarray, bool | str] | None:
     """The codes :func:`joint_docid_codes` gives a text column (``run_hashed``), or None
     when it is not Arrow-backed text."""
     return _arrow_string_hash(docid)
@@ -148,7 +149,7 @@ def docid_codes(docid: pd.Series) -> tuple[np.ndarray, int, bool]:
     hashed = _arrow_string_hash(docid)
     if hashed is not None:
         codes, exact = hashed
-        return codes, 0, exact
+        return codes, 0, bool(exact)
     codes, uniques = pd.factorize(docid)
     return codes, len(uniques), True
 
@@ -156,8 +157,10 @@ def docid_codes(docid: pd.Series) -> tuple[np.ndarray, int, bool]:
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
-def _arrow_string_hash(docid: pd.Series) -> tuple[np.ndarray, bool] | None:
-    """Codes of an Arrow-backed string column read from its buffers: (codes, exact).
+def _arrow_string_hash(docid: pd.Series) -> tuple[np.ndarray, bool | str] | None:
+    """Codes of an Arrow-backed string column read from its buffers: (codes, exact), where
+    ``exact`` is False for hashes, else how the bytes were packed (``"bytes"`` or
+    ``"bytes+length"``): two columns' codes agree when they were made the same way.
 
     Strings of at most 8 bytes without NUL bytes are their zero-padded bytes as one int64,
     and strings of at most 7 bytes get their length in the top byte: exact codes. Longer ones
@@ -209,9 +212,9 @@ def _arrow_string_hash(docid: pd.Series) -> tuple[np.ndarray, bool] | None:
         if data.all():  # no NUL byte
             # exact: without NUL bytes a string is its zero-padded bytes (and never the
             # int64-max padding of the duplicate check: UTF-8 has no 0xFF byte)
-            return word.view(np.int64), True
+            return word.view(np.int64), "bytes"
         if longest <= 7:  # exact with NULs too: the length goes above the bytes
-            return (word | (left << np.uint64(56))).view(np.int64), True
+            return (word | (left << np.uint64(56))).view(np.int64), "bytes+length"
     # a 64-bit hash of each string: its length, then its 8-byte words, the last one read
     # as the string's last 8 bytes (overlapping the word before), so no read crosses the
     # string's end and no word needs a mask; strings under 8 bytes are one masked word.
