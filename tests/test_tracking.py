@@ -407,3 +407,23 @@ def test_sqlite_races_are_retried(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(RuntimeError, match="connection refused"):
         plan._with_retries(broken)
     assert calls["n"] == 1
+
+
+def test_the_viewable_per_query_csv_reads_back_as_the_rounded_table(tmp_path: Path) -> None:
+    """per_query.csv (written by Arrow, header as pandas writes it) reads back as the
+    per-query table rounded to 6 decimals: values first, a qid with a comma, a NaN."""
+    from harness.app.log import VIEWABLE_ROWS, _viewable_table
+
+    rng = np.random.default_rng(0)
+    n = VIEWABLE_ROWS + 7
+    table = pd.DataFrame({"n_docs": rng.integers(1, 60, n),
+                          "nDCG@10": rng.random(n), "nDCG@10(gain=linear,ties=input)":
+                          rng.random(n)},
+                         index=pd.Index([f"q,{i}" for i in range(n)], name="qid"))
+    table.iloc[3, 1] = np.nan
+    path = _viewable_table(table, tmp_path)
+    back = pd.read_csv(path, index_col="qid")
+    expected = table[["nDCG@10", "nDCG@10(gain=linear,ties=input)", "n_docs"]].head(
+        VIEWABLE_ROWS).round(6)
+    assert list(back.columns) == list(expected.columns)  # the values open the preview
+    pd.testing.assert_frame_equal(back, expected, check_exact=True)
