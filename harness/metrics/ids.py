@@ -40,14 +40,12 @@ def joint_qid_codes(run_qid: pd.Series, j_qid: pd.Series
 
 
 def joint_docid_codes(run_doc: pd.Series, j_doc: pd.Series, both: pd.Series,
-                      run_hashed: tuple[np.ndarray, bool | str] | None | str = "compute"
+                      run_hashed: tuple[np.ndarray, bool | str] | None
                       ) -> tuple[np.ndarray, np.ndarray, int, bool]:
     """Docid codes of the run and the qrels that agree between them: (run codes, qrels
     codes, code range, exact). Text columns are hashed each in place when both get the
     64-bit hash; otherwise ``both`` (the two columns concatenated) is coded at once.
-    ``run_hashed``: the run's :func:`_arrow_string_hash`, when already computed."""
-    if isinstance(run_hashed, str):
-        run_hashed = _arrow_string_hash(run_doc)
+    ``run_hashed``: the run's :func:`text_hash`, computed beforehand."""
     hashed = run_hashed, _arrow_string_hash(j_doc)
     if hashed[0] is not None and hashed[1] is not None and hashed[0][1] == hashed[1][1]:
         # both hashed, or both packed the same way: one string, one code in both tables

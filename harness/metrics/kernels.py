@@ -203,8 +203,9 @@ def _dcg_family(prep: Prepared, metric: Metric, r: Ranking, length: int,
                 cache: Cache) -> tuple[np.ndarray, np.ndarray]:
     nq = prep.n_queries
     disc = _discounts(metric, length, cache)
-    unjudged = _unjudged_rows(prep, metric)
-    if r.sparse() and float(metric.gain_function()(np.zeros(1))[0]) == 0.0:
+    sparse = r.sparse() and float(metric.gain_function()(np.zeros(1))[0]) == 0.0
+    unjudged = None if sparse else _unjudged_rows(prep, metric)  # gain 0 needs no mask
+    if sparse:
         _check_gains(prep, metric, prep.label, cache, "run")  # every label's gain is valid
         q, pos, labels, _ = r.positive(0.0)  # the rows of nonzero gain
         gains = cache.get_or(("positive_gain", id(r), metric.gain),
