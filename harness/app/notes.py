@@ -30,9 +30,9 @@ _MEANING = {
 
 
 def _defaults_line() -> str:
-    from harness.metrics.options import _DEFAULTS
+    from harness.metrics.options import OPTIONS
 
-    d = {k: _DEFAULTS[k] for k in _MEANING}
+    d = {k: OPTIONS[k].default for k in _MEANING}
     say = {k: _MEANING[k].get(str(v), str(v)) for k, v in d.items()}
     return ("A variant's name lists only what differs from the defaults: "
             f"gain {d['gain']} ({say['gain']}), discount {d['discount']} ({say['discount']}), "
@@ -130,10 +130,10 @@ def closing_summary(*, study: str, seconds: float, summaries: Mapping[str, pd.Da
     first = run_ids.get(f"ranker:{names[0]}") if names else None
     out += ["", "Next:"]
     if job and len(names) > 1:
-        out.append(f"  {python_command()} -m harness.compare {job} "
+        out.append(f"  {python_command().removesuffix('python')}harness compare {job} "
                    f"--baseline {'random' if 'random' in names else names[0]}{uri}")
     if first:
-        out.append(f"  {python_command()} -m harness.reproduce {first}{uri}")
+        out.append(f"  {python_command().removesuffix('python')}harness reproduce {first}{uri}")
     mlflow = python_command().removesuffix("python") + "mlflow" if python_command() != \
         "python" else "mlflow"
     ui = ("make ui" if default else

@@ -16,35 +16,25 @@ from typing import Any
 
 
 from harness.errors import MetricDefinitionError
+from harness.metrics import measures as _builtin  # registers the built-in measures
 from harness.metrics.conventions import CONVENTIONS
+from harness.metrics.names import parse_tool_name, split_top_level
 from harness.metrics.options import (
-    _ALIASES,
-    _BINARY,
-    _check_choice,
-    _check_fraction,
-    _check_int,
-    _DEFAULTS,
-    _discount_function,
-    DiscountSpec,
-    _DISPLAY,
-    _display_value,
     EMPTY_POLICIES,
     EMPTY_WEIGHTS,
-    _gain_function,
-    GainSpec,
     IDEAL_MODES,
-    _key_value,
-    METRIC_NAMES,
-    _NO_CUTOFF,
-    _normalize_discount,
-    _normalize_gain,
-    _OPTIONS,
-    _refuse_unknown_options,
-    _RELEVANT,
+    OPTIONS,
     TIE_MODES,
-    _validate_options,
+    DiscountSpec,
+    GainSpec,
+    check_k,
+    discount_function,
+    display_value,
+    gain_function,
+    key_value,
+    refuse_unknown,
 )
-from harness.metrics.names import parse_tool_name, split_top_level
+from harness.metrics.registry import Measure, get_measure, lookup
 
 __all__ = [
     "Metric",
@@ -58,6 +48,12 @@ __all__ = [
     "GainSpec",
     "DiscountSpec",
 ]
+
+#: The built-in measures' canonical names (:func:`harness.metrics.registry.measures` lists
+#: those users registered too).
+METRIC_NAMES = _builtin.BUILTIN
+_OPTIONS = tuple(OPTIONS)
+_DEFAULTS = {name: o.default for name, o in OPTIONS.items()}
 
 _UNSET: Any = object()
 
@@ -172,98 +168,56 @@ class Metric:
     at_recall: float
     convention: str | None = field(compare=False, hash=False)
 
-    def __init__(
-        self,
-        name: str,
-        *,
-        k: Any = _UNSET,
-        gain: Any = _UNSET,
-        discount: Any = _UNSET,
-        ideal: Any = _UNSET,
-        ties: Any = _UNSET,
-        seed: Any = _UNSET,
-        empty: Any = _UNSET,
-        empty_weight: Any = _UNSET,
-        level: Any = _UNSET,
-        max_label: Any = _UNSET,
-        p: Any = _UNSET,
-        at_recall: Any = _UNSET,
-        convention: str | None = None,
-        **unknown: Any,
-    ) -> None:
+    def __init__(self, name: str, *, k: Any = _UNSET, convention: str | None = None,
+                 **options: Any) -> None:
+        unknown = [o for o in options if o not in OPTIONS]
         if unknown:
-            _refuse_unknown_options(unknown)
-        canonical = _ALIASES.get(str(name).strip().lower()) if isinstance(name, str) else None
-        if canonical is None:
-            raise MetricDefinitionError(
-                f"unknown metric {name!r}; known metrics: {', '.join(METRIC_NAMES)}"
-            )
-        given = dict(gain=gain, discount=discount, ideal=ideal, ties=ties, seed=seed,
-                     empty=empty, empty_weight=empty_weight, level=level,
-                     max_label=max_label, p=p, at_recall=at_recall)
+            refuse_unknown(unknown)
+        spec = get_measure(name)
         preset: dict[str, Any] = {}
         if convention is not None:
-            _check_choice("convention", convention, tuple(CONVENTIONS))
+            if convention not in CONVENTIONS:
+                raise MetricDefinitionError(
+                    "convention must be one of "
+                    f"{', '.join(repr(c) for c in CONVENTIONS)}; got {convention!r}")
             preset = CONVENTIONS[convention]
-        values = {
-            opt: (val if val is not _UNSET else preset.get(opt, _DEFAULTS[opt]))
-            for opt, val in given.items()
-        }
-        _validate_options(values)  # every value must be valid, even where it has no effect
-        values = {
-            opt: (val if opt in _RELEVANT[canonical] else _DEFAULTS[opt])
-            for opt, val in values.items()
-        }
-        if values["ties"] != "random":
-            values["seed"] = 0
-        if values["empty"] in ("exclude", "nan") or (values["empty"], values["empty_weight"]) \
-                == ("zero", "unweighted"):
-            values["empty_weight"] = "own"
+        put = object.__setattr__
+        for opt, decl in OPTIONS.items():
+            given = options.get(opt, _UNSET)
+            value = given if given is not _UNSET else preset.get(opt, decl.default)
+            value = decl.check(value)  # every value must be valid, even where it has no effect
+            put(self, opt, value if opt in spec.options else decl.default)
+        if self.ties != "random":
+            put(self, "seed", 0)
+        if self.empty in ("exclude", "nan") or (self.empty, self.empty_weight) == \
+                ("zero", "unweighted"):
+            put(self, "empty_weight", "own")
         if k is _UNSET:
             k = preset.get("k")
-        put = object.__setattr__
-        put(self, "name", canonical)
-        put(self, "k", _check_int("k", k, low=1, allow_none=True))
-        put(self, "gain", _normalize_gain(values["gain"]))
-        put(self, "discount", _normalize_discount(values["discount"]))
-        put(self, "ideal", _check_choice("ideal", values["ideal"], IDEAL_MODES))
-        put(self, "ties", _check_choice("ties", values["ties"], TIE_MODES))
-        put(self, "seed", _check_int("seed", values["seed"], low=0))
-        put(self, "empty", _check_choice("empty", values["empty"], EMPTY_POLICIES))
-        put(self, "empty_weight", values["empty_weight"])
-        put(self, "level", _check_int("level", values["level"], low=1))
-        ml = values["max_label"]
-        if ml is not None:
-            try:
-                ml = float(ml)
-            except (TypeError, ValueError):
-                raise MetricDefinitionError(f"max_label must be a number, got {ml!r}") from None
-            if not math.isfinite(ml) or ml <= 0:
-                raise MetricDefinitionError(f"max_label must be finite and > 0, got {ml!r}")
-        put(self, "max_label", ml)
-        put(self, "p", _check_fraction("p", values["p"], 0.0, 1.0, open_ends=True))
-        put(self, "at_recall", _check_fraction("at_recall", values["at_recall"], 0.0, 1.0,
-                                               open_ends=False))
-        if canonical in _NO_CUTOFF:  # over the whole list: a cut-off changes nothing
-            put(self, "k", None)
+        k = check_k(k)
+        put(self, "name", spec.name)
+        put(self, "k", k if spec.cutoff else None)  # over the whole list: k changes nothing
         put(self, "convention", convention)
 
     # -- derived -------------------------------------------------------------------------
+    @property
+    def measure(self) -> Measure:
+        """The measure's declaration (:class:`~harness.metrics.registry.Measure`)."""
+        return get_measure(self.name)
+
     def options(self) -> dict[str, Any]:
         """The options that differ from the defaults, in canonical order."""
-        return {
-            opt: getattr(self, opt)
-            for opt in _OPTIONS
-            if opt in _RELEVANT[self.name] and getattr(self, opt) != _DEFAULTS[opt]
-        }
+        spec = self.measure
+        return {opt: getattr(self, opt) for opt in spec.options
+                if getattr(self, opt) != _DEFAULTS[opt]}
 
     @property
     def display_name(self) -> str:
         """Canonical readable name, e.g. ``nDCG@10(gain=linear,ties=docid)``."""
-        text = _DISPLAY[self.name] + (f"@{self.k}" if self.k is not None else "")
+        text = self.measure.display + (f"@{self.k}" if self.k is not None else "")
         opts = self.options()
         if opts:
-            text += "(" + ",".join(f"{o}={_display_value(v)}" for o, v in opts.items()) + ")"
+            text += "(" + ",".join(f"{o}={display_value(v)}" for o, v in opts.items()) + ")"
         return text
 
     @property
@@ -271,13 +225,13 @@ class Metric:
         """MLflow-safe key (only ``[A-Za-z0-9_.-]``), unique per definition."""
         text = self.name + (f"_at_{self.k}" if self.k is not None else "")
         for opt, value in self.options().items():
-            text += f"__{opt}_{_key_value(value)}"
+            text += f"__{opt}_{key_value(value)}"
         return text
 
     @property
     def binary(self) -> bool:
         """Whether relevance is binary (``label >= level``) for this metric."""
-        return self.name in _BINARY
+        return self.measure.binary
 
     def with_options(self, **changes: Any) -> Metric:
         """A copy with some options changed (``k``, ``ties``, ...)."""
@@ -288,11 +242,11 @@ class Metric:
 
     def gain_function(self) -> Any:
         """Vectorised gain: labels (float array) -> gains; negative labels get 0."""
-        return _gain_function(self.gain)
+        return gain_function(self.gain)
 
     def discount_function(self) -> Any:
         """Vectorised discount: 0-based positions (int array) -> discounts."""
-        return _discount_function(self.discount)
+        return discount_function(self.discount)
 
     def __repr__(self) -> str:
         return f"Metric({self.display_name!r})"
@@ -327,9 +281,9 @@ def parse_metric(text: str, **options: Any) -> Metric:
         name, written = tool
         return Metric(name, **{**written, **options})
     m = _NAME_RE.match(text)
-    if not m or m.group(1).lower() not in _ALIASES:
+    if not m or lookup(m.group(1)) is None:
         raise MetricDefinitionError(
-            f"unknown metric {text!r}; known metrics: {', '.join(METRIC_NAMES)} "
+            f"unknown metric {text!r}; known metrics: {', '.join(_known())} "
             "(written like 'ndcg@10', 'P@5', 'map' or 'nDCG@10(gain=linear)')"
         )
     name, k, opts_text = m.group(1), m.group(2), m.group(3)
@@ -357,16 +311,13 @@ def _parse_options(text: str, whole: str) -> dict[str, Any]:
 def _parse_value(key: str, value: str) -> Any:
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
         return value[1:-1]
-    if value.startswith("{") and value.endswith("}"):
-        table = {}
-        for item in split_top_level(value[1:-1]):
-            a, _, b = item.partition(":")
-            table[float(a)] = float(b)
-        return table
-    if key in ("seed", "level"):
-        return int(value)
-    if key in ("p", "at_recall"):
-        return float(value)
-    if key == "max_label":
-        return None if value == "None" else float(value)
-    return value
+    try:
+        return OPTIONS[key].parse(value)
+    except ValueError:
+        raise MetricDefinitionError(f"option {key}={value!r} is not a valid value") from None
+
+
+def _known() -> list[str]:
+    from harness.metrics.registry import measures
+
+    return [m.name for m in measures()]

@@ -10,7 +10,6 @@ import pandas as pd
 
 from harness.errors import InputError, MetricDefinitionError
 from harness.metrics.definition import Metric, parse_metric
-from harness.metrics import measures
 from harness.metrics.kernels import Cache, compute
 from harness.metrics.prepare import prepare
 from harness.metrics.weighting import empty_mask, record_empty, weighted_mean
@@ -145,7 +144,7 @@ def _full_rankings(metrics: list[Metric], prep: Any) -> list[tuple[str, int]]:
     not limited to the contenders of a top k)."""
     tops = _contender_limits(metrics, prep)
     return [(m.ties, m.seed) for m in metrics
-            if (m.ties, m.seed) not in tops or m.name in measures.NEEDS_JUDGED]
+            if (m.ties, m.seed) not in tops or m.measure.reads_judged]
 
 
 def _contender_limits(metrics: list[Metric], prep: Any) -> dict[tuple[str, int], int]:

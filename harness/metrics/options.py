@@ -1,14 +1,20 @@
-"""The vocabulary of metric definitions: the metric names and their display names and
-aliases, the values each option takes, which options change which metric, the defaults,
-and the checks and normal forms of option values (gains, discounts, integers, fractions)
-and their display in names and MLflow keys."""
+"""The options of a metric definition, each declared once: its default, the values it takes
+(a check that also gives the value's normal form), how a value is read back from a display
+name, and how it is written in display names and MLflow keys.
+
+A measure declares which of these options change its number (:mod:`harness.metrics.registry`);
+:class:`~harness.Metric` checks every option through its declaration here and resets the
+ones its measure does not read to their defaults, so equal definitions compare equal.
+"""
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
@@ -16,14 +22,10 @@ import numpy as np
 from harness.errors import FormulaError, MetricDefinitionError
 from harness.metrics.formula import Formula, compile_formula
 
-__all__ = ["METRIC_NAMES", "TIE_MODES", "IDEAL_MODES", "EMPTY_POLICIES", "EMPTY_WEIGHTS",
-           "GainSpec", "DiscountSpec"]
+__all__ = ["OPTIONS", "Option", "TIE_MODES", "IDEAL_MODES", "EMPTY_POLICIES", "EMPTY_WEIGHTS",
+           "GainSpec", "DiscountSpec", "check_k", "refuse_unknown", "display_value",
+           "key_value", "gain_function", "discount_function"]
 
-METRIC_NAMES: Final = ("dcg", "ndcg", "mndcg", "ap", "rr", "precision", "recall", "err",
-                        "rprec", "bpref", "success", "judged", "rbp", "rbp_residual", "f1",
-                        "iprec")
-#: Measures over the whole list: their k is reset to None, as it changes nothing.
-_NO_CUTOFF: Final = ("rprec", "bpref", "iprec")
 TIE_MODES: Final = ("average", "random", "input", "docid", "optimistic", "pessimistic",
                     "quicksort", "quicksort2", "quicksort_reversed")
 IDEAL_MODES: Final = ("judged", "retrieved")
@@ -34,75 +36,90 @@ _NAMED_GAINS: Final = ("exp2", "linear")
 _NAMED_DISCOUNTS: Final = ("log2", "ln", "reciprocal", "none")
 _LOG_BASE = re.compile(r"^log(\d+(?:\.\d+)?)$")
 
-_DISPLAY: Final = {
-    "dcg": "DCG", "ndcg": "nDCG", "mndcg": "mnDCG", "ap": "AP", "rr": "RR",
-    "precision": "P", "recall": "R", "err": "ERR", "rprec": "Rprec", "bpref": "Bpref",
-    "success": "Success", "judged": "Judged", "rbp": "RBP", "rbp_residual": "RBPres",
-    "f1": "F1", "iprec": "IPrec",
-}
-_ALIASES: Final = {
-    **{v.lower(): k for k, v in _DISPLAY.items()},
-    **{k: k for k in METRIC_NAMES},
-    "map": "ap", "mrr": "rr", "recip_rank": "rr", "p": "precision", "r": "recall",
-    "sdcg": "mndcg", "ndcg_cut": "ndcg", "map_cut": "ap", "r_precision": "rprec",
-    "hit_rate": "success",
-}
-
-# Which options change each metric's number. Other options are reset to their default,
-# so definitions that compute the same number compare and hash equal.
-_OPTIONS: Final = ("gain", "discount", "ideal", "ties", "seed", "empty", "empty_weight",
-                   "level", "max_label", "p", "at_recall")
-_EMPTY: Final = {"empty", "empty_weight"}
-_RELEVANT: Final = {
-    "dcg": {"gain", "discount", "ties", "seed"},
-    "ndcg": {"gain", "discount", "ideal", "ties", "seed", *_EMPTY},
-    "mndcg": {"gain", "discount", "ties", "seed", *_EMPTY, "max_label"},
-    "ap": {"ideal", "ties", "seed", *_EMPTY, "level"},
-    "rr": {"ties", "seed", *_EMPTY, "level"},
-    "precision": {"ties", "seed", *_EMPTY, "level"},
-    "recall": {"ideal", "ties", "seed", *_EMPTY, "level"},
-    "err": {"ties", "seed", *_EMPTY, "max_label"},
-    **{name: {"ties", "seed", *_EMPTY, "level"} for name in ("rprec", "bpref", "success", "f1")},
-    "judged": {"ties", "seed"},
-    "rbp": {"ties", "seed", *_EMPTY, "level", "p"},
-    "rbp_residual": {"ties", "seed", "p"},
-    "iprec": {"ties", "seed", *_EMPTY, "level", "at_recall"},
-}
-_BINARY: Final = ("ap", "rr", "precision", "recall", "rprec", "bpref", "success", "rbp",
-                  "f1", "iprec")
-_DEFAULTS: Final[dict[str, Any]] = {
-    "gain": "exp2", "discount": "log2", "ideal": "judged", "ties": "average", "seed": 0,
-    "empty": "zero", "empty_weight": "own", "level": 1, "max_label": None,
-    "p": 0.8, "at_recall": 0.0,
-}
-
 GainSpec = str | tuple[tuple[float, float], ...]
 DiscountSpec = str
 
 
-def _refuse_unknown_options(unknown: Mapping[str, Any]) -> None:
-    import difflib
+@dataclass(frozen=True)
+class Option:
+    """One option of a metric definition.
 
-    known = ("k", *_OPTIONS, "convention")
-    parts = []
-    for name in unknown:
-        close = difflib.get_close_matches(name, known, n=1)
-        parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-    raise MetricDefinitionError(f"unknown Metric option(s) {', '.join(parts)}; known options: "
-                                f"{', '.join(known)}")
+    ``check`` takes a value as a user gives it and returns its normal form, or raises
+    :class:`MetricDefinitionError` naming the option; ``parse`` reads the text a display
+    name writes (``ties=docid``) back into a value ``check`` accepts.
+    """
 
-
-def _fmt_num(x: float) -> str:
-    """Shortest text of a number: ``3`` for 3.0, ``4.5`` for 4.5."""
-    x = float(x)
-    return str(int(x)) if x.is_integer() and abs(x) < 2**53 else repr(x)
+    name: str
+    default: Any
+    check: Callable[[Any], Any]
+    parse: Callable[[str], Any]
+    doc: str
 
 
-def _short_hash(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
+# -- checks ----------------------------------------------------------------------------------
+def _choice(option: str, choices: tuple[str, ...]) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        if value not in choices:
+            raise MetricDefinitionError(
+                f"{option} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}"
+            )
+        return value
+
+    return check
 
 
-def _normalize_gain(gain: Any) -> GainSpec:
+def _integer(option: str, *, low: int, allow_none: bool = False) -> Callable[[Any], int | None]:
+    def check(value: Any) -> int | None:
+        if value is None and allow_none:
+            return None
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            if isinstance(value, (float, np.floating)) and float(value).is_integer():
+                value = int(value)
+            else:
+                raise MetricDefinitionError(
+                    f"{option} must be an int in the range [{low}, inf)"
+                    f"{' or None' if allow_none else ''}. Got {value!r} instead.")
+        if value < low:
+            raise MetricDefinitionError(
+                f"{option} must be an int in the range [{low}, inf)"
+                f"{' or None' if allow_none else ''}. Got {value!r} instead.")
+        return int(value)
+
+    return check
+
+
+#: The cut-off ``k``: not an option of the table (every measure with a cut-off reads it).
+check_k = _integer("k", low=1, allow_none=True)
+
+
+def _fraction(option: str, *, open_ends: bool) -> Callable[[Any], float]:
+    def check(value: Any) -> float:
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            x = math.nan
+        inside = 0.0 < x < 1.0 if open_ends else 0.0 <= x <= 1.0
+        if isinstance(value, (bool, np.bool_)) or not inside:
+            ends = "(0, 1)" if open_ends else "[0, 1]"
+            raise MetricDefinitionError(f"{option} must be a number in {ends}, got {value!r}")
+        return x
+
+    return check
+
+
+def _top_grade(value: Any) -> float | None:
+    if value is None:
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise MetricDefinitionError(f"max_label must be a number, got {value!r}") from None
+    if not math.isfinite(x) or x <= 0:
+        raise MetricDefinitionError(f"max_label must be finite and > 0, got {value!r}")
+    return x
+
+
+def _gain(gain: Any) -> GainSpec:
     if isinstance(gain, Mapping) or isinstance(gain, tuple):
         items = gain.items() if isinstance(gain, Mapping) else gain
         table = []
@@ -111,13 +128,11 @@ def _normalize_gain(gain: Any) -> GainSpec:
                 k, v = float(key), float(value)
             except (TypeError, ValueError):
                 raise MetricDefinitionError(
-                    f"gain table entries must be numbers, got {key!r}: {value!r}"
-                ) from None
+                    f"gain table entries must be numbers, got {key!r}: {value!r}") from None
             if not (math.isfinite(k) and math.isfinite(v)) or v < 0:
                 raise MetricDefinitionError(
                     f"gain table entry {key!r}: {value!r} must map a finite label to a finite "
-                    "gain >= 0"
-                )
+                    "gain >= 0")
             table.append((k, v))
         if not table:
             raise MetricDefinitionError("gain table is empty")
@@ -136,16 +151,14 @@ def _normalize_gain(gain: Any) -> GainSpec:
                                f"'rel': {exc}") from None
     raise MetricDefinitionError(
         f"gain must be 'exp2', 'linear', a {{label: gain}} table or a formula over 'rel', "
-        f"got {gain!r}"
-    )
+        f"got {gain!r}")
 
 
-def _normalize_discount(discount: Any) -> DiscountSpec:
+def _discount(discount: Any) -> DiscountSpec:
     if not isinstance(discount, str):
         raise MetricDefinitionError(
             f"discount must be one of {', '.join(_NAMED_DISCOUNTS)}, 'log<base>' (e.g. 'log10') "
-            f"or a formula over 'rank', got {discount!r}"
-        )
+            f"or a formula over 'rank', got {discount!r}")
     text = discount.strip()
     if text in _NAMED_DISCOUNTS:
         return text
@@ -158,60 +171,81 @@ def _normalize_discount(discount: Any) -> DiscountSpec:
     return compile_formula(text, "rank").source
 
 
-def _check_choice(option: str, value: Any, choices: tuple[str, ...]) -> str:
-    if value not in choices:
-        raise MetricDefinitionError(
-            f"{option} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}"
-        )
+# -- reading values back from display names ----------------------------------------------
+def _text(value: str) -> str:
     return value
 
 
-def _check_int(option: str, value: Any, *, low: int, allow_none: bool = False) -> int | None:
-    if value is None and allow_none:
-        return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        if isinstance(value, (float, np.floating)) and float(value).is_integer():
-            value = int(value)
-        else:
-            raise MetricDefinitionError(
-                f"{option} must be an int in the range [{low}, inf)"
-                f"{' or None' if allow_none else ''}. Got {value!r} instead."
-            )
-    if value < low:
-        raise MetricDefinitionError(
-            f"{option} must be an int in the range [{low}, inf){' or None' if allow_none else ''}."
-            f" Got {value!r} instead."
-        )
-    return int(value)
+def _table_or_text(value: str) -> Any:
+    if value.startswith("{") and value.endswith("}"):
+        from harness.metrics.names import split_top_level
+
+        table = {}
+        for item in split_top_level(value[1:-1]):
+            a, _, b = item.partition(":")
+            table[float(a)] = float(b)
+        return table
+    return value
 
 
-def _validate_options(values: dict[str, Any]) -> None:
-    _normalize_gain(values["gain"])
-    _normalize_discount(values["discount"])
-    _check_choice("ideal", values["ideal"], IDEAL_MODES)
-    _check_choice("ties", values["ties"], TIE_MODES)
-    _check_int("seed", values["seed"], low=0)
-    _check_choice("empty", values["empty"], EMPTY_POLICIES)
-    _check_choice("empty_weight", values["empty_weight"], EMPTY_WEIGHTS)
-    _check_int("level", values["level"], low=1)
-    for option, low, high in (("p", 0.0, 1.0), ("at_recall", 0.0, 1.0)):
-        _check_fraction(option, values[option], low, high, open_ends=option == "p")
+def _optional_float(value: str) -> float | None:
+    return None if value == "None" else float(value)
 
 
-def _check_fraction(option: str, value: Any, low: float, high: float, *,
-                    open_ends: bool) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        x = math.nan
-    inside = low < x < high if open_ends else low <= x <= high
-    if isinstance(value, (bool, np.bool_)) or not inside:
-        ends = f"({low:g}, {high:g})" if open_ends else f"[{low:g}, {high:g}]"
-        raise MetricDefinitionError(f"{option} must be a number in {ends}, got {value!r}")
-    return x
+OPTIONS: Final[dict[str, Option]] = {o.name: o for o in (
+    Option("gain", "exp2", _gain, _table_or_text,
+           "gain of label rel: exp2 (2^rel - 1), linear (rel), a {label: gain} table or a "
+           "formula over rel; negative labels get 0"),
+    Option("discount", "log2", _discount, _text,
+           "discount of rank i: log2 (1/log2(i+1)), ln, log<b>, reciprocal (1/i), none, or "
+           "a formula over rank"),
+    Option("ideal", "judged", _choice("ideal", IDEAL_MODES), _text,
+           "which labels form the ideal ranking or count as relevant: every judged document "
+           "(judged) or the retrieved ones (retrieved)"),
+    Option("ties", "average", _choice("ties", TIE_MODES), _text,
+           "order of equal scores (average: expectation over every order)"),
+    Option("seed", 0, _integer("seed", low=0), int, "seed of ties=random"),
+    Option("empty", "zero", _choice("empty", EMPTY_POLICIES), _text,
+           "value of a query with no relevant document: zero, one, exclude or nan"),
+    Option("empty_weight", "own", _choice("empty_weight", EMPTY_WEIGHTS), _text,
+           "weight of such a query in a weighted mean: own, unweighted or mean"),
+    Option("level", 1, _integer("level", low=1), int,
+           "binary relevance: label >= level (trec_eval -l)"),
+    Option("max_label", None, _top_grade, _optional_float,
+           "top grade of the scale (None: the highest label evaluated)"),
+    Option("p", 0.8, _fraction("p", open_ends=True), float, "persistence of RBP"),
+    Option("at_recall", 0.0, _fraction("at_recall", open_ends=False), float,
+           "recall level of interpolated precision"),
+)}
+
+#: Options that set how a query with no relevant document counts.
+EMPTY: Final = ("empty", "empty_weight")
 
 
-def _display_value(value: Any) -> str:
+def refuse_unknown(unknown: Mapping[str, Any] | list[str], where: str = "") -> None:
+    """Raise for options no declaration knows, suggesting the closest known one."""
+    known = ("k", *OPTIONS, "convention")
+    parts = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1)
+        parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    raise MetricDefinitionError(f"{where}unknown Metric option(s) {', '.join(parts)}; known "
+                                f"options: {', '.join(known)}")
+
+
+# -- display --------------------------------------------------------------------------------
+def _fmt_num(x: float) -> str:
+    """Shortest text of a number: ``3`` for 3.0, ``4.5`` for 4.5."""
+    x = float(x)
+    return str(int(x)) if x.is_integer() and abs(x) < 2**53 else repr(x)
+
+
+def _short_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def display_value(value: Any) -> str:
+    """A value as a display name writes it (``{1:3,2:9}``, ``0.95``, ``'2**rel'``)."""
     if isinstance(value, tuple):
         return "{" + ",".join(f"{_fmt_num(k)}:{_fmt_num(v)}" for k, v in value) + "}"
     if isinstance(value, float):
@@ -222,13 +256,14 @@ def _display_value(value: Any) -> str:
     return text
 
 
-def _key_value(value: Any) -> str:
+def key_value(value: Any) -> str:
+    """A value as an MLflow key writes it (letters, digits, ``.``, ``_``, ``-`` only)."""
     if isinstance(value, tuple):
         parts = [f"{_fmt_num(k)}-{_fmt_num(v)}" for k, v in value]
         text = "_".join(parts)
         if re.fullmatch(r"[0-9._-]+", text) and "e" not in text and len(text) <= 60:
             return "t" + text
-        return "t" + _short_hash(_display_value(value))
+        return "t" + _short_hash(display_value(value))
     if isinstance(value, float):
         return _fmt_num(value).replace("e+", "e")  # '+' is not allowed in MLflow keys
     text = str(value)
@@ -237,7 +272,9 @@ def _key_value(value: Any) -> str:
     return "f" + _short_hash(text)
 
 
-def _gain_function(spec: GainSpec) -> Any:
+# -- the functions a gain and a discount stand for ------------------------------------------
+def gain_function(spec: GainSpec) -> Callable[[np.ndarray], np.ndarray]:
+    """Vectorised gain: labels (float array) -> gains; negative labels get 0."""
     if spec == "exp2":
         return lambda rel: np.where(rel > 0, np.exp2(np.maximum(rel, 0)) - 1.0, 0.0)
     if spec == "linear":
@@ -260,7 +297,8 @@ def _gain_function(spec: GainSpec) -> Any:
     return lambda rel: np.where(rel < 0, 0.0, formula(rel))
 
 
-def _discount_function(spec: DiscountSpec) -> Any:
+def discount_function(spec: DiscountSpec) -> Callable[[np.ndarray], np.ndarray]:
+    """Vectorised discount: 0-based positions (int array) -> discounts."""
     if spec == "log2":
         return lambda pos: 1.0 / np.log2(pos + 2.0)
     if spec == "ln":

@@ -42,7 +42,7 @@ class CheckResult:
 
 def sklearn_expressible(metric: Metric) -> str | None:
     """``None`` when sklearn can compute the variant for some queries, else the reason."""
-    if metric.name != "ndcg":
+    if not metric.measure.sklearn:
         return f"sklearn has no {metric.name}"
     if metric.gain not in ("linear", "exp2"):
         return "gain is neither linear nor exp2"

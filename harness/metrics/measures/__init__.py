@@ -1,0 +1,14 @@
+"""The built-in measures, each declared once with its kernel (see
+:mod:`harness.metrics.registry`). Importing this package registers them, in the order of
+:data:`BUILTIN`."""
+
+from harness.metrics.measures import gain  # noqa: F401  (dcg, ndcg, mndcg)
+from harness.metrics.measures import binary  # noqa: F401  (ap, rr, precision, recall)
+from harness.metrics.measures import cascade  # noqa: F401  (err, success)
+from harness.metrics.measures import recall_levels  # noqa: F401  (rprec, f1, iprec)
+from harness.metrics.measures import judged  # noqa: F401  (judged, bpref)
+from harness.metrics.measures import rbp  # noqa: F401  (rbp, rbp_residual)
+from harness.metrics.registry import measures
+
+#: The built-in measures' names, in the order the README's table lists them.
+BUILTIN = tuple(m.name for m in measures() if m.builtin)

@@ -1,0 +1,141 @@
+"""Binary measures over the ranked list: AP, RR, precision and recall.
+
+Relevant means ``label >= level``; ``R`` is the number of relevant documents, judged
+(``ideal="judged"``) or among the retrieved ones (``ideal="retrieved"``, AP and recall).
+With ``ties="average"`` each value is the exact expectation over every order of each tied
+group:
+
+- precision and recall are sums of per-position terms: a tied document's indicator is
+  replaced by its group's mean;
+- AP: a relevant document at offset ``J`` of a group of ``n`` with ``r`` relevant and ``c``
+  relevant before the group has expected precision ``(c + 1 + J (r - 1) / (n - 1)) / rank``;
+  each offset holds a relevant document with probability ``r / n``;
+- RR is a cascade whose stop probability is the binary relevance
+  (:func:`harness.metrics.ranked.cascade`).
+
+Without tie groups each sums over the ranking's relevant rows only
+(:meth:`~harness.metrics.ranking.Ranking.positive`): the same sums, term for term.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from harness.metrics.ranked import cascade, exclusive_count, ratio, topk_sum
+from harness.metrics.ranking import Ranking
+from harness.metrics.registry import MeasureInput, register_measure
+
+__all__: list[str] = []
+
+Result = tuple[np.ndarray, np.ndarray]
+_EMPTY = ("empty", "empty_weight")
+
+
+def _n_relevant(x: MeasureInput, ideal: bool) -> np.ndarray:
+    """Per query, R: judged relevant, or (``ideal='retrieved'``, for measures that read
+    ``ideal``) relevant among every retrieved document, not only the ranked contenders."""
+    prep, metric = x.prep, x.metric
+    if not ideal or metric.ideal == "judged":
+        return prep.relevant_counts(metric.level)
+    return np.bincount(prep.q, weights=prep.label >= metric.level, minlength=prep.n_queries)
+
+
+def _binary(sparse: Callable[[MeasureInput, tuple[np.ndarray, ...], np.ndarray], np.ndarray],
+            dense: Callable[[MeasureInput, np.ndarray], np.ndarray], *,
+            ideal: bool = False) -> Callable[[MeasureInput], Result]:
+    """A kernel summing over the relevant rows when the ranking has no tie groups (and
+    over every ranked row otherwise)."""
+    def kernel(x: MeasureInput) -> Result:
+        n_rel = _n_relevant(x, ideal)
+        r, k = x.ranking, x.metric.k
+        if r.sparse():
+            q, pos, _, before = r.positive(x.metric.level)  # before: relevant rows above
+            if k is not None:
+                inside = pos < k
+                q, pos, before = q[inside], pos[inside], before[inside]
+            return sparse(x, (q, pos, before), n_rel), n_rel == 0
+        return dense(x, n_rel), n_rel == 0
+
+    return kernel
+
+
+def _hits(x: MeasureInput, rows: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.bincount(rows[0], minlength=x.n_queries).astype(np.float64)
+
+
+def _depth(x: MeasureInput) -> np.ndarray:
+    """Precision's denominator: k, or the list length without a cut-off."""
+    k = x.metric.k
+    return np.full(x.n_queries, float(k)) if k is not None else x.prep.n_docs.astype(float)
+
+
+def _before(x: MeasureInput) -> np.ndarray:
+    """Per ranked row, the relevant rows ranked above it (AP and RR share them)."""
+    r, rel = x.ranking, x.relevant()
+    return x.cache.get_or(("before", id(r), x.metric.level),
+                          lambda: exclusive_count(r, rel.astype(np.int64), r.n))
+
+
+def _ap_sparse(x: MeasureInput, rows: tuple[np.ndarray, ...], n_rel: np.ndarray) -> np.ndarray:
+    q, pos, before = rows
+    return ratio(np.bincount(q, weights=(before + 1.0) / (pos + 1.0), minlength=x.n_queries),
+                 n_rel)
+
+
+def _ap_dense(x: MeasureInput, n_rel: np.ndarray) -> np.ndarray:
+    r = x.ranking
+    terms = _ap_terms(r, x.relevant(), _before(x))
+    return ratio(topk_sum(r, terms, x.metric.k, x.n_queries), n_rel)
+
+
+def _ap_terms(r: Ranking, rel: np.ndarray, before: np.ndarray) -> np.ndarray:
+    """Per ranked row, its (expected) precision contribution to AP's numerator."""
+    rank = r.pos + 1.0
+    if r.gid is None:
+        return rel * (before + 1.0) / rank
+    size = r.gsize[r.gid].astype(np.float64)
+    n_rel = r.group_sum(rel)
+    start = r.gstart[r.gid]
+    offset = np.arange(len(rel)) - start
+    before_group = before[start]
+    within = np.where(size > 1, offset * (n_rel - 1.0) / np.maximum(size - 1.0, 1.0), 0.0)
+    return (n_rel / size) * (before_group + 1.0 + within) / rank
+
+
+register_measure(
+    "ap", _binary(_ap_sparse, _ap_dense, ideal=True),
+    display="AP", aliases=("map", "map_cut"), options=(*_EMPTY, "ideal"), binary=True,
+    builtin=True,
+    formula="$\\frac{1}{R} \\sum_{i \\le k,\\, rel_i \\ge level} P@i$")
+
+
+def _rr_sparse(x: MeasureInput, rows: tuple[np.ndarray, ...], n_rel: np.ndarray) -> np.ndarray:
+    q, pos, before = rows
+    first = before == 0  # the first relevant row of each query
+    return np.bincount(q[first], weights=1.0 / (pos[first] + 1.0), minlength=x.n_queries)
+
+
+def _rr_dense(x: MeasureInput, n_rel: np.ndarray) -> np.ndarray:
+    r = x.ranking
+    return cascade(r, x.relevant(), r.n, x.metric.k, x.n_queries, binary=True,
+                   before=_before(x))
+
+
+register_measure(
+    "rr", _binary(_rr_sparse, _rr_dense),
+    display="RR", aliases=("mrr", "recip_rank"), options=_EMPTY, binary=True, builtin=True,
+    formula="$1 / \\min\\{i \\le k : rel_i \\ge level\\}$ (0 if none)")
+
+register_measure(
+    "precision", _binary(lambda x, rows, n_rel: ratio(_hits(x, rows), _depth(x)),
+                         lambda x, n_rel: ratio(x.top_k_sum(x.relevant()), _depth(x))),
+    display="P", aliases=("p",), options=_EMPTY, binary=True, builtin=True,
+    formula="$\\frac{1}{k} \\sum_{i=1}^{k} [rel_i \\ge level]$")
+
+register_measure(
+    "recall", _binary(lambda x, rows, n_rel: ratio(_hits(x, rows), n_rel),
+                      lambda x, n_rel: ratio(x.top_k_sum(x.relevant()), n_rel), ideal=True),
+    display="R", aliases=("r",), options=(*_EMPTY, "ideal"), binary=True, builtin=True,
+    formula="$\\frac{1}{R} \\sum_{i=1}^{k} [rel_i \\ge level]$")

@@ -1,0 +1,56 @@
+"""Cascade measures: ERR and Success@k.
+
+A user reads down the list and stops at rank ``i`` with probability ``R_i`` given that no
+earlier document stopped them. ERR weights the stop by ``1/i`` with a graded stop
+probability ``R_i = (2^{rel_i} - 1) / 2^{max\\_label}`` (Chapelle et al. 2009); Success@k is
+the chance that a binary cascade (stop at the first relevant document) stops within the top
+k. With ``ties="average"``, with ``mu_t`` the mean over ``t``-subsets of a tied group of the
+product of ``(1 - R)``, the chance that the cascade stops at offset ``t`` of the group is
+``S (mu_t - mu_{t+1})`` where ``S`` is the survival up to the group; ``mu`` comes from a
+dynamic programme batched over groups of equal size
+(:func:`harness.metrics.ranked.group_stop_probability`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.errors import InputError
+from harness.metrics.measures.top_grade import check_top_grade, top_grade
+from harness.metrics.ranked import cascade, group_stop_probability, survival_before, topk_sum
+from harness.metrics.registry import MeasureInput, register_measure
+
+__all__: list[str] = []
+
+_EMPTY = ("empty", "empty_weight")
+
+
+@register_measure("err", display="ERR", options=(*_EMPTY, "max_label"), graded=True,
+                  top_grade=True, builtin=True,
+                  formula="$\\sum_{i=1}^{k} \\frac{1}{i} R_i \\prod_{j<i} (1 - R_j)$, "
+                          "$R_i = (2^{rel_i} - 1) / 2^{max\\_label}$")
+def _err(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
+    prep, metric, r = x.prep, x.metric, x.ranking
+    check_top_grade(prep, metric)
+    top = top_grade(prep, metric)
+    with np.errstate(over="ignore", invalid="ignore"):
+        stop = (np.exp2(r.label) - 1.0) / np.exp2(top)
+    if (stop > 1).any() or not np.isfinite(stop).all():
+        i = int(np.flatnonzero((stop > 1) | ~np.isfinite(stop))[0])
+        raise InputError(
+            f"ERR needs labels <= max_label ({top:g}) and < 1024; got label {r.label[i]!r}",
+            column="label", qid=prep.qids[r.q[i]])
+    nq = prep.n_queries
+    empty = np.bincount(prep.judged_q, weights=prep.judged_label > 0, minlength=nq) == 0
+    return cascade(r, stop, r.n, metric.k, nq, binary=False), empty
+
+
+@register_measure("success", display="Success", aliases=("hit_rate",), options=_EMPTY,
+                  binary=True, builtin=True,
+                  formula="$[\\exists i \\le k : rel_i \\ge level]$")
+def _success(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
+    r, k = x.ranking, x.metric.k
+    rel = x.relevant()
+    survival = survival_before(r, rel, r.n, binary=True)
+    first = survival * rel if r.gid is None else group_stop_probability(r, rel, survival, k)
+    return topk_sum(r, first, k, x.n_queries), x.n_relevant() == 0

@@ -1,0 +1,228 @@
+"""The gain-discount family: DCG, nDCG and mnDCG.
+
+DCG is a sum of per-position terms, so with ``ties="average"`` the expected value over every
+order of a tied group replaces each tied document's gain by the group's mean gain
+(McSherry & Najork 2008). nDCG divides by the ideal DCG over the ideal labels (every judged
+document, or only the retrieved ones); mnDCG by the DCG of a list of the same length whose
+every document has the top grade.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.errors import InputError, MetricDefinitionError
+from harness.metrics.options import gain_function
+from harness.metrics.prepared import Ideal, Prepared, level_counts
+from harness.metrics.ranked import ratio
+from harness.metrics.registry import MeasureInput, register_measure
+from harness.metrics.measures.top_grade import check_top_grade
+
+__all__ = ["MAX_MNDCG_K", "gains", "discounts"]
+
+#: The largest cut-off of mnDCG beyond the longest list (its ideal sums k discounts).
+MAX_MNDCG_K = 10_000_000
+_SHAPE = ("gain", "discount")
+
+
+@register_measure("dcg", display="DCG", options=_SHAPE, graded=True, builtin=True,
+                  formula="$\\sum_{i=1}^{k} g(rel_i)\\, d(i)$")
+def _dcg(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
+    return _dcg_sum(x, x.prep.max_len), np.zeros(x.n_queries, dtype=bool)
+
+
+@register_measure("ndcg", display="nDCG", options=(*_SHAPE, "ideal", "empty", "empty_weight"),
+                  aliases=("ndcg_cut",), graded=True, sklearn=True, builtin=True,
+                  formula="$DCG@k / IDCG@k$, IDCG over the ideal labels (`ideal`) sorted by "
+                          "gain")
+def _ndcg(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
+    disc = discounts(x, x.prep.max_len)
+    idcg = _ideal_dcg(x.prep, x, disc)
+    return ratio(_dcg_sum(x, x.prep.max_len), idcg), idcg == 0
+
+
+@register_measure("mndcg", display="mnDCG", options=(*_SHAPE, "empty", "empty_weight",
+                                                      "max_label"),
+                  aliases=("sdcg",), graded=True, top_grade=True, builtin=True,
+                  formula="$DCG@k / (g(max\\_label) \\sum_{i=1}^{L} d(i))$, $L$ = k or the "
+                          "list length")
+def _mndcg(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
+    prep, metric = x.prep, x.metric
+    # positions past the longest list hold nothing, but mnDCG's ideal fills k positions
+    length = prep.max_len
+    if metric.k is not None and metric.k > length:
+        if metric.k > MAX_MNDCG_K:
+            raise InputError(f"{metric.display_name}: its ideal fills k = {metric.k:,} positions "
+                             f"with the top grade; k above {MAX_MNDCG_K:,} is refused (the "
+                             f"longest list here has {length:,} documents)")
+        length = metric.k
+    check_top_grade(prep, metric)
+    dcg = _dcg_sum(x, length)
+    nq = prep.n_queries
+    judged_gain = gains(prep, x, prep.judged_label, "judged")
+    empty = np.bincount(prep.judged_q, weights=judged_gain, minlength=nq) == 0
+    top = metric.max_label if metric.max_label is not None else prep.max_label
+    top_gain = float(metric.gain_function()(np.array([top]))[0])
+    cum = np.concatenate(([0.0], np.cumsum(discounts(x, length))))
+    length_q = np.minimum(prep.n_docs, length) if metric.k is None else np.full(nq, metric.k)
+    return ratio(dcg, top_gain * cum[length_q]), empty
+
+
+# -- gains and discounts, checked once per call -------------------------------------------
+def gains(prep: Prepared, x: MeasureInput, labels: np.ndarray, which: str) -> np.ndarray:
+    """The gains of ``labels`` (``which`` names the rows: run, judged, ...), checked finite
+    and >= 0, memoised per call."""
+    metric = x.metric
+
+    def make() -> np.ndarray:
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            g = metric.gain_function()(labels)
+        bad = ~np.isfinite(g) | (g < 0)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            q = prep.judged_q[i] if which == "judged" else prep.q[i]
+            raise InputError(
+                f"gain {_gain_text(metric.gain)} of label {labels[i]!r} is {g[i]!r}; gains "
+                "must be finite and >= 0 (exp2 overflows float64 for labels >= 1024)",
+                column="label", qid=prep.qids[q])
+        return g
+
+    return x.cache.get_or(("gain", metric.gain, which), make)
+
+
+def _check_gains(prep: Prepared, x: MeasureInput, labels: np.ndarray, which: str) -> None:
+    """Raise as :func:`gains` would, without keeping every gain: exp2 and linear gains grow
+    with the label and labels are >= 0 here, so the highest label's gain being finite
+    proves them all; any other gain (or a bad highest one) is computed in full."""
+    metric = x.metric
+    if metric.gain in ("exp2", "linear") and ("gain", metric.gain, which) not in x.cache:
+        with np.errstate(over="ignore"):
+            top = metric.gain_function()(np.array([labels.max() if len(labels) else 0.0]))
+        if np.isfinite(top).all():
+            return
+    gains(prep, x, labels, which)
+
+
+def _gain_text(gain: object) -> str:
+    return repr(gain) if isinstance(gain, str) else "table"
+
+
+def discounts(x: MeasureInput, length: int) -> np.ndarray:
+    """The discounts of positions ``0 .. length-1``, checked finite and >= 0."""
+    metric = x.metric
+
+    def make() -> np.ndarray:
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            d = np.asarray(metric.discount_function()(np.arange(length)), dtype=np.float64)
+        bad = ~np.isfinite(d) | (d < 0)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise MetricDefinitionError(
+                f"discount {metric.discount!r} is {d[i]!r} at rank {i + 1}; discounts must be "
+                "finite and >= 0")
+        return d
+
+    return x.cache.get_or(("disc", metric.discount, length), make)
+
+
+def _unjudged_rows(prep: Prepared, x: MeasureInput) -> np.ndarray | None:
+    """Per grouped row, True where the row has no judgment and its label 0 would get a
+    nonzero gain (a gain table or formula with gain(0) > 0): such rows get gain 0, as
+    ir_measures' ``nDCG(gains=...)`` relabels judged documents only. None when no row
+    needs it."""
+    if prep.judged is None or prep.judged.all():
+        return None
+    if float(x.metric.gain_function()(np.zeros(1))[0]) == 0.0:
+        return None
+    return ~prep.judged
+
+
+def _dcg_sum(x: MeasureInput, length: int) -> np.ndarray:
+    """DCG@k per query over positions below ``length``."""
+    prep, metric, r, cache = x.prep, x.metric, x.ranking, x.cache
+    nq = prep.n_queries
+    disc = discounts(x, length)
+    gain_of = metric.gain_function()
+    sparse = r.sparse() and float(gain_of(np.zeros(1))[0]) == 0.0
+    unjudged = None if sparse else _unjudged_rows(prep, x)  # gain 0 needs no mask
+    if sparse:
+        _check_gains(prep, x, prep.label, "run")  # every label's gain is valid
+        q, pos, labels, _ = r.positive(0.0)  # the rows of nonzero gain
+        g = cache.get_or(("positive_gain", id(r), metric.gain), lambda: gain_of(labels))
+        if metric.k is not None:
+            inside = pos < metric.k
+            q, pos, g = q[inside], pos[inside], g[inside]
+    elif r.gid is None:
+        q, pos, grouped, labels = r.top(metric.k)  # only the top k rows are touched
+        gains(prep, x, prep.label, "run")  # validates every label's gain once
+
+        def top_gains() -> np.ndarray:
+            g = gain_of(labels)
+            return g if unjudged is None else np.where(unjudged[grouped], 0.0, g)
+
+        g = cache.get_or(("top_gain", id(r), metric.k, metric.gain), top_gains)
+    else:
+        rows = r.head(metric.k)
+        q, pos, grouped, labels = r.top(metric.k)
+
+        def group_means() -> np.ndarray:  # mean gain per tie group
+            gains(prep, x, prep.label, "run")  # validates every label's gain
+            with np.errstate(over="ignore", invalid="ignore"):
+                ranked = gain_of(r.label)
+            if unjudged is not None:
+                ranked = np.where(unjudged[r.perm], 0.0, ranked)
+            return np.add.reduceat(ranked, r.gstart) / r.gsize
+
+        def top_means() -> np.ndarray:
+            means = cache.get_or(("group_mean", id(r), metric.gain), group_means)
+            return means[r.gid] if rows is None else means[r.gid[rows]]
+
+        g = cache.get_or(("top_gain", id(r), metric.k, metric.gain), top_means)
+    return np.bincount(q, weights=g * disc[pos], minlength=nq)
+
+
+def _ideal_dcg(prep: Prepared, x: MeasureInput, disc: np.ndarray) -> np.ndarray:
+    """IDCG@k per query. Integer labels in [0, 64): from per-query label counts (no sort):
+    levels in decreasing gain fill consecutive positions, each contributing its gain times
+    the sum of the discounts it covers. Other labels: a per-query sort by gain."""
+    metric, cache = x.metric, x.cache
+    ideal = prep.ideal(metric.ideal)
+    which = "judged" if metric.ideal == "judged" else "run"
+    tag = metric.ideal
+    unjudged = _unjudged_rows(prep, x) if metric.ideal == "retrieved" else None
+    if unjudged is not None:  # unjudged rows have gain 0 here: they add nothing to IDCG
+        ideal = Ideal(prep.q[~unjudged], prep.label[~unjudged])
+        which, tag = "run-judged", "retrieved-judged"
+    g_all = gains(prep, x, ideal.label, which)
+    nq = prep.n_queries
+    kk = len(disc) if metric.k is None else min(metric.k, len(disc))
+    cum = np.concatenate(([0.0], np.cumsum(disc)))
+
+    def counts() -> tuple[np.ndarray, np.ndarray] | None:
+        if ideal.q is prep.judged_q and ideal.label is prep.judged_label:
+            return prep.judged_level_counts  # shared with the relevant counts
+        return level_counts(ideal.q, ideal.label, nq)
+
+    by_level = cache.get_or(("ideal_counts", tag), counts)
+    if by_level is not None:
+        c, levels = by_level
+        level_gain = gain_function(metric.gain)(levels)
+        order = np.argsort(-level_gain, kind="stable")
+        c, level_gain = c[:, order], level_gain[order]
+        end = np.cumsum(c, axis=1)
+        start = end - c
+        span = cum[np.minimum(end, kk)] - cum[np.minimum(start, kk)]
+        # a row-wise sum, not a BLAS product: each query's value must not depend on the
+        # other queries evaluated with it (streaming evaluates them in batches)
+        return (span * level_gain).sum(axis=1)
+
+    def sorted_ideal() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        order = np.lexsort((-g_all, ideal.q))
+        q, g = ideal.q[order], g_all[order]
+        n = np.bincount(q, minlength=nq)
+        return q, g, np.arange(len(q)) - np.repeat(np.cumsum(n) - n, n)
+
+    q, g, pos = cache.get_or(("ideal_sorted", tag, metric.gain), sorted_ideal)
+    m = pos < kk
+    return np.bincount(q[m], weights=g[m] * disc[pos[m]], minlength=nq)
+

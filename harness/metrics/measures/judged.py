@@ -1,0 +1,64 @@
+"""Measures that read whether each ranked document is judged: Judged@k and bpref.
+
+``R`` is the number of judged relevant documents (``label >= level``), ``N`` the number of
+judged non-relevant ones. With ``ties="average"``, Judged@k replaces a tied document's
+indicator by its group's mean; bpref's relevant document of a tied group with ``m`` judged
+non-relevant documents and ``c`` of them before the group has ``c + X`` non-relevant
+documents above it, ``X`` uniform on ``0..m``, and the mean of ``min(c + X, R)`` has a
+closed form. ``optimistic`` / ``pessimistic`` order tied documents by label; for Judged@k
+they are not the extremes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.metrics.ranked import exclusive_count, ratio, topk_sum
+from harness.metrics.registry import MeasureInput, register_measure
+
+__all__ = ["depth"]
+
+
+def depth(x: MeasureInput) -> np.ndarray:
+    """Per query, how many ranked documents the cut-off keeps."""
+    n = x.n_docs()
+    return n if x.metric.k is None else np.minimum(n, float(x.metric.k))
+
+
+@register_measure("judged", display="Judged", options=(), reads_judged=True, builtin=True,
+                  formula="$\\frac{1}{\\min(k, n)} \\sum_{i=1}^{k} [d_i \\text{ judged}]$")
+def _judged(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
+    r = x.ranking
+    hits = topk_sum(r, r.group_mean(x.judged), x.metric.k, x.n_queries)
+    return ratio(hits, depth(x)), np.zeros(x.n_queries, dtype=bool)
+
+
+@register_measure("bpref", display="Bpref", options=("empty", "empty_weight"), binary=True,
+                  reads_judged=True, cutoff=False, builtin=True,
+                  formula="$\\frac{1}{R} \\sum_{rel_i \\ge level} 1 - "
+                          "\\frac{\\min(n_i, R)}{\\min(R, N)}$, $n_i$ judged non-relevant "
+                          "above $i$")
+def _bpref(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
+    prep, metric, r = x.prep, x.metric, x.ranking
+    nq = prep.n_queries
+    rel, judged, n_rel = x.relevant(), x.judged, x.n_relevant()
+    nonrel = ((judged > 0) & (rel == 0)).astype(np.int64)
+    n_nonrel = np.bincount(prep.judged_q, weights=prep.judged_label < metric.level,
+                           minlength=nq)
+    before = exclusive_count(r, nonrel, r.n).astype(np.float64)
+    big_r = n_rel[r.q]
+    scale = np.minimum(big_r, n_nonrel[r.q])
+    if r.gid is None:
+        shortfall = np.minimum(before, big_r)
+        terms = rel * (1.0 - ratio(shortfall, scale))
+        return ratio(np.bincount(r.q, weights=terms, minlength=nq), n_rel), n_rel == 0
+    # per tie group: c judged non-relevant before it, m inside, r_g relevant inside
+    start = r.gstart
+    c = before[start]
+    m = np.bincount(r.gid, weights=nonrel, minlength=len(start))
+    r_g = np.bincount(r.gid, weights=rel, minlength=len(start))
+    big_rg, scale_g = big_r[start], scale[start]
+    t = np.clip(big_rg - c, 0.0, m + 1.0)  # values of X with c + X below R
+    total = t * c + t * (t - 1.0) / 2.0 + (m + 1.0 - t) * big_rg  # sum of min(c + X, R)
+    terms = r_g * (1.0 - ratio(total / (m + 1.0), scale_g))
+    return ratio(np.bincount(r.q[start], weights=terms, minlength=nq), n_rel), n_rel == 0

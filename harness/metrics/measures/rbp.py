@@ -1,0 +1,39 @@
+"""Rank-biased precision (Moffat & Zobel 2008) and its residual.
+
+RBP is a sum of per-position terms, so with ``ties="average"`` a tied document's
+relevance is replaced by its group's mean. The residual is what unjudged documents in the
+top k and every rank past it could add: ``(1 - p) sum p^(i-1) [d_i unjudged] + p^depth``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.metrics.measures.judged import depth
+from harness.metrics.ranked import topk_sum
+from harness.metrics.registry import MeasureInput, register_measure
+
+__all__: list[str] = []
+
+
+def _rbp_sum(x: MeasureInput, values: np.ndarray) -> np.ndarray:
+    """(1 - p) sum_i p^(i-1) values_i over the top k."""
+    r, p = x.ranking, x.metric.p
+    weights = (1.0 - p) * p ** r.pos.astype(np.float64)
+    return topk_sum(r, weights * values, x.metric.k, x.n_queries)
+
+
+@register_measure("rbp", display="RBP", options=("empty", "empty_weight", "p"), binary=True,
+                  builtin=True,
+                  formula="$(1 - p) \\sum_{i=1}^{k} p^{i-1} [rel_i \\ge level]$")
+def _rbp(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
+    return _rbp_sum(x, x.ranking.group_mean(x.relevant())), x.n_relevant() == 0
+
+
+@register_measure("rbp_residual", display="RBPres", options=("p",), reads_judged=True,
+                  builtin=True,
+                  formula="$(1 - p) \\sum_{i=1}^{k} p^{i-1} [d_i \\text{ unjudged}] + "
+                          "p^{\\min(k, n)}$")
+def _rbp_residual(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
+    unjudged = _rbp_sum(x, x.ranking.group_mean(1.0 - x.judged))
+    return unjudged + x.metric.p ** depth(x), np.zeros(x.n_queries, dtype=bool)
