@@ -5,7 +5,7 @@
 Metric('nDCG@10(gain=linear)')
 
 The public names are imported on first use (PEP 562), so ``import harness`` and
-``python -m harness --help`` do not pay for pandas, dask or the metric engine until a
+``harness --help`` do not pay for pandas, dask or the metric engine until a
 command needs them.
 """
 

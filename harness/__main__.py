@@ -1,7 +1,7 @@
-from harness.app.help import main as help_main
+"""``python -m harness``: the same command line as ``harness`` (:mod:`harness.commands.dispatch`)."""
 
-help_main()  # --help / -h: the project's own help, answered before Hydra is imported
+import sys
 
-from harness.app.main import main  # noqa: E402
+from harness.commands.dispatch import main
 
-main()
+sys.exit(main())

@@ -22,7 +22,7 @@ import harness.paths
 from harness import InputError, parse_metric
 from harness.progress import Phases, progress
 from harness.reporting.figures import figure_mode, headline_variants, study_figures
-from harness.tracking.plan import batches
+from harness.tracking.log_plan import batches
 
 PROJECT = Path(harness.paths.PROJECT_ROOT)
 HEAVY = ("sklearn.datasets", "matplotlib", "mlflow", "dask", "scipy.stats")

@@ -13,8 +13,10 @@ import pytest
 import harness
 
 ROOT = Path(harness.__file__).resolve().parent
-#: ``python -m harness.<name>`` entry points: a few lines handing over to harness.commands.
-SHIMS = ("sync", "cluster", "scored_run")
+#: Packages holding only a ``python -m harness.<name>`` entry point (``__main__.py``, a few
+#: lines handing over to harness.commands); compare, explain and reproduce hold theirs beside
+#: their library code.
+ENTRY_PACKAGES = ("sync", "cluster", "scored_run")
 #: Packages (and top-level modules) by layer; a layer imports only the layers below it.
 LAYERS = (
     ("errors", "paths", "version", "progress"),
@@ -42,7 +44,7 @@ MODULES = _modules()
 
 
 def _is_entry(name: str) -> bool:
-    return name.endswith(".__main__") or name in {f"harness.{s}" for s in SHIMS}
+    return name.endswith(".__main__") or name in {f"harness.{s}" for s in ENTRY_PACKAGES}
 
 
 def _type_checking_only(tree: ast.AST) -> set[int]:
@@ -157,13 +159,36 @@ def test_modules_stay_short(module: str) -> None:
 
 
 def test_every_command_has_one_home_and_one_entry_point() -> None:
+    from harness.commands.dispatch import COMMANDS, STUDY
+
     commands = sorted(p.stem for p in (ROOT / "commands").glob("*.py")
-                      if p.stem not in ("__init__", "base"))
+                      if p.stem not in ("__init__", "base", "dispatch"))
     assert commands == ["cluster", "compare", "explain", "reproduce", "scored_run", "sync"]
+    # ``harness <command>``: each command's module, and the study (Hydra) as ``run``
+    assert {name: c.module for name, c in COMMANDS.items()} == {
+        STUDY: "harness.app.main",
+        **{name.replace("_", "-"): f"harness.commands.{name}" for name in commands}}
     for name in commands:
         source = MODULES[f"harness.commands.{name}"].read_text()
         assert "def main(argv: list[str] | None = None) -> int:" in source
-        entry = ROOT / f"{name}.py" if name in SHIMS else ROOT / name / "__main__.py"
+        assert f'prog="harness {name.replace("_", "-")}"' in source
+        entry = ROOT / name / "__main__.py"  # ``python -m harness.<name>``
         text = entry.read_text()
         assert f"from harness.commands.{name} import main" in text
         assert len(text.splitlines()) <= 12, f"{entry} should only hand over to the command"
+    for name in ENTRY_PACKAGES:  # nothing but the entry point
+        assert ast.parse(MODULES[f"harness.{name}"].read_text()).body[1:] == []
+    # ``python -m harness`` and the ``harness`` console script are the dispatcher
+    assert "from harness.commands.dispatch import main" in (ROOT / "__main__.py").read_text()
+    pyproject = (ROOT.parent / "pyproject.toml").read_text()
+    assert 'harness = "harness.commands.dispatch:main"' in pyproject
+
+
+def test_no_two_modules_share_a_file_name() -> None:
+    """A file name says what the module holds, once: ``sync.py`` in three packages would
+    say it three times about three things. Only ``__init__.py`` and ``__main__.py`` recur."""
+    homes = defaultdict(list)
+    for path in sorted(ROOT.rglob("*.py")):
+        if path.name not in ("__init__.py", "__main__.py"):
+            homes[path.name].append(str(path.relative_to(ROOT.parent)))
+    assert {name: paths for name, paths in homes.items() if len(paths) > 1} == {}

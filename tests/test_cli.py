@@ -92,14 +92,3 @@ def test_file_commands_ok_and_bad_input(tmp_path: Path) -> None:
     code, _, err = _run(scored_run.main, [str(src), "--queries", "0"])
     assert code == 2 and "--queries" in err
 
-
-def test_the_console_script_answers_help() -> None:
-    """``harness`` (the console script pyproject.toml installs) is ``python -m harness``."""
-    import subprocess
-    import sys
-
-    script = Path(sys.executable).with_name("harness")
-    assert script.is_file(), "pip install -e . writes the console script beside python"
-    proc = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    assert "usage: python -m harness" in proc.stdout

@@ -113,7 +113,7 @@ def test_unclustered_parquet_is_refused_with_the_fix(tmp_path: Path, client: Any
     shuffled = run.sample(frac=1.0, random_state=3).reset_index(drop=True)
     path = tmp_path / "shuffled.parquet"
     shuffled.to_parquet(path, index=False)
-    with pytest.raises(NotClustered, match=r"not contiguous.*python -m harness.cluster") as e:
+    with pytest.raises(NotClustered, match=r"not contiguous.*harness cluster") as e:
         evaluate_dask(path, client=client)
     q, row = e.value.qid, e.value.row  # the named row really starts a second stretch of q
     assert shuffled["qid"].iloc[row] == q and shuffled["qid"].iloc[row - 1] != q

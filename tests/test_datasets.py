@@ -369,7 +369,7 @@ def test_text_columns_digest_the_bytes_of_their_joined_values(values: list[str],
                                                                cut: int) -> None:
     """The digest reads Arrow text columns from their buffers: the same bytes as joining
     the Python strings with \\x1f, for any text, empty strings and sliced columns."""
-    from harness.datasets.base import _column_bytes
+    from harness.datasets.dataset import _column_bytes
 
     for dtype in ("str", "string"):
         series = pd.Series(values, dtype=dtype).iloc[min(cut, len(values) - 1):]

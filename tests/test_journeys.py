@@ -52,7 +52,7 @@ def test_a_job_ends_with_its_ids_and_next_steps_and_mlflow_explains_itself(
     assert {r.info.run_id for r in runs.values()} <= printed  # every id is printed
     for name in ("oracle", "coin"):  # each next to its ranker's name
         assert re.search(rf"^\s+{name}\s+{runs['ranker:' + name].info.run_id}$", out, re.M)
-    assert f"python -m harness.compare {job.info.run_id} --baseline oracle" in out
+    assert f"harness compare {job.info.run_id} --baseline oracle" in out
     assert "nDCG@10" in out and "Files: " + str(tmp_path / "out" / "job") in out
     # descriptions: the ranker's table of variants, the job's ranker x variant table
     for name in ("oracle", "coin"):
@@ -77,9 +77,10 @@ def test_a_job_ends_with_its_ids_and_next_steps_and_mlflow_explains_itself(
                                         "dataset.n_queries=30 · ")
     assert "tracking.uri" not in job.info.run_name
     # the printed reproduce command runs as printed
-    (line,) = [s.strip() for s in out.splitlines() if "harness.reproduce" in s]
-    rerun = subprocess.run([sys.executable, *line.split()[1:]], cwd=PROJECT, env=_env(),
-                           capture_output=True, text=True, timeout=300)
+    (line,) = [s.strip() for s in out.splitlines() if "harness reproduce" in s]
+    assert line.split()[0].endswith("harness")  # harness reproduce ..., this venv's or on PATH
+    rerun = subprocess.run([sys.executable, "-m", "harness", *line.split()[1:]], cwd=PROJECT,
+                           env=_env(), capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0 and "identical" in rerun.stdout, rerun.stderr[-2000:]
 
 
@@ -127,7 +128,7 @@ def test_a_sweep_ends_with_its_parent_and_next_steps(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     parent = (tmp_path / "sweep" / ".mlflow_parent_run_id").read_text().strip()
     assert f"sweep parent run   {parent}" in proc.stdout
-    assert f"python -m harness.compare {parent} --tracking-uri sqlite:///{tmp_path}/mlflow.db" \
+    assert f"harness compare {parent} --tracking-uri sqlite:///{tmp_path}/mlflow.db" \
         in proc.stdout
     assert f"Files: {tmp_path}/sweep/<job number>/" in proc.stdout
 

@@ -139,7 +139,7 @@ def test_sync_names_a_plan_whose_results_are_gone_and_drops_it(tmp_path: Path) -
     assert proc.returncode == 1
     said = proc.stdout + proc.stderr
     assert "are gone" in said and str(tmp_path / "out") in said
-    assert f"python -m harness.sync --drop {plan.stem}" in said
+    assert f"harness sync --drop {plan.stem}" in said
     assert plan.exists()  # nothing dropped without being asked
 
     proc = _sync(tmp_path, *uri, "--drop-missing")

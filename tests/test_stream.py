@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import harness
-from harness.engines.cluster import cluster_parquet
+from harness.engines.clustering import cluster_parquet
 from harness.engines.stream import NotClustered, iter_query_batches
 
 METRICS = ["ndcg@10", "ndcg(gain=linear,ties=docid)", "mndcg@5", "ap", "rr", "P@5",
@@ -63,7 +63,7 @@ def test_unclustered_file_is_refused_with_the_fix(tmp_path: Path) -> None:
     shuffled = run.sample(frac=1.0, random_state=3)
     path = tmp_path / "shuffled.parquet"
     shuffled.to_parquet(path, index=False)
-    with pytest.raises(NotClustered, match=r"not contiguous.*python -m harness.cluster"):
+    with pytest.raises(NotClustered, match=r"not contiguous.*harness cluster"):
         harness.evaluate_parquet(path, metrics="ndcg@10", batch_rows=64)
     fixed = cluster_parquet(path, tmp_path / "clustered.parquet", batch_rows=100)
     got = harness.evaluate_parquet(fixed, metrics=METRICS, batch_rows=64)

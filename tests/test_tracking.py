@@ -31,7 +31,7 @@ from harness.app.study import run_study
 from harness.datasets import load_dataset
 from harness.errors import TrackingUnavailable
 from harness.rankers import RankerSpec, score
-from harness.tracking.plan import PARAM_LIMIT, LogPlan, RunRecord
+from harness.tracking.log_plan import PARAM_LIMIT, LogPlan, RunRecord
 
 PROJECT = Path(harness.paths.PROJECT_ROOT)
 N_QUERIES = 40
@@ -191,7 +191,7 @@ def test_server_down_then_sync(server: MlflowServer, tmp_path: Path, shared_data
     assert proc.returncode == 3, _explain(proc)
     assert seconds < 30, f"took {seconds:.1f}s to give up on an unreachable server"
     log = proc.stdout + proc.stderr
-    assert "could not log to MLflow" in log and "python -m harness.sync" in log
+    assert "could not log to MLflow" in log and "harness sync" in log
     out = tmp_path / "out"
     for f in ("per_query/oracle.parquet", "summary.csv", "sklearn_check.csv",
               "metric_keys.json", "config_resolved.yaml", "dataset.json"):
@@ -345,7 +345,7 @@ def test_replay_continues_a_half_sent_plan_without_duplicates(tmp_path: Path,
                                                               local_uri: str) -> None:
     """A plan that failed half-way (a missing artifact) is finished by harness.sync: the
     runs it already created are reused, none is created twice."""
-    from harness.tracking.sync import sync
+    from harness.tracking.pending import sync
     from harness.tracking import execute
 
     uri = local_uri
@@ -386,7 +386,7 @@ def test_replay_continues_a_half_sent_plan_without_duplicates(tmp_path: Path,
 def test_sqlite_races_are_retried(monkeypatch: pytest.MonkeyPatch) -> None:
     """A UNIQUE-constraint collision (two jobs creating one dataset row) is retried; any
     other error is not."""
-    from harness.tracking import plan
+    from harness.tracking import log_plan as plan
 
     monkeypatch.setattr(plan.time, "sleep", lambda s: None)
     calls = {"n": 0}

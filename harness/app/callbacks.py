@@ -106,7 +106,7 @@ def sweep_summary(parent: str, uri: str, sweep_dir: str, *, experiment: str) -> 
         f"  sweep parent run   {parent}   (each job's ranker runs are its children)",
         f"Files: {sweep_dir}/<job number>/",
         "Next:",
-        f"  {python_command()} -m harness.compare {parent}{flag}",
-        f"  {python_command()} -m harness.reproduce {parent}{flag}",
+        f"  {python_command().removesuffix('python')}harness compare {parent}{flag}",
+        f"  {python_command().removesuffix('python')}harness reproduce {parent}{flag}",
         "  make ui    # then open http://127.0.0.1:5000" if not flag else
         f"  mlflow ui --backend-store-uri {shlex.quote(uri)}"])

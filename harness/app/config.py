@@ -17,7 +17,7 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
-from harness.app.names import hydra_dir_name
+from harness.app.path_names import hydra_dir_name
 from harness.paths import PROJECT_ROOT, shared_data_dir
 
 __all__ = ["Config", "register_configs", "PROJECT_ROOT"]

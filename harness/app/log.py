@@ -23,7 +23,7 @@ from harness.metrics import Metric
 from harness.paths import project_path
 from harness.reporting import STATS
 from harness.tracking import LogPlan, RunRecord, configure_requests, execute, resolve_tracking_uri
-from harness.tracking.plan import PARAM_LIMIT, close_open_runs, refused
+from harness.tracking.log_plan import PARAM_LIMIT, close_open_runs, refused
 from harness.tracking.worker import TrackingWorker, WorkerFailed, WorkerGone
 
 __all__ = ["log_study", "start_tracking", "VIEWABLE_ROWS"]
@@ -180,7 +180,7 @@ def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
         raise TrackingUnavailable(
             f"could not log to MLflow at {uri} ({kind}: {reason}). Results are "
             f"in {out}; the log plan is pending in {marker}; replay it with: "
-            "python -m harness.sync") from exc
+            "harness sync") from exc
     log.info("logged to MLflow (%s, experiment %r) in %.1fs", uri, experiment,
              time.perf_counter() - t)
     return ids
@@ -189,7 +189,7 @@ def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
 def _file_digests(options: Mapping[str, Any]) -> dict[str, str]:
     """``dataset.sha256.<role>`` tags: the sha256 of each input file, so that reproduce can
     name the file that changed (a parquet_run's digest is its file's already)."""
-    from harness.datasets.base import file_sha256, input_files
+    from harness.datasets.dataset import file_sha256, input_files
 
     kind = str(options.get("kind", ""))
     if kind == "parquet_run":

@@ -11,7 +11,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
-from harness.datasets.base import PATH_OPTIONS
+from harness.datasets.dataset import PATH_OPTIONS
 from harness.datasets import DATASETS, Dataset, ParquetRun
 from harness.engines import Engine
 from harness.errors import InputError, MetricDefinitionError
@@ -131,7 +131,7 @@ def validate(cfg: DictConfig | Mapping[str, Any], *, store: str | None = None
     ``tracking.uri``, else ``store``, else :func:`~harness.tracking.resolve_tracking_uri`,
     so ``models:/`` URIs resolve against the study's own store.
     """
-    from harness.app.names import path_name
+    from harness.app.path_names import path_name
 
     c = plain_config(cfg)
     path_name("study", c.get("study", "default"))

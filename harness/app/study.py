@@ -7,7 +7,7 @@ this package and only call downward:
 1. plan (:mod:`harness.app.plan`): every metric, ranker spec and dataset option is built,
    failing before any data is read;
 2. score (:func:`harness.rankers.score`, from the score cache when possible) and evaluate
-   (the study's engine; :mod:`harness.app.evaluate` for a parquet_run read in place);
+   (the study's engine; :mod:`harness.app.in_place` for a parquet_run read in place);
 3. check (:mod:`harness.app.check`): the sklearn cross-check on the variants sklearn can
    express;
 4. summarise and write (:mod:`harness.app.write`): per-query tables, summaries, the check
@@ -29,7 +29,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from harness.app.check import CheckFailed, check_failures, sample_options
-from harness.app.evaluate import evaluate_in_place
+from harness.app.in_place import evaluate_in_place
 from harness.app.plan import (
     DATASET_PATH_OPTIONS,
     build_metrics,
@@ -109,7 +109,7 @@ def _run_valid(cfg: DictConfig | Mapping[str, Any], output_dir: Path, started: f
         log.info("dataset %s (%s): %d test queries, %d judgments, digest %s…", dataset.name,
                  kind, dataset.test["qid"].nunique(), len(dataset.qrels), dataset.digest[:12])
     check_rankers_against(specs, dataset)
-    from harness.explain.study import explain_pairs, explain_ranker, write_explanations
+    from harness.explain.pairs import explain_pairs, explain_ranker, write_explanations
 
     explain_metric, pairs = explain_pairs(c)
     output_dir.mkdir(parents=True, exist_ok=True)  # the input is valid: work begins

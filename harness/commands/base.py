@@ -1,4 +1,4 @@
-"""What every ``python -m harness.<command>`` shares: options, exit codes, one-line errors.
+"""What every ``harness <command>`` shares: options, exit codes, one-line errors.
 
 Exit codes: 0 ok, 1 differences or failures, 2 bad input, 3 store unreachable.
 An error the user can act on prints one line (``error: ...``) on stderr, never a traceback.

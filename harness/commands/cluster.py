@@ -1,8 +1,8 @@
-"""``python -m harness.cluster IN OUT``: rewrite a parquet run clustered by qid (out of core).
+"""``harness cluster IN OUT``: rewrite a parquet run clustered by qid (out of core).
 
 Streaming evaluation (:func:`harness.evaluate_parquet`) needs the rows of each query to be
 contiguous. This rewrites any parquet file that way with bounded memory: see
-:func:`harness.engines.cluster.cluster_parquet`.
+:func:`harness.engines.clustering.cluster_parquet`.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import time
 
 from harness.commands.base import report_error
 from harness.errors import HarnessError
-from harness.engines.cluster import cluster_parquet
+from harness.engines.clustering import cluster_parquet
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.cluster", description=__doc__)
+    parser = argparse.ArgumentParser(prog="harness cluster", description=__doc__)
     parser.add_argument("src", help="parquet file to read")
     parser.add_argument("dst", help="parquet file to write, clustered by qid")
     parser.add_argument("--batch-rows", type=int, default=1_000_000,

@@ -1,14 +1,14 @@
-"""``python -m harness.compare``: compare the ranker versions of a sweep and write a report.
+"""``harness compare``: compare the ranker versions of a sweep and write a report.
 
 Examples
 --------
 Every pair of rankers of a sweep, Holm-corrected t-tests, report under runs/reports/::
 
-    python -m harness.compare --parent-run-id <id>
+    harness compare --parent-run-id <id>
 
 Each ranker against a baseline, Benjamini-Hochberg, only the runs with k = 10::
 
-    python -m harness.compare --experiment default --filter "params.`metric.k` = '10'" \\
+    harness compare --experiment default --filter "params.`metric.k` = '10'" \\
         --baseline random --correction bh
 
 Bad input (an unknown run, runs of several datasets, no overlapping queries, a single
@@ -31,7 +31,7 @@ def parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     from harness.compare.stats import CORRECTIONS, TESTS
 
-    p = argparse.ArgumentParser(prog="python -m harness.compare",
+    p = argparse.ArgumentParser(prog="harness compare",
                                 description="Compare the ranker versions of a sweep: paired "
                                 "tests per metric variant, sensitivity to the metric "
                                 "definition, and an HTML/Markdown/LaTeX report.")

@@ -1,6 +1,6 @@
-"""``python -m harness.explain``: why two definitions of a metric disagree on a TREC run.
+"""``harness explain``: why two definitions of a metric disagree on a TREC run.
 
-    python -m harness.explain --run RUN --qrels QRELS --metric ndcg@10 --a sklearn --b trec_eval
+    harness explain --run RUN --qrels QRELS --metric ndcg@10 --a sklearn --b trec_eval
 
 prints the two means and each differing option's share of the gap (exact Shapley values,
 see :mod:`harness.explain.shapley`); ``--csv`` writes that table, ``--per-query`` the
@@ -18,7 +18,7 @@ __all__ = ["main", "parser"]
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m harness.explain", description=__doc__,
+    p = argparse.ArgumentParser(prog="harness explain", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--run", required=True, help="TREC run file (qid Q0 docid rank score tag)")
     p.add_argument("--qrels", required=True, help="TREC qrels file (qid 0 docid label)")

@@ -1,4 +1,4 @@
-"""``python -m harness.reproduce RUN_ID [RUN_ID ...]``: re-run logged evaluations and
+"""``harness reproduce RUN_ID [RUN_ID ...]``: re-run logged evaluations and
 compare every per-query value bit for bit (see :mod:`harness.reproduce`).
 
 Exit status: 0 every run identical, 1 a difference, 2 a run or artifact that cannot be read,
@@ -74,9 +74,9 @@ def format_result(result: ReproResult) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m harness.reproduce``; returns the exit status (see the module doc)."""
+    """``harness reproduce``; returns the exit status (see the module doc)."""
     parser = argparse.ArgumentParser(
-        prog="python -m harness.reproduce",
+        prog="harness reproduce",
         description="Re-run logged evaluations and compare every per-query value bit for bit.")
     parser.add_argument("run_ids", nargs="+", metavar="RUN_ID",
                         help="a ranker run, or a job/sweep run (reproduces its ranker runs)")

@@ -1,6 +1,6 @@
 """Write a synthetic scored parquet run to try ``dataset=parquet_run`` and the engines on.
 
-    python -m harness.scored_run runs/big.parquet --queries 100000    # ~11M rows, ~0.2 GB
+    harness scored-run runs/big.parquet --queries 100000    # ~11M rows, ~0.2 GB
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from harness.datasets.parquet_run import write_scored_run
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m harness.scored_run",
+    ap = argparse.ArgumentParser(prog="harness scored-run",
                                  description="Write a synthetic scored parquet run (columns "
                                  "qid, docid, label, score, weak), clustered by qid.")
     ap.add_argument("out", help="parquet file to write")

@@ -1,7 +1,7 @@
-"""``python -m harness.sync``: send log plans left pending when MLflow was unreachable.
+"""``harness sync``: send log plans left pending when MLflow was unreachable.
 
 Each pending file is a :class:`~harness.tracking.LogPlan` saved before the job tried to log
-(see :mod:`harness.tracking.sync`). A plan that still cannot be sent stays pending; the
+(see :mod:`harness.tracking.pending`). A plan that still cannot be sent stays pending; the
 command exits non-zero if any does. ``--drop NAME`` (or ``--drop-missing``) moves a plan
 whose result files were deleted to ``dropped/``, marking the runs it had started FAILED.
 """
@@ -14,14 +14,14 @@ import logging
 from harness.commands.base import DIFFERENT, OK, UNREACHABLE, add_tracking_uri
 from harness.paths import project_path
 from harness.tracking import LogPlan, configure_requests
-from harness.tracking.plan import missing_files
-from harness.tracking.sync import drop, replay
+from harness.tracking.log_plan import missing_files
+from harness.tracking.pending import drop, replay
 
 log = logging.getLogger("harness.sync")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.sync", description=__doc__)
+    parser = argparse.ArgumentParser(prog="harness sync", description=__doc__)
     parser.add_argument("--pending-dir", default="runs/pending",
                         help="folder of pending log plans (default: runs/pending)")
     add_tracking_uri(parser, help="send to this store instead of the one each plan names")

@@ -1,5 +1,5 @@
 """Compare ranker versions of a sweep: paired tests per metric variant, the sensitivity of the
-ranker ordering to the metric definition, and reports (``python -m harness.compare``).
+ranker ordering to the metric definition, and reports (``harness compare``).
 
 Pure functions work on per-query tables (one per ranker, one column per variant):
 
@@ -14,7 +14,7 @@ Pure functions work on per-query tables (one per ranker, one column per variant)
 :func:`load_sweep` reads them, with provenance, from MLflow.
 """
 
-from harness.compare.errors import (
+from harness.errors import (
     CompareError,
     DatasetMismatch,
     NoOverlap,

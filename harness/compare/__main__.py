@@ -1,4 +1,5 @@
-"""``python -m harness.compare``: the command is :mod:`harness.commands.compare`."""
+"""``python -m harness.compare``: the same as ``harness compare``; the command is
+:mod:`harness.commands.compare`."""
 
 import sys
 

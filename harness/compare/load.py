@@ -22,15 +22,15 @@ from typing import Any, TypeVar
 import numpy as np
 import pandas as pd
 
-from harness.compare.errors import (
+from harness.compare.versions import RunInfo, group_versions
+from harness.errors import (
     CompareError,
     DatasetMismatch,
     RunNotFound,
     TooFewRankers,
+    TrackingUnavailable,
     UnknownName,
 )
-from harness.compare.versions import RunInfo, group_versions
-from harness.errors import TrackingUnavailable
 from harness.metrics.evaluate import metric_columns
 
 __all__ = ["RankerVersion", "Sweep", "load_sweep", "latest_parent_run", "mlflow_call"]
@@ -142,7 +142,7 @@ def latest_parent_run(tracking_uri: str | None = None, *, min_rankers: int = 2) 
             return run.info.run_id
     raise TooFewRankers(f"no parent run among the {len(runs)} newest in {uri} has ranker "
                         f"runs of {min_rankers} or more rankers; run a study with several "
-                        "rankers first (python -m harness)")
+                        "rankers first (harness run)")
 
 
 def _run_info(run: Any) -> RunInfo:

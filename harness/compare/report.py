@@ -126,7 +126,8 @@ def _figures(sweep: Sweep, comparison: pd.DataFrame, sens: Sensitivity,
              fig_dir: Path) -> dict[str, list[tuple[str, Path]]]:
     """The distributions as in a job (an overview of the headline variants, one panel per
     variant of each metric family), a paired-difference figure per pair, the tau heatmap."""
-    from harness.compare.figures import paired_difference_figure, png_bytes, tau_heatmap
+    from harness.compare.comparison_figures import (paired_difference_figure, png_bytes,
+                                                    tau_heatmap)
     from harness.metrics import parse_metric
     from harness.reporting.figures import study_figures
 

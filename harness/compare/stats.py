@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from harness.compare.errors import CompareError, NoOverlap, TooFewRankers, UnknownName
+from harness.errors import CompareError, NoOverlap, TooFewRankers, UnknownName
 from harness.metrics.evaluate import metric_columns
 from harness.reporting.summary import normal_interval
 from harness.compare.resampling import (

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness.datasets.base import Dataset, content_digest
+from harness.datasets.dataset import Dataset, content_digest, file_sha256
 from harness.datasets.files import load_letor, load_table, load_trec
 from harness.datasets.parquet_run import ParquetRun, load_parquet_run
 from harness.datasets.synthetic import make_synthetic
 from harness.errors import InputError
 
-__all__ = ["DATASETS", "Dataset", "ParquetRun", "content_digest", "load_dataset"]
+__all__ = ["DATASETS", "Dataset", "ParquetRun", "content_digest", "file_sha256", "load_dataset"]
 
 #: kind -> loader taking the config's options as keyword arguments. Never a ``_target_``.
 DATASETS: Mapping[str, Callable[..., Dataset]] = {

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from harness.data.trec import read_qrels, read_run, warn_on_few_judged
-from harness.datasets.base import Dataset, content_digest
+from harness.datasets.dataset import Dataset, content_digest
 from harness.errors import InputError
 
 __all__ = ["load_letor", "load_trec", "load_table"]

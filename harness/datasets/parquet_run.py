@@ -6,7 +6,7 @@ score column per ranker. The file is never loaded whole: rankers of kind ``colum
 score column and the configured engine (``stream`` or ``dask``; ``local`` reads the needed
 columns into memory) evaluates it in place. The digest is the sha256 of the file's bytes.
 
-``python -m harness.scored_run OUT.parquet --queries N`` writes a synthetic run of this
+``harness scored-run OUT.parquet --queries N`` writes a synthetic run of this
 shape (clustered by qid) to try it on.
 """
 
@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from harness.data.trec import read_qrels
-from harness.datasets.base import Dataset, content_digest
+from harness.datasets.dataset import Dataset, content_digest, file_sha256
 from harness.errors import InputError
 
 __all__ = ["ParquetRun", "load_parquet_run", "write_scored_run"]
@@ -46,14 +46,6 @@ class ParquetRun(Dataset):
                 "rows": self.rows, "test_rows": self.rows, "path": str(self.path),
                 "judgments": self.rows if self.labels_in_file else int(len(self.qrels)),
                 "features": len(self.features)}
-
-
-def _file_sha256(path: Path, chunk: int = 1 << 23) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def load_parquet_run(*, name: str, path: str, qid: str = "qid", docid: str = "docid",
@@ -93,11 +85,11 @@ def load_parquet_run(*, name: str, path: str, qid: str = "qid", docid: str = "do
         if not qpath.is_file():
             raise InputError(f"qrels_path file not found: {qpath}", key="dataset.qrels_path")
         qrels = read_qrels(qpath)
-        digest = hashlib.sha256((_file_sha256(p) + content_digest(qrels)).encode()).hexdigest()
+        digest = hashlib.sha256((file_sha256(p) + content_digest(qrels)).encode()).hexdigest()
         source = f"{p} + {qpath}"
     else:
         qrels = pd.DataFrame({"qid": [], "docid": [], "label": []})
-        digest, source = _file_sha256(p), str(p)
+        digest, source = file_sha256(p), str(p)
     docs = pd.DataFrame({"qid": [], "docid": [], "split": [], "label": []})
     return ParquetRun(name=name, kind="parquet_run", docs=docs, qrels=qrels, features=scores,
                       digest=digest, source=source, path=p, roles=roles,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from harness.datasets.base import Dataset, content_digest
+from harness.datasets.dataset import Dataset, content_digest
 from harness.errors import InputError
 
 __all__ = ["make_synthetic"]

@@ -6,7 +6,7 @@ batch are held back and joined to the next batch, so every query is evaluated wh
 same vectorised engine as :func:`harness.evaluate`. Peak memory follows ``batch_rows``, not
 the file size. A qid that reappears after its rows ended means the file is not clustered;
 the error names the query and the command that rewrites the file clustered,
-``python -m harness.cluster IN OUT`` (an out-of-core rewrite, see :func:`cluster_parquet`).
+``harness cluster IN OUT`` (an out-of-core rewrite, see :func:`cluster_parquet`).
 """
 
 from __future__ import annotations
@@ -101,8 +101,8 @@ def not_clustered(path: Path, qid: Any, row: int) -> NotClustered:
     """The error for a query whose rows resume at ``row`` after another query's."""
     return NotClustered(
         f"the rows of query {plain(qid)!r} are not contiguous in {path.name} (it appears "
-        f"again at row {row}); rewrite the file clustered by qid with: python -m "
-        f"harness.cluster {path} {path.with_name(path.stem + '.clustered.parquet')}",
+        f"again at row {row}); rewrite the file clustered by qid with: harness "
+        f"cluster {path} {path.with_name(path.stem + '.clustered.parquet')}",
         table=path.name, column="qid", qid=qid, row=row)
 
 

@@ -1,5 +1,5 @@
 """The convention diff: which option of a metric's definition moves its number, and by how
-much (:func:`explain_difference`; ``python -m harness.explain``)."""
+much (:func:`explain_difference`; ``harness explain``)."""
 
 from harness.explain.shapley import DATA_OPTIONS, METRIC_OPTIONS, Explanation, explain_difference
 

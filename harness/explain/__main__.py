@@ -1,4 +1,5 @@
-"""``python -m harness.explain``: the command is :mod:`harness.commands.explain`."""
+"""``python -m harness.explain``: the same as ``harness explain``; the command is
+:mod:`harness.commands.explain`."""
 
 import sys
 

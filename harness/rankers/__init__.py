@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from harness.data.trec import read_run, warn_on_few_judged
-from harness.datasets import Dataset
+from harness.datasets import Dataset, file_sha256
 from harness.errors import InputError
 from harness.progress import bars_on, progress
 
@@ -208,19 +208,11 @@ RANKERS: Mapping[str, Callable[[RankerSpec, Dataset], pd.DataFrame]] = {
 }
 
 
-def _file_sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def cache_key(spec: RankerSpec, ds: Dataset) -> str:
     """sha256 of (dataset digest, ranker kind and options, input files' digests)."""
     extra: dict[str, Any] = {}
     if spec.kind == "run_file":
-        extra["file"] = _file_sha256(spec.require("path"))
+        extra["file"] = file_sha256(spec.require("path"))
     payload = json.dumps({"v": CACHE_VERSION, "dataset": ds.digest, "kind": spec.kind,
                           "options": spec.options, "extra": extra}, sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()

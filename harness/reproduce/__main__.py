@@ -1,4 +1,5 @@
-"""``python -m harness.reproduce``: the command is :mod:`harness.commands.reproduce`."""
+"""``python -m harness.reproduce``: the same as ``harness reproduce``; the command is
+:mod:`harness.commands.reproduce`."""
 
 import sys
 

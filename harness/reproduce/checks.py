@@ -34,7 +34,7 @@ def read_artifact(run_id: str, path: Path, reader: Callable[[Path], T]) -> T:
         raise ReproduceError(
             f"run {run_id}: artifact {path.name!r} is unreadable ({type(exc).__name__}: "
             f"{first}); it may be truncated or corrupted. Run the job again, or replay its "
-            "log plan with python -m harness.sync if it is still pending") from None
+            "log plan with harness sync if it is still pending") from None
 
 
 def param_mismatches(logged: Mapping[str, str], config_params: Mapping[str, str]

@@ -1,4 +1,4 @@
-"""Re-run a logged evaluation and compare its bits (``python -m harness.reproduce``).
+"""Re-run a logged evaluation and compare its bits (``harness reproduce``).
 
 For every ranker run (a job or sweep run stands for its ranker children) the run's resolved
 config is fetched from MLflow, the dataset is rebuilt and its digest checked against the
@@ -24,9 +24,9 @@ import pandas as pd
 import yaml
 
 from harness.app import provenance
-from harness.app.evaluate import evaluate_in_place
+from harness.app.in_place import evaluate_in_place
 from harness.app.plan import validate
-from harness.datasets.base import file_sha256, input_files
+from harness.datasets.dataset import file_sha256, input_files
 from harness.datasets import Dataset, ParquetRun, load_dataset
 from harness.engines import Engine
 from harness.errors import HarnessError, TrackingUnavailable

@@ -1,6 +1,6 @@
 """MLflow tracking: store set-up, log plans written to disk before sending, replay."""
 
-from harness.tracking.plan import LogPlan, RunRecord, execute
+from harness.tracking.log_plan import LogPlan, RunRecord, execute
 from harness.tracking.store import (
     configure_requests,
     ensure_experiment,

@@ -6,7 +6,7 @@ starts the worker before it reads its data; on the machine's other core the work
 MLflow and opens the store (under the store's lock, :func:`~harness.tracking.store.
 open_client`), then waits. When the results are on disk and the log plan is saved in the
 pending folder, the job hands the plan's file to the worker, which runs
-:func:`~harness.tracking.plan.execute` on it exactly as the job would, and answers with the
+:func:`~harness.tracking.log_plan.execute` on it exactly as the job would, and answers with the
 run ids or the error it met.
 
 Protocol: one JSON line each way, on the worker's stdin and stdout; whatever MLflow prints
@@ -112,7 +112,7 @@ def serve() -> None:
     if not first:
         return
     uri = json.loads(first)["tracking_uri"]
-    from harness.tracking.plan import LogPlan, close_open_runs, execute, refused
+    from harness.tracking.log_plan import LogPlan, close_open_runs, execute, refused
     from harness.tracking.store import open_client
 
     try:  # the slow part, while the job computes; execute meets any error again

@@ -1,4 +1,4 @@
-"""Send log plans left pending when MLflow was unreachable (``python -m harness.sync``).
+"""Send log plans left pending when MLflow was unreachable (``harness sync``).
 
 Each pending file is a :class:`~harness.tracking.LogPlan` saved before the job tried to log.
 Runs the job already created are continued, not duplicated, even when the job was killed
@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 
 from harness.errors import InputError
-from harness.tracking.plan import LogPlan, close_open_runs, execute, missing_files, refused
+from harness.tracking.log_plan import LogPlan, close_open_runs, execute, missing_files, refused
 
 __all__ = ["sync", "drop", "replay"]
 
@@ -66,7 +66,7 @@ def replay(pending_dir: Path, tracking_uri: str | None) -> tuple[int, int, int]:
             failed += 1
             folders = sorted({str(Path(p).parent) for p in gone})
             log.error("%s: can never be sent: %d result file(s) are gone (%s%s). Drop it "
-                      "with: python -m harness.sync --drop %s", marker.name, len(gone),
+                      "with: harness sync --drop %s", marker.name, len(gone),
                       ", ".join(folders[:2]), ", ..." if len(folders) > 2 else "",
                       marker.stem)
             continue

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,8 +120,9 @@ def input_files(kind: str, options: Mapping[str, Any]) -> dict[str, Path]:
     return files
 
 
-def file_sha256(path: Path) -> str:
-    """sha256 of a file's bytes, read in 1 MB blocks."""
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """sha256 of a file's bytes, read in 1 MB blocks: the one file digest of the package
+    (input-file tags, the score cache's key of a run file, a parquet run's digest)."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):

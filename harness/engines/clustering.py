@@ -1,4 +1,4 @@
-"""Rewrite a parquet run clustered by qid, out of core (``python -m harness.cluster``):
+"""Rewrite a parquet run clustered by qid, out of core (``harness cluster``):
 the streaming and Dask engines need the rows of each query contiguous."""
 
 from __future__ import annotations

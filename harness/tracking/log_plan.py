@@ -4,7 +4,7 @@ The plan is saved as JSON in the pending folder *before* anything is sent. Execu
 creates the runs (recording each run id back into the file), logs params, metrics, tags,
 inputs and artifacts in batches, and deletes the file when everything arrived. If the
 tracking server is unreachable, or the process is killed, the file stays, and
-``python -m harness.sync`` replays it later.
+``harness sync`` replays it later.
 
 A replay is idempotent. Every run is created with a ``harness.plan_run`` tag (the plan's id
 and the record's key); a replay first looks for a run with that tag, so a run created just
