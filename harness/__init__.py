@@ -28,7 +28,8 @@ if not (getattr(sys.stderr, "isatty", None) and sys.stderr.isatty()):
 
 #: public name -> module that defines it (imported when the name is first used)
 _LAZY = {
-    **dict.fromkeys(("CONVENTIONS", "METRIC_NAMES", "TIE_MODES", "Metric", "parse_metric"),
+    **dict.fromkeys(("CONVENTIONS", "METRIC_NAMES", "TIE_MODES", "Metric", "parse_metric",
+                     "register_measure", "unregister_measure", "MeasureInput"),
                     "harness.metrics.definition"),
     **dict.fromkeys(("aggregate", "evaluate", "evaluate_dense", "tie_interval"),
                     "harness.metrics.evaluate"),
@@ -43,8 +44,11 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
         CONVENTIONS,
         METRIC_NAMES,
         TIE_MODES,
+        MeasureInput,
         Metric,
         parse_metric,
+        register_measure,
+        unregister_measure,
     )
     from harness.metrics.evaluate import aggregate, evaluate, evaluate_dense, tie_interval
     from harness.explain.shapley import explain_difference
@@ -71,6 +75,7 @@ __all__ = [
     "FormulaError",
     "HarnessError",
     "InputError",
+    "MeasureInput",
     "Metric",
     "MetricDefinitionError",
     "aggregate",
@@ -80,6 +85,8 @@ __all__ = [
     "evaluate_parquet",
     "explain_difference",
     "parse_metric",
+    "register_measure",
     "tie_interval",
+    "unregister_measure",
     "__version__",
 ]

@@ -34,7 +34,14 @@ from harness.metrics.options import (
     key_value,
     refuse_unknown,
 )
-from harness.metrics.registry import Measure, get_measure, lookup
+from harness.metrics.registry import (
+    Measure,
+    MeasureInput,
+    get_measure,
+    lookup,
+    register_measure,
+    unregister_measure,
+)
 
 __all__ = [
     "Metric",
@@ -47,6 +54,10 @@ __all__ = [
     "CONVENTIONS",
     "GainSpec",
     "DiscountSpec",
+    "Measure",
+    "MeasureInput",
+    "register_measure",
+    "unregister_measure",
 ]
 
 #: The built-in measures' canonical names (:func:`harness.metrics.registry.measures` lists

@@ -9,6 +9,7 @@ the same tie mode shares that order.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,32 @@ from harness.metrics.segments import group_by_query
 
 __all__ = ["Prepared", "Ranking", "Ideal", "level_counts", "prepare"]
 
+
+@dataclass
+class _Coded:
+    """The input's queries as codes ``0..len(quniq)-1``, before the evaluated ones are
+    chosen: the run's query code per row, the judgments' query codes and labels, and which
+    queries the run and the judgments hold."""
+
+    quniq: Any  # query id per code
+    rq: np.ndarray  # per run row
+    jq: np.ndarray  # per judgment that judges (label >= 0)
+    j_label: np.ndarray
+    in_run: np.ndarray
+    in_judged: np.ndarray
+    every_judgment: np.ndarray  # labels of every judgment, for the top grade
+    per_query: np.ndarray | None = None  # run rows per code (labelled runs)
+    judged_per_query: np.ndarray | None = None
+    r_label: np.ndarray | None = None  # labelled runs: label and judged per run row
+    r_judged: np.ndarray | None = None
+    run_layout: Any = None  # the duplicate check's layout of the run's rows
+    pending: Any = None  # the run's duplicate check, running on the other core
+    # with qrels: every judgment's query code and label, and which of them judge
+    jq_all: np.ndarray | None = None
+    j_label_all: np.ndarray | None = None
+    keep: np.ndarray | None = None
+
+
 def prepare(
     run: pd.DataFrame,
     qrels: pd.DataFrame | None,
@@ -56,9 +83,47 @@ def prepare(
 ) -> Prepared:
     """Validate ``run`` (and ``qrels``) and lay them out as ragged per-query arrays.
 
-    ``rankings``: given the laid-out rows, the (tie rule, seed) rankings the caller will
-    ask for. With qrels they are computed on the other core while the run is joined to
-    the qrels (a ranking needs the scores and docids, not the labels)."""
+    The steps, each once per call: the options; the run's columns and scores (its docids
+    hashed on the other core meanwhile); the qids coded, jointly with the qrels' or from
+    the labelled run; the evaluated queries chosen and their rows grouped; with qrels, the
+    labels joined in place. ``rankings``: given the laid-out rows, the (tie rule, seed)
+    rankings the caller will ask for. With qrels they are computed on the other core while
+    the run is joined to the qrels (a ranking needs the scores and docids, not the labels).
+    """
+    _check_options(nan_scores, missing, negative_labels)
+    run, score, run_codes = _checked_run(run, qrels, nan_scores)
+    if qrels is not None:
+        qrels = require_frame(qrels, "qrels", QRELS_COLUMNS)
+        check_keys(qrels, "qrels")
+        j_label = numeric(qrels, "label", "qrels")
+        check_labels(qrels, j_label, "qrels", negative_labels)
+        run_qid, j_qid = align_key_dtypes(run["qid"], qrels["qid"])
+        run_doc, j_doc = align_key_dtypes(run["docid"], qrels["docid"])
+        coded = _code_with_qrels(run_qid, j_qid, j_label)
+    else:
+        run_label = numeric(run, "label", "run")
+        check_labels(run, run_label, "run", negative_labels)
+        run_qid, run_doc = run["qid"], run["docid"]
+        coded = _code_labelled_run(run, run_qid, run_label, run_codes)
+    prepared, identity = _laid_out(coded, score, missing, max_label, run_qid, run_doc,
+                                   qrels is None)
+    pending = coded.pending
+    if qrels is not None:
+        if rankings is not None:  # ranked on the other core while the docids are joined
+            prepared.rank_early(rankings(prepared))
+        keep = coded.keep
+        assert coded.jq_all is not None and coded.j_label_all is not None and keep is not None
+        pending = _join_labels(run, qrels, run_doc, j_doc, run_codes, coded.rq, coded.jq_all,
+                               coded.j_label_all, None if keep.all() else keep,
+                               len(coded.quniq), prepared.row if not identity else None,
+                               prepared.label, prepared.judged)
+    if identity and qrels is None:  # the duplicate check laid out these very rows
+        prepared.__dict__["layout"], prepared.__dict__["pos"] = coded.run_layout
+    prepared.pending = pending
+    return prepared
+
+
+def _check_options(nan_scores: str, missing: str, negative_labels: str) -> None:
     if nan_scores not in ("error", "last"):
         raise InputError(f"nan_scores must be 'error' or 'last', got {nan_scores!r}")
     if missing not in ("exclude", "zero"):
@@ -66,6 +131,13 @@ def prepare(
     if negative_labels not in ("error", "unjudged"):
         raise InputError(
             f"negative_labels must be 'error' or 'unjudged', got {negative_labels!r}")
+
+
+def _checked_run(run: pd.DataFrame, qrels: pd.DataFrame | None, nan_scores: str
+                 ) -> tuple[pd.DataFrame, np.ndarray, background.Future[Any]]:
+    """The run checked (columns, keys, scores), its scores (NaN as -inf under
+    ``nan_scores='last'``), and its docid codes being computed on the other core (for the
+    duplicate check; with qrels, for the join too) while the rest is checked."""
     cols = RUN_COLUMNS + (("label",) if qrels is None else ())
     run = require_frame(run, "run", cols)
     if qrels is not None and "label" in run.columns:
@@ -73,8 +145,6 @@ def prepare(
             "run has a 'label' column and qrels were given too; pass one source of labels",
             table="run", column="label")
     check_keys(run, "run")
-    # the run's docid codes (for the duplicate check; with qrels, for the join too) are
-    # computed on the other core from here on, while the scores, labels and qids are checked
     docids = run["docid"]
     run_codes = background.start_value(
         (lambda: docid_codes(docids)) if qrels is None else
@@ -86,93 +156,93 @@ def prepare(
     first_bad(run, np.isinf(score), "infinite", "score", "run")
     if nan_scores == "last" and nan.any():
         score = np.where(nan, -np.inf, score)
+    return run, score, run_codes
 
-    if qrels is not None:
-        qrels = require_frame(qrels, "qrels", QRELS_COLUMNS)
-        check_keys(qrels, "qrels")
-        j_label = numeric(qrels, "label", "qrels")
-        check_labels(qrels, j_label, "qrels", negative_labels)
-        run_qid, j_qid = align_key_dtypes(run["qid"], qrels["qid"])
-        run_doc, j_doc = align_key_dtypes(run["docid"], qrels["docid"])
+
+def _code_with_qrels(run_qid: pd.Series, j_qid: pd.Series, j_label: np.ndarray) -> _Coded:
+    """Query codes shared by the run and the qrels; a negative label
+    (``negative_labels='unjudged'``) judges nothing, but a query in the qrels is evaluated
+    even when its judgments are all negative (trec_eval scores it 0): it counts as judged."""
+    rq, jq_all, quniq = joint_qid_codes(run_qid, j_qid)
+    keep = j_label >= 0
+    jq, judging = (jq_all, j_label) if keep.all() else (jq_all[keep], j_label[keep])
+    return _Coded(quniq=quniq, rq=rq, jq=jq, j_label=judging,
+                  in_run=np.bincount(rq, minlength=len(quniq)) > 0,
+                  in_judged=np.bincount(jq_all, minlength=len(quniq)) > 0,
+                  every_judgment=np.asarray(judging, dtype=np.float64),
+                  jq_all=jq_all, j_label_all=j_label, keep=keep)
+
+
+def _code_labelled_run(run: pd.DataFrame, run_qid: pd.Series, run_label: np.ndarray,
+                       run_codes: background.Future[Any]) -> _Coded:
+    """Query codes of a run that holds its labels; its duplicate check starts on the other
+    core (it lays out the rows by query, a layout the result reuses)."""
+    rq, quniq, per_query = factorize_qid(run_qid)
+    laid_out = query_layout(rq, len(quniq), per_query)
+
+    def check_duplicates(rq: np.ndarray = rq, n: int = len(quniq)) -> None:
+        rd, n_d, exact = run_codes.result()
+        check_unique_pairs(run, "run", rq, rd, n, n_d, exact, laid_out)
+
+    pending = background.start(check_duplicates, len(run))
+    per_query = laid_out[0].n  # rows per query code
+    judged_row = run_label >= 0
+    if judged_row.all():
+        r_label, jq, j_label = run_label, rq, run_label
+        judged_per_query = per_query
     else:
-        run_label = numeric(run, "label", "run")
-        check_labels(run, run_label, "run", negative_labels)
-        run_qid, run_doc = run["qid"], run["docid"]
+        r_label = np.where(judged_row, run_label, 0.0)
+        jq, j_label = rq[judged_row], r_label[judged_row]
+        judged_per_query = np.bincount(jq, minlength=len(quniq))
+    return _Coded(quniq=quniq, rq=rq, jq=jq, j_label=j_label,
+                  in_run=np.ones(len(quniq), dtype=bool), in_judged=judged_per_query > 0,
+                  every_judgment=np.asarray(j_label, dtype=np.float64), per_query=per_query,
+                  judged_per_query=judged_per_query, r_label=r_label, r_judged=judged_row,
+                  run_layout=laid_out[:2], pending=pending)
 
-    n_run = len(run)
-    pending = per_query = judged_per_query = None
-    if qrels is not None:
-        rq, jq_all, quniq = joint_qid_codes(run_qid, j_qid)
-        keep = j_label >= 0  # negative labels (negative_labels='unjudged') are unjudged
-        j_label_all = j_label
-        jq = jq_all
-        # a query in the qrels is evaluated even when its judgments are all negative
-        # (trec_eval scores it, 0 for every measure): it counts as judged
-        in_judged = np.bincount(jq_all, minlength=len(quniq)) > 0
-        if not keep.all():
-            jq, j_label = jq[keep], j_label[keep]
-        in_run = np.bincount(rq, minlength=len(quniq)) > 0
-        r_label = r_judged = None  # joined below, once the rows are laid out
-        every_judgment = np.asarray(j_label, dtype=np.float64)  # of every query
-    else:
-        rq, quniq, per_query = factorize_qid(run_qid)
-        laid_out = query_layout(rq, len(quniq), per_query)
-        run_layout = laid_out[:2]
-        per_query = laid_out[0].n  # rows per query code
 
-        def check_duplicates(rq: np.ndarray = rq, n: int = len(quniq)) -> None:
-            # on the other core while metrics are computed
-            rd, n_d, exact = run_codes.result()
-            check_unique_pairs(run, "run", rq, rd, n, n_d, exact, laid_out)
-
-        pending = background.start(check_duplicates, len(run))
-        judged_row = r_judged = run_label >= 0
-        if judged_row.all():
-            r_label, jq, j_label = run_label, rq, run_label
-            judged_per_query = per_query
-        else:
-            r_label = np.where(judged_row, run_label, 0.0)
-            jq, j_label = rq[judged_row], r_label[judged_row]
-            judged_per_query = np.bincount(jq, minlength=len(quniq))
-        in_run = np.ones(len(quniq), dtype=bool)
-        in_judged = judged_per_query > 0
-
-    evaluated = in_run & in_judged
+def _laid_out(c: _Coded, score: np.ndarray, missing: str, max_label: float | None,
+              run_qid: pd.Series, run_doc: pd.Series, labelled: bool
+              ) -> tuple[Prepared, bool]:
+    """The evaluated queries' rows grouped by query code, and whether those rows are the
+    run's rows in their order (``identity``). With qrels, labels are left to the join."""
+    evaluated = c.in_run & c.in_judged
     if missing == "zero":
-        evaluated = evaluated | (in_judged & ~in_run)
+        evaluated = evaluated | (c.in_judged & ~c.in_run)
     nq = int(evaluated.sum())
     if nq == 0:
         raise InputError(
             "no query is both in the run and judged"
-            + ("" if qrels is None else "; check that qid values match between run and qrels")
-        )
-    remap = np.full(len(quniq), -1, dtype=np.int64)
+            + ("" if labelled else "; check that qid values match between run and qrels"))
+    n_run = len(c.rq)
+    remap = np.full(len(c.quniq), -1, dtype=np.int64)
     remap[evaluated] = np.arange(nq)
     all_evaluated = bool(evaluated.all())
-    row = np.arange(n_run) if all_evaluated else np.flatnonzero(evaluated[rq])
-    q = rq if all_evaluated else remap[rq[row]]
+    row = np.arange(n_run) if all_evaluated else np.flatnonzero(evaluated[c.rq])
+    q = c.rq if all_evaluated else remap[c.rq[row]]
     grouping = group_by_query(q, nq)
     if grouping is not None:
         row, q = row[grouping], q[grouping]
-    judged_label = np.asarray(j_label, dtype=np.float64)
+    judged_label = np.asarray(c.j_label, dtype=np.float64)
     if all_evaluated:
-        judged_q = jq
+        judged_q = c.jq
     else:
-        jkeep = evaluated[jq]
-        judged_q = remap[jq[jkeep]]
+        jkeep = evaluated[c.jq]
+        judged_q = remap[c.jq[jkeep]]
         judged_label = judged_label[jkeep]
     identity = len(row) == n_run and grouping is None
-    if qrels is None:
-        label = r_label if identity else r_label[row]
-        judged = r_judged if identity else r_judged[row]
-        every_judgment = np.asarray(j_label, dtype=np.float64)
-        top = max(float(every_judgment.max()) if len(every_judgment) else 0.0,
-                  float(label.max()) if len(label) else 0.0)
-    else:  # filled in place by the join below; a run row's label is a judgment or 0
+    top = float(c.every_judgment.max()) if len(c.every_judgment) else 0.0
+    if labelled:
+        assert c.r_label is not None and c.r_judged is not None
+        label = c.r_label if identity else c.r_label[row]
+        judged = c.r_judged if identity else c.r_judged[row]
+        top = max(top, float(label.max()) if len(label) else 0.0)
+    else:  # filled in place by the join; a run row's label is a judgment or 0
         label, judged = np.zeros(len(row)), np.zeros(len(row), dtype=bool)
-        top = max(float(every_judgment.max()) if len(every_judgment) else 0.0, 0.0)
+        top = max(top, 0.0)
+    quniq = np.asarray(c.quniq)
     prepared = Prepared(
-        qids=pd.Index(np.asarray(quniq)[evaluated], name="qid"),
+        qids=pd.Index(quniq[evaluated], name="qid"),
         q=q,
         row=row,
         score=score if identity else score[row],
@@ -181,25 +251,16 @@ def prepare(
         qid_values=run_qid.reset_index(drop=True),
         judged_q=judged_q,
         judged_label=judged_label,
-        n_docs=per_query if per_query is not None and all_evaluated
+        n_docs=c.per_query if c.per_query is not None and all_evaluated
         else np.bincount(q, minlength=nq),
-        n_judged=judged_per_query if judged_per_query is not None and all_evaluated
+        n_judged=c.judged_per_query if c.judged_per_query is not None and all_evaluated
         else np.bincount(judged_q, minlength=nq),
-        missing_qids=pd.Index(np.asarray(quniq)[in_judged & ~in_run], name="qid"),
-        unjudged_qids=pd.Index(np.asarray(quniq)[in_run & ~in_judged], name="qid"),
+        missing_qids=pd.Index(quniq[c.in_judged & ~c.in_run], name="qid"),
+        unjudged_qids=pd.Index(quniq[c.in_run & ~c.in_judged], name="qid"),
         max_label=top if max_label is None else float(max_label),
         judged=judged,
     )
-    if qrels is not None:
-        if rankings is not None:  # ranked on the other core while the docids are joined
-            prepared.rank_early(rankings(prepared))
-        pending = _join_labels(run, qrels, run_doc, j_doc, run_codes, rq, jq_all, j_label_all,
-                               None if keep.all() else keep, len(quniq),
-                               row if not identity else None, label, judged)
-    if identity and qrels is None:  # the duplicate check laid out these very rows
-        prepared.__dict__["layout"], prepared.__dict__["pos"] = run_layout
-    prepared.pending = pending
-    return prepared
+    return prepared, identity
 
 
 def _join_labels(run: pd.DataFrame, qrels: pd.DataFrame, run_doc: pd.Series,

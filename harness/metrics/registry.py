@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     from harness.metrics.ranking import Ranking
 
 __all__ = ["Measure", "MeasureInput", "Cache", "register_measure", "unregister_measure",
-           "get_measure", "lookup", "measures", "measure_table"]
+           "get_measure", "lookup", "measures", "measure_table", "load_plugins",
+           "ENTRY_POINT_GROUP"]
 
 #: A kernel: per-query values (float64, one per query code) and the mask of queries with
 #: no relevant document (their value is then set by the ``empty`` option).
@@ -83,6 +84,8 @@ class Measure:
         It is scaled by the scale's top grade (``max_label``).
     formula : str
         The formula, for the docs (Markdown).
+    matches : str
+        The other tools' names of the measure that it is tested against, for the docs.
     sklearn : bool
         ``sklearn.metrics.ndcg_score`` computes it (for the cross-check), where its options
         allow (:func:`harness.metrics.sklearn_check.sklearn_expressible`).
@@ -99,6 +102,7 @@ class Measure:
     reads_judged: bool = False
     top_grade: bool = False
     formula: str = ""
+    matches: str = ""
     sklearn: bool = False
     builtin: bool = field(default=False, compare=False)
 
@@ -137,7 +141,8 @@ def register_measure(name: str, kernel: Kernel | None = None, *, display: str | 
                      options: Iterable[str] = ("empty", "empty_weight"),
                      aliases: Iterable[str] = (), cutoff: bool = True, binary: bool = False,
                      graded: bool = False, reads_judged: bool = False, top_grade: bool = False,
-                     formula: str = "", sklearn: bool = False, replace: bool = False,
+                     formula: str = "", matches: str = "", sklearn: bool = False,
+                     replace: bool = False,
                      builtin: bool = False) -> Any:
     """Declare a measure, usable by name everywhere a metric is named.
 
@@ -152,7 +157,7 @@ def register_measure(name: str, kernel: Kernel | None = None, *, display: str | 
         spec = Measure(name=name, display=display or name, kernel=fn, options=tuple(options),
                        aliases=tuple(aliases), cutoff=cutoff, binary=binary, graded=graded,
                        reads_judged=reads_judged, top_grade=top_grade, formula=formula,
-                       sklearn=sklearn, builtin=builtin)
+                       matches=matches, sklearn=sklearn, builtin=builtin)
         spellings = {spec.name, spec.display.lower(), *(a.lower() for a in spec.aliases)}
         if not replace:
             taken = sorted(s for s in spellings if s in _ALIASES)
@@ -190,14 +195,46 @@ def unregister_measure(name: str) -> None:
 
 
 def lookup(spelling: str) -> Measure | None:
-    """The measure a name or alias stands for (case-insensitive), or None."""
+    """The measure a name or alias stands for (case-insensitive), or None; installed
+    plugins (:func:`load_plugins`) are looked at when the name is not found."""
     name = _ALIASES.get(spelling.strip().lower())
+    if name is None and not _plugins_loaded:
+        load_plugins()
+        name = _ALIASES.get(spelling.strip().lower())
     return None if name is None else _REGISTRY[name]
+
+
+#: The entry-point group through which installed packages declare measures: a package's
+#: ``[project.entry-points."harness.measures"]`` table names modules that call
+#: :func:`register_measure` when imported. They are imported the first time a name is not
+#: found, so the app and every command know them without any configuration.
+ENTRY_POINT_GROUP: Final = "harness.measures"
+_plugins_loaded = False
+
+
+def load_plugins() -> None:
+    """Import the modules installed packages declare under :data:`ENTRY_POINT_GROUP`."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            ep.load()
+        except Exception as exc:  # a broken plugin names itself, not a traceback
+            raise MetricDefinitionError(
+                f"the measures of {ep.name!r} ({ep.value}, entry point group "
+                f"{ENTRY_POINT_GROUP!r}) failed to load: {type(exc).__name__}: {exc}") from exc
 
 
 def get_measure(name: str) -> Measure:
     """The measure ``name`` (or an alias) stands for; raises naming the known ones."""
     spec = lookup(name) if isinstance(name, str) else None
+    if spec is None and isinstance(name, str) and not _plugins_loaded:
+        load_plugins()
+        spec = lookup(name)
     if spec is None:
         raise MetricDefinitionError(f"unknown metric {name!r}; known metrics: "
                                     f"{', '.join(_REGISTRY)}")
@@ -274,13 +311,14 @@ class MeasureInput:
 
 def measure_table() -> str:
     """The Markdown table of every registered measure, as docs/measures.md shows it."""
-    rows = ["| measure | aliases | k | relevance | options | formula |",
-            "|---|---|---|---|---|---|"]
+    rows = ["| measure | aliases | k | relevance | options | formula | tested against |",
+            "|---|---|---|---|---|---|---|"]
     for m in measures():
         kind = "binary (label ≥ level)" if m.binary else ("graded" if m.graded else "–")
         opts = ", ".join(o for o in m.options if o not in ("ties", "seed"))
         rows.append(f"| `{m.display}` (`{m.name}`) | {', '.join(f'`{a}`' for a in m.aliases)} "
-                    f"| {'yes' if m.cutoff else 'no'} | {kind} | {opts} | {m.formula} |")
+                    f"| {'yes' if m.cutoff else 'no'} | {kind} | {opts} | {m.formula} "
+                    f"| {m.matches} |")
     return "\n".join(rows) + "\n"
 
 

@@ -108,6 +108,7 @@ register_measure(
     "ap", _binary(_ap_sparse, _ap_dense, ideal=True),
     display="AP", aliases=("map", "map_cut"), options=(*_EMPTY, "ideal"), binary=True,
     builtin=True,
+    matches="trec_eval `map`, `map_cut.k`; ir_measures `AP@k`; ranx `map@k`",
     formula="$\\frac{1}{R} \\sum_{i \\le k,\\, rel_i \\ge level} P@i$")
 
 
@@ -126,16 +127,19 @@ def _rr_dense(x: MeasureInput, n_rel: np.ndarray) -> np.ndarray:
 register_measure(
     "rr", _binary(_rr_sparse, _rr_dense),
     display="RR", aliases=("mrr", "recip_rank"), options=_EMPTY, binary=True, builtin=True,
+    matches="trec_eval `recip_rank`; ir_measures `RR`; ranx `mrr`",
     formula="$1 / \\min\\{i \\le k : rel_i \\ge level\\}$ (0 if none)")
 
 register_measure(
     "precision", _binary(lambda x, rows, n_rel: ratio(_hits(x, rows), _depth(x)),
                          lambda x, n_rel: ratio(x.top_k_sum(x.relevant()), _depth(x))),
     display="P", aliases=("p",), options=_EMPTY, binary=True, builtin=True,
+    matches="trec_eval `P.k`; ir_measures `P@k`; ranx `precision@k`",
     formula="$\\frac{1}{k} \\sum_{i=1}^{k} [rel_i \\ge level]$")
 
 register_measure(
     "recall", _binary(lambda x, rows, n_rel: ratio(_hits(x, rows), n_rel),
                       lambda x, n_rel: ratio(x.top_k_sum(x.relevant()), n_rel), ideal=True),
     display="R", aliases=("r",), options=(*_EMPTY, "ideal"), binary=True, builtin=True,
+    matches="trec_eval `recall.k`; ir_measures `R@k`; ranx `recall@k`",
     formula="$\\frac{1}{R} \\sum_{i=1}^{k} [rel_i \\ge level]$")
