@@ -120,7 +120,7 @@ class MetricGrid:
     Each axis takes one value or a list (so ``metric.k=5`` and ``metric.k=[5,10]`` both work).
     """
 
-    name: Any = field(default_factory=lambda: ["ndcg", "mndcg"])
+    name: Any = MISSING  # conf/metric/*.yaml names the measures
     gain: Any = field(default_factory=lambda: ["exp2", "linear"])
     discount: Any = field(default_factory=lambda: ["log2"])
     k: Any = field(default_factory=lambda: [5, 10, None])
