@@ -135,9 +135,9 @@ def _meta(qid: Any, qrels: pd.DataFrame | None, metrics: list[Metric],
           options: Mapping[str, Any]) -> pd.DataFrame:
     """The empty per-query table the partitions produce (its columns and dtypes)."""
     run = pd.DataFrame({"qid": [qid], "docid": ["d"], "score": [1.0]})
-    judged = pd.DataFrame({"qid": [qid], "docid": ["d"], "label": [1]})
+    judged = pd.DataFrame({"qid": [qid], "docid": ["d"], "label": [0]})  # within any scale
     if qrels is None:
-        run["label"] = [1]
+        run["label"] = [0]
     out = evaluate(run, None if qrels is None else judged, metrics,
                    **{k: v for k, v in options.items() if k != "nan_scores"})
     out.attrs = {}
@@ -180,7 +180,7 @@ def evaluate_dask(run: str | os.PathLike[str] | pd.DataFrame, qrels: pd.DataFram
     """
     import dask.dataframe as dd
 
-    mlist, missing = check_options(metrics, options, "evaluate_dask")
+    mlist, missing = check_options(metrics, options, "evaluate_dask", qrels)
     if int(partition_rows) < 1:
         raise InputError(f"partition_rows must be >= 1, got {partition_rows}",
                          column="partition_rows")

@@ -15,7 +15,8 @@ import pandas as pd
 
 from harness.errors import InputError
 from harness.metrics.definition import Metric
-from harness.metrics.evaluate import MetricLike, as_metrics, evaluate
+from harness.metrics.evaluate import MetricLike, as_metrics, evaluate, negative_policy
+from harness.metrics.inputs import QRELS_COLUMNS, check_labels, numeric, require_frame
 from harness.metrics.weighting import EMPTY_ATTR, merge_empty
 
 __all__ = ["evaluate_part", "evaluate_parts", "assemble", "check_options", "memory_parts",
@@ -60,15 +61,15 @@ def top_label(path: Path, qrels: pd.DataFrame | None,
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    if qrels is not None:
-        return float(pd.to_numeric(qrels["label"]).max())
+    if qrels is not None:  # a negative label is unjudged: the top grade is at least 0
+        return max(0.0, float(pd.to_numeric(qrels["label"]).max()))
     top = -np.inf
     label = column_names(names)["label"]
     for batch in pq.ParquetFile(path).iter_batches(columns=[label]):
         value = pc.max(batch.column(0)).as_py()
         if value is not None:
             top = max(top, float(value))
-    return float(top)
+    return max(0.0, float(top))
 
 
 def memory_top_label(run: pd.DataFrame, qrels: pd.DataFrame | None) -> float | None:
@@ -76,7 +77,7 @@ def memory_top_label(run: pd.DataFrame, qrels: pd.DataFrame | None) -> float | N
     source = run if qrels is None else qrels
     if "label" not in source.columns:
         return None  # evaluate names the missing column
-    return float(pd.to_numeric(source["label"], errors="coerce").max())
+    return max(0.0, float(pd.to_numeric(source["label"], errors="coerce").max()))
 
 
 def needs_top_label(metrics: list[Metric], options: Mapping[str, Any]) -> bool:
@@ -86,9 +87,17 @@ def needs_top_label(metrics: list[Metric], options: Mapping[str, Any]) -> bool:
 
 
 def check_options(metrics: MetricLike | Iterable[MetricLike], options: dict[str, Any],
-                  engine: str) -> tuple[list[Metric], str]:
-    """Parsed metrics and the ``missing`` policy; the rest of ``options`` go to evaluate."""
+                  engine: str, qrels: pd.DataFrame | None = None) -> tuple[list[Metric], str]:
+    """Parsed metrics and the ``missing`` policy; the rest of ``options`` go to evaluate.
+
+    The qrels are checked whole, once, as :func:`harness.evaluate` checks them: each part
+    sees only its queries' judgments, and a judged query no part holds is scored here."""
     mlist = as_metrics(metrics)
+    if qrels is not None:
+        qrels = require_frame(qrels, "qrels", QRELS_COLUMNS)
+        labels = numeric(qrels, "label", "qrels")
+        negative = negative_policy(mlist, options.get("negative_labels"))
+        check_labels(qrels, labels, "qrels", negative)
     if "weights" in options:
         raise InputError(f"{engine} does not take weights; pass them to aggregate",
                          column="weights")
@@ -149,13 +158,14 @@ def assemble(frames: list[pd.DataFrame], qrels: pd.DataFrame | None, metrics: li
     absent = [] if qrels is None else sorted(set(qrels["qid"]) - set(run_qids), key=str)
     if missing == "zero" and absent:
         zeros = pd.DataFrame(0.0, index=pd.Index(absent, name="qid"), columns=result.columns)
-        stats = qrels[qrels["qid"].isin(absent)].groupby("qid")["label"]
+        judging = qrels[pd.to_numeric(qrels["label"]) >= 0]  # a negative label judges nothing
+        stats = judging[judging["qid"].isin(absent)].groupby("qid")["label"]
         zeros["n_docs"] = 0
-        zeros["n_judged"] = stats.size().reindex(absent).to_numpy()
+        zeros["n_judged"] = stats.size().reindex(absent, fill_value=0).to_numpy()
         level = {m.level for m in metrics if m.binary}
         threshold = level.pop() if len(level) == 1 else 1
         zeros["n_relevant"] = stats.apply(lambda s: int((s >= threshold).sum())).reindex(
-            absent).to_numpy()
+            absent, fill_value=0).to_numpy()
         result = pd.concat([result, zeros.astype(result.dtypes.to_dict())]).sort_index()
         absent = []
     result.attrs["missing_qids"] = absent

@@ -132,7 +132,7 @@ def evaluate_parquet(path: str | os.PathLike[str], qrels: pd.DataFrame | None = 
         by qid (values are identical: each query is evaluated whole, by the same code).
         Errors in the data name the file row.
     """
-    mlist, missing = check_options(metrics, options, "evaluate_parquet")
+    mlist, missing = check_options(metrics, options, "evaluate_parquet", qrels)
     p = Path(path)
     columns = file_columns(p, qrels, names)
     if needs_top_label(mlist, options):
@@ -145,7 +145,7 @@ def evaluate_memory(run: pd.DataFrame, qrels: pd.DataFrame | None, metrics: Iter
                     *, batch_rows: int, **options: Any) -> pd.DataFrame:
     """An in-memory run evaluated in slices of whole queries of about ``batch_rows`` rows
     (the stream engine on a run already in memory)."""
-    mlist, missing = check_options(metrics, options, "the stream engine")
+    mlist, missing = check_options(metrics, options, "the stream engine", qrels)
     if needs_top_label(mlist, options):
         options["top_label"] = memory_top_label(run, qrels)
     parts, _ = memory_parts(run, batch_rows)

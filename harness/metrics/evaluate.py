@@ -14,7 +14,8 @@ from harness.metrics.kernels import Cache, compute
 from harness.metrics.prepare import prepare
 from harness.metrics.weighting import empty_mask, record_empty, weighted_mean
 
-__all__ = ["evaluate", "evaluate_dense", "aggregate", "tie_interval", "as_metrics"]
+__all__ = ["evaluate", "evaluate_dense", "aggregate", "tie_interval", "as_metrics",
+           "negative_policy"]
 
 STAT_COLUMNS = ("n_docs", "n_judged", "n_relevant")
 
@@ -106,9 +107,7 @@ def evaluate(
     q1        4         4           3  0.8354               0.9134
     """
     mlist = as_metrics(metrics)
-    if negative_labels is None:
-        trec = all(m.convention == "trec_eval" for m in mlist)
-        negative_labels = "unjudged" if trec else "error"
+    negative_labels = negative_policy(mlist, negative_labels)
     levels = {m.level for m in mlist if m.binary}
     level = levels.pop() if len(levels) == 1 else 1
     prep = prepare(run, qrels, level=level, nan_scores=nan_scores, missing=missing,
@@ -121,10 +120,15 @@ def evaluate(
         "n_relevant": prep.relevant_counts(level),
     }
     empties = {}
+    # judged queries the run did not retrieve (missing='zero'): 0 for every measure, whatever
+    # its empty policy, as trec_eval -c scores them and as the stream and Dask engines do
+    absent = prep.n_docs == 0
     try:
         tops = _contender_limits(mlist, prep)
         for m in mlist:
             values, empty = compute(prep, m, cache, top=tops.get((m.ties, m.seed)))
+            if absent.any():
+                values, empty = np.where(absent, 0.0, values), empty & ~absent
             columns[m.display_name] = _apply_empty(values, empty, m.empty)
             empties[m] = empty
     finally:
@@ -137,6 +141,14 @@ def evaluate(
     out.attrs["missing_qids"] = list(prep.missing_qids) if missing == "exclude" else []
     out.attrs["unjudged_qids"] = list(prep.unjudged_qids)
     return out
+
+
+def negative_policy(metrics: list[Metric], given: str | None) -> str:
+    """``negative_labels``: as given, else 'unjudged' when every metric uses trec_eval's
+    convention (trec_eval reads a negative label as unjudged) and 'error' otherwise."""
+    if given is not None:
+        return given
+    return "unjudged" if all(m.convention == "trec_eval" for m in metrics) else "error"
 
 
 def _full_rankings(metrics: list[Metric], prep: Any) -> list[tuple[str, int]]:
