@@ -1,5 +1,5 @@
 """The package's shape, read from its own source: no import circles, packages that import
-only downward (the layers the README's ARCHITECTURE section draws), modules of at most
+only downward (the layers docs/architecture.md draws), modules of at most
 about 400 lines, and one home per command."""
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def test_no_module_imports_itself_back() -> None:
 def test_packages_import_only_downward() -> None:
     layer = {name: i for i, names in enumerate(LAYERS) for name in names}
     assert set(layer) >= {_package(m) for m in MODULES if not _is_entry(m)}, \
-        "a new package or top-level module needs a place in LAYERS (and the README)"
+        "a new package or top-level module needs a place in LAYERS (and docs/architecture.md)"
     upward = sorted(f"{m} -> {t}" for m, targets in GRAPH.items() for t in targets
                     if _package(t) != _package(m) and layer[_package(t)] >= layer[_package(m)])
     assert upward == []

@@ -1,8 +1,9 @@
-"""Every ``make run`` command of README.md, and every ``conf/experiment/`` bundle, runs.
+"""Every ``make run`` command of README.md and docs/*.md, and every ``conf/experiment/``
+bundle, runs.
 
-The commands are read from README.md's code blocks (``make run`` and
-``make run ARGS="..."``), so a command added to the README is tested without editing this
-file. Each runs as ``python -m harness <args>`` in a subprocess (``make run ARGS=...`` does
+The commands are read from the code blocks of README.md and of every Markdown file in
+docs/ (``make run`` and ``make run ARGS="..."``), so a command added to the README or moved
+into docs/ is tested without editing this file. Each runs as ``python -m harness <args>`` in a subprocess (``make run ARGS=...`` does
 exactly that, after installing the venv), writing into one temporary MLflow store.
 
 Overrides added to every command, and why:
@@ -23,14 +24,14 @@ Overrides added only where the command would be slow:
 - on ``lightgbm_sample``, ``ranker.hgb.params.max_iter=10`` (100 boosting rounds over 300
   features take ~10 s, the rest of the job ~3 s).
 
-The ``dataset=parquet_run dataset.path=runs/big.parquet`` lines read a file the README makes
-with ``python -m harness.scored_run runs/big.parquet --queries 1000000`` (110M rows); here
+The ``dataset=parquet_run dataset.path=runs/big.parquet`` lines read a file docs/scaling.md
+makes with ``harness scored-run runs/big.parquet --queries 1000000`` (110M rows); here
 the path is replaced by a file of 200 queries written the same way into a tmp dir.
 
 The command that adds a ranker ``models:/ranker/3`` needs that model: three versions of a
 tiny Ridge model are registered as ``ranker`` in the temporary store first.
-``harness.compare`` and ``harness.reproduce`` lines are not ``make run`` commands and are
-tested in tests/test_compare.py and tests/test_reproduce.py.
+``harness compare`` and ``harness reproduce`` lines are not ``make run`` commands and are
+tested in tests/test_compare.py, tests/test_reproduce.py and tests/test_walkthrough.py.
 """
 
 from __future__ import annotations
@@ -51,20 +52,32 @@ import harness.paths
 
 PROJECT = Path(harness.paths.PROJECT_ROOT)
 README = PROJECT / "README.md"
+DOCS = PROJECT / "docs"
 TIMEOUT = 300
 _FENCE = re.compile(r"^```[a-z]*\n(.*?)^```", re.S | re.M)
 _MAKE_RUN = re.compile(r'^make run(?: ARGS="([^"]*)")?(?:\s|$)')
 
 
-def readme_commands() -> list[list[str]]:
-    """The argument lists of every ``make run`` line in README.md's code blocks."""
+def documents() -> list[Path]:
+    """README.md and every Markdown file of docs/."""
+    return [README, *sorted(DOCS.glob("*.md"))]
+
+
+def commands_in(path: Path) -> list[list[str]]:
+    """The argument lists of every ``make run`` line in the code blocks of one file."""
     out = []
-    for block in _FENCE.findall(README.read_text()):
+    for block in _FENCE.findall(path.read_text()):
         for line in block.splitlines():
             match = _MAKE_RUN.match(line.strip())
             if match:
                 out.append(shlex.split(match.group(1) or ""))
     return out
+
+
+def readme_commands() -> list[list[str]]:
+    """The argument lists of every ``make run`` line in the code blocks of README.md and
+    docs/*.md."""
+    return [args for path in documents() for args in commands_in(path)]
 
 
 def experiment_bundles() -> list[list[str]]:
@@ -147,7 +160,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A small stand-in for the README's runs/big.parquet, written by the same command."""
+    """A small stand-in for docs/scaling.md's runs/big.parquet, written by the same
+    command (``harness scored-run`` is ``python -m harness.scored_run``)."""
     path = tmp_path_factory.mktemp("scored") / "big.parquet"
     subprocess.run([sys.executable, "-m", "harness.scored_run", str(path), "--queries", "200"],
                    cwd=PROJECT, check=True, capture_output=True, timeout=TIMEOUT)
@@ -160,6 +174,16 @@ def test_the_readme_has_the_commands_this_file_expects() -> None:
     assert ["dataset=lightgbm_sample"] in commands
     assert any(a[:1] == ["-m"] for a in commands)
     assert len(commands) >= 7
+
+
+def test_commands_are_read_from_the_docs_folder_too() -> None:
+    """Commands moved out of README.md into docs/ are still found and run: the streaming and
+    Dask lines live in docs/scaling.md, the convention-diff line in docs/measures.md."""
+    in_docs = [args for path in documents()[1:] for args in commands_in(path)]
+    assert len(documents()) > 1 and in_docs
+    assert all(args in readme_commands() for args in in_docs)
+    assert any("dataset=parquet_run" in args and "engine=dask" in args for args in in_docs)
+    assert any(a.startswith("explain.pairs=") for args in in_docs for a in args)
 
 
 @dataclass

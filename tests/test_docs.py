@@ -1,0 +1,125 @@
+"""The README stays a newcomer's page and every link of it and of docs/ leads somewhere.
+
+README.md holds what a newcomer needs (at most 400 lines); the details live in docs/*.md.
+Every relative link in README.md and docs/*.md must point to a file of the repository, and
+a link with an anchor (``docs/measures.md#why-two-tools-disagree-the-convention-diff``,
+``#where-results-land``) to a heading of that Markdown file, with GitHub's heading ids.
+The metric-definition table of docs/measures.md sits between its marker lines, where it
+will be generated from code.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+import harness.paths
+
+PROJECT = Path(harness.paths.PROJECT_ROOT)
+README = PROJECT / "README.md"
+DOCS = PROJECT / "docs"
+MAX_README_LINES = 400
+
+_FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+_CODE = re.compile(r"`[^`\n]*`")
+_LINK = re.compile(r"!?\[[^\]\n]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+_HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$", re.M)
+
+
+def documents() -> list[Path]:
+    return [README, *sorted(DOCS.glob("*.md"))]
+
+
+def _prose(text: str) -> str:
+    """The text without code blocks and inline code (where brackets are not links)."""
+    return _CODE.sub("", _FENCE.sub("", text))
+
+
+def slug(heading: str) -> str:
+    """GitHub's id of a heading: its text without Markdown marks, lower case, punctuation
+    dropped (hyphens and underscores kept), spaces as hyphens."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link: its text
+    text = text.replace("`", "").replace("*", "").lower()
+    kept = "".join(c for c in text if c in " -_" or unicodedata.category(c)[0] in "LN")
+    return kept.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    """Every heading id of a Markdown file (a repeated heading gets -1, -2, ...)."""
+    seen: dict[str, int] = {}
+    out = set()
+    for heading in _HEADING.findall(_FENCE.sub("", path.read_text())):
+        base = slug(heading)
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        out.add(base if n == 0 else f"{base}-{n}")
+    return out
+
+
+def relative_links(path: Path) -> list[str]:
+    return [target for target in _LINK.findall(_prose(path.read_text()))
+            if not re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I)]  # http:, mailto:, ...
+
+
+def test_the_readme_is_short() -> None:
+    lines = len(README.read_text().splitlines())
+    assert lines <= MAX_README_LINES, f"README.md has {lines} lines; move details to docs/"
+
+
+def test_the_docs_folder_exists_and_the_readme_links_each_of_its_files() -> None:
+    docs = sorted(DOCS.glob("*.md"))
+    assert docs
+    linked = {(README.parent / unquote(t.split("#")[0])).resolve()
+              for t in relative_links(README) if t.split("#")[0]}
+    assert [p.name for p in docs if p.resolve() not in linked] == []
+
+
+def test_the_slug_follows_github() -> None:
+    assert slug("Evidence (all in `make test`, nothing skipped)") == \
+        "evidence-all-in-make-test-nothing-skipped"
+    assert slug("Why two tools disagree: the convention diff") == \
+        "why-two-tools-disagree-the-convention-diff"
+    assert slug("Issue 9's targets, measured 2026-11-23") == "issue-9s-targets-measured-2026-11-23"
+    assert slug("Scaling: the three engines from 100k to 110M rows") == \
+        "scaling-the-three-engines-from-100k-to-110m-rows"
+
+
+def test_links_are_found_outside_code_only(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("See [the docs](docs/a.md#b), [web](https://x.org) and ![f](f.png).\n"
+                    "`[not](a-link.md)`\n```text\n[not](either.md)\n```\n## A B\n")
+    assert relative_links(page) == ["docs/a.md#b", "f.png"]
+    assert anchors(page) == {"a-b"}
+    assert "docs/measures.md" in relative_links(README)
+
+
+@pytest.mark.parametrize("path", documents(), ids=lambda p: str(p.relative_to(PROJECT)))
+def test_every_relative_link_points_to_an_existing_file_and_heading(path: Path) -> None:
+    broken = []
+    for target in relative_links(path):
+        file_part, _, anchor = target.partition("#")
+        dest = (path.parent / unquote(file_part)).resolve() if file_part else path
+        if not dest.exists():
+            broken.append(f"{target}: no file {dest}")
+        elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+            broken.append(f"{target}: no heading #{anchor} in {dest.relative_to(PROJECT)}")
+        elif anchor and dest.suffix != ".md":
+            broken.append(f"{target}: an anchor into a file that is not Markdown")
+    assert broken == []
+
+
+def test_the_metric_table_sits_between_its_markers() -> None:
+    text = (DOCS / "measures.md").read_text()
+    assert text.count("<!-- measures:begin -->") == 1 and text.count("<!-- measures:end -->") == 1
+    table = text.split("<!-- measures:begin -->")[1].split("<!-- measures:end -->")[0]
+    rows = [line for line in table.strip().splitlines()]
+    assert rows[0].startswith("| option | values | meaning | matches |")
+    assert all(line.startswith("|") for line in rows)
+    options = {re.match(r"\| `(\w+)` \|", line).group(1) for line in rows
+               if re.match(r"\| `(\w+)` \|", line)}
+    assert options >= {"name", "k", "gain", "discount", "ideal", "ties", "empty",
+                       "empty_weight", "level", "p", "at_recall", "max_label", "convention"}
