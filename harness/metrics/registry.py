@@ -89,6 +89,10 @@ class Measure:
     sklearn : bool
         ``sklearn.metrics.ndcg_score`` computes it (for the cross-check), where its options
         allow (:func:`harness.metrics.sklearn_check.sklearn_expressible`).
+    aggregate : {'mean', 'sum', 'gmean'}
+        How its per-query values summarise over queries: their mean; their sum (counts
+        such as trec_eval's ``num_ret``); or their geometric mean with each value floored
+        at 1e-5 (trec_eval's ``gm_map``, ``gm_bpref``).
     """
 
     name: str
@@ -104,6 +108,7 @@ class Measure:
     formula: str = ""
     matches: str = ""
     sklearn: bool = False
+    aggregate: str = "mean"
     builtin: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -118,6 +123,9 @@ class Measure:
             raise MetricDefinitionError(f"measure {self.name!r}: unknown option(s) "
                                         f"{', '.join(map(repr, unknown))}; options: "
                                         f"{', '.join(OPTIONS)}")
+        if self.aggregate not in AGGREGATES:
+            raise MetricDefinitionError(f"measure {self.name!r}: aggregate must be one of "
+                                        f"{', '.join(AGGREGATES)}, got {self.aggregate!r}")
         if not callable(self.kernel):
             raise MetricDefinitionError(f"measure {self.name!r}: kernel must be callable, got "
                                         f"{self.kernel!r}")
@@ -133,6 +141,11 @@ class Measure:
         return all(o in self.options for o in EMPTY)
 
 
+#: How per-query values summarise (see :attr:`Measure.aggregate`).
+AGGREGATES: Final = ("mean", "sum", "gmean")
+#: The floor of a value in a geometric mean (trec_eval's MIN_GEO_MEAN).
+GMEAN_FLOOR: Final = 1e-5
+
 _REGISTRY: dict[str, Measure] = {}
 _ALIASES: dict[str, str] = {}
 
@@ -142,7 +155,7 @@ def register_measure(name: str, kernel: Kernel | None = None, *, display: str | 
                      aliases: Iterable[str] = (), cutoff: bool = True, binary: bool = False,
                      graded: bool = False, reads_judged: bool = False, top_grade: bool = False,
                      formula: str = "", matches: str = "", sklearn: bool = False,
-                     replace: bool = False,
+                     aggregate: str = "mean", replace: bool = False,
                      builtin: bool = False) -> Any:
     """Declare a measure, usable by name everywhere a metric is named.
 
@@ -157,7 +170,8 @@ def register_measure(name: str, kernel: Kernel | None = None, *, display: str | 
         spec = Measure(name=name, display=display or name, kernel=fn, options=tuple(options),
                        aliases=tuple(aliases), cutoff=cutoff, binary=binary, graded=graded,
                        reads_judged=reads_judged, top_grade=top_grade, formula=formula,
-                       matches=matches, sklearn=sklearn, builtin=builtin)
+                       matches=matches, sklearn=sklearn, aggregate=aggregate,
+                       builtin=builtin)
         spellings = {spec.name, spec.display.lower(), *(a.lower() for a in spec.aliases)}
         if not replace:
             taken = sorted(s for s in spellings if s in _ALIASES)
