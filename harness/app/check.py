@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from harness.app.config import CheckConfig
 from harness.app.results import RankerResult
 from harness.errors import HarnessError
 
@@ -17,10 +18,10 @@ class CheckFailed(HarnessError):
     """The sklearn cross-check found a difference above the tolerance."""
 
 
-def sample_options(check: Mapping[str, Any], seed: Any) -> dict[str, Any]:
+def sample_options(check: CheckConfig, seed: int) -> dict[str, Any]:
     """``check.max_queries`` and the study seed, as :func:`check_against_sklearn` takes them."""
-    return {"max_queries": check.get("max_queries", 2_000),
-            "max_tied_queries": check.get("max_tied_queries", 50), "seed": int(seed or 0)}
+    return {"max_queries": check.max_queries, "max_tied_queries": check.max_tied_queries,
+            "seed": int(seed)}
 
 
 def check_failures(results: Mapping[str, RankerResult], tolerance: float) -> list[str]:

@@ -1,6 +1,7 @@
-"""The log stage of a study: a log plan built from the files already written (one run per
-job, one per ranker, or the sweep's parent run), saved as pending, then sent to MLflow; a
-store that cannot be reached leaves the plan for ``python -m harness.sync``."""
+"""The log stage of a study: first the runs as data (:class:`RunLog`: one per job, one per
+ranker, or the sweep's parent run, each from the files already written), then a log plan
+saved as pending and sent to MLflow; a store that cannot be reached leaves the plan for
+``harness sync``."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from harness.version import __version__
+from harness.app.plan import StudyPlan
 from harness.app.provenance import flatten, git_commit
 from harness.datasets import Dataset
 from harness.errors import HarnessError, TrackingUnavailable
@@ -26,12 +29,48 @@ from harness.tracking import LogPlan, RunRecord, configure_requests, execute, re
 from harness.tracking.log_plan import PARAM_LIMIT, close_open_runs, refused
 from harness.tracking.worker import TrackingWorker, WorkerFailed, WorkerGone
 
-__all__ = ["log_study", "start_tracking", "VIEWABLE_ROWS"]
+__all__ = ["RunLog", "study_runs", "log_study", "start_tracking", "VIEWABLE_ROWS"]
 
 log = logging.getLogger("harness")
 
-def _params(cfg: Mapping[str, Any], out: Path) -> tuple[dict[str, str], Path | None]:
-    params = flatten(cfg)
+
+@dataclass(frozen=True)
+class RunLog:
+    """One MLflow run of a study as data, built before anything is sent.
+
+    ``artifacts`` are (local file or folder, artifact folder) pairs; ``description`` is the
+    run's note. A run with ``run_id`` exists already (a sweep's parent): only its artifacts
+    are added, and it stays open."""
+
+    key: str  # "job", "sweep" or "ranker:<name>"; a child names its parent's key
+    name: str
+    params: dict[str, str] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+    artifacts: list[tuple[Path, str]] = field(default_factory=list)
+    description: str = ""
+    parent: str | None = None
+    parent_run_id: str | None = None
+    run_id: str | None = None
+
+    def record(self, dataset: dict[str, str], *, failed: bool, start_ms: int,
+               end_ms: int) -> RunRecord:
+        """The run as the log plan saves and sends it."""
+        artifacts = [[str(path), folder] for path, folder in self.artifacts]
+        if self.run_id is not None:
+            return RunRecord(key=self.key, name=self.name, run_id=self.run_id,
+                             attach_only=True, artifacts=artifacts)
+        tags = self.tags | ({"mlflow.note.content": self.description}
+                            if self.description else {})
+        return RunRecord(key=self.key, name=self.name, parent=self.parent,
+                         parent_run_id=self.parent_run_id, tags=tags, params=self.params,
+                         metrics=self.metrics, artifacts=artifacts, dataset=dataset,
+                         status="FAILED" if failed else "FINISHED", start_ms=start_ms,
+                         end_ms=end_ms)
+
+
+def _params(record: Mapping[str, Any], out: Path) -> tuple[dict[str, str], Path | None]:
+    params = flatten(record)
     overflow = {k: v for k, v in params.items() if len(v) > PARAM_LIMIT}
     if not overflow:
         return params, None
@@ -42,121 +81,140 @@ def _params(cfg: Mapping[str, Any], out: Path) -> tuple[dict[str, str], Path | N
     return params, path
 
 
-def start_tracking(cfg: Mapping[str, Any]) -> TrackingWorker | None:
+def start_tracking(plan: StudyPlan | Mapping[str, Any]) -> TrackingWorker | None:
     """A :class:`~harness.tracking.worker.TrackingWorker` that gets MLflow ready on the
     other core while the study computes, or None: tracking off, ``tracking.worker=false``,
     or MLflow already loaded in this process (a sweep's jobs after the first, a notebook),
-    where logging in process costs nothing more."""
-    tcfg = cfg.get("tracking", {})
-    if not tcfg.get("enabled", True) or not tcfg.get("worker", True):
+    where logging in process costs nothing more. ``plan`` may be a config, planned here."""
+    if not isinstance(plan, StudyPlan):
+        from harness.app.plan import build_plan
+
+        plan = build_plan(plan)
+    tracking = plan.tracking
+    if not tracking.enabled or not tracking.worker:
         return None
     if "mlflow" in sys.modules:
         return None
-    configure_requests(int(tcfg.get("timeout_s", 5)), int(tcfg.get("max_retries", 1)))
+    configure_requests(tracking.timeout_s, tracking.max_retries)
     try:
-        return TrackingWorker(resolve_tracking_uri(tcfg.get("uri")))
+        return TrackingWorker(resolve_tracking_uri(tracking.uri))
     except OSError as exc:  # no process to spare: log in process
         log.debug("no tracking worker (%s); logging in process", exc)
         return None
 
 
-def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
-              results: Mapping[str, Any], written: Mapping[str, Any], out: Path, *,
-              parent_run_id: str | None, job_label: str, failed: bool,
-              started: float | None = None, title: str = "",
+def log_study(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
+              written: Mapping[str, Any], out: Path, *, parent_run_id: str | None,
+              job_label: str, failed: bool, started: float | None = None, title: str = "",
               worker: TrackingWorker | None = None) -> dict[str, str]:
-    """Build the log plan, save it as pending, send it (through ``worker`` when given; in
-    process when it is None or gone). Raises TrackingUnavailable when the tracking store
-    cannot be reached (the results stay on disk and the plan stays pending)."""
-    tcfg = cfg.get("tracking", {})
-    configure_requests(int(tcfg.get("timeout_s", 5)), int(tcfg.get("max_retries", 1)))
-    uri = resolve_tracking_uri(tcfg.get("uri"))
-    experiment = tcfg.get("experiment") or cfg.get("study", "default")
-    params, overflow = _params(cfg, out)
-    common_tags = {"harness.version": __version__, "git.commit": git_commit(),
-                   "dataset.digest": dataset.digest, "dataset.name": dataset.name,
-                   "study": str(cfg.get("study", "default"))}
-    if job_label:
-        common_tags["job"] = job_label
-    common_tags |= _file_digests(cfg.get("dataset", {}))
-    dataset_info = {"name": dataset.name, "digest": dataset.digest, "source": dataset.source,
-                    "profile": json.dumps(dataset.summary())}
-    job_files = [[str(written["summary_csv"]), ""], [str(written["check_csv"]), ""],
-                 [str(written["keys_json"]), ""], [str(written["config_yaml"]), "config"],
-                 [str(written["dataset_json"]), ""], [str(written["environment_json"]), ""]]
-    hydra_dir = out / ".hydra"
-    if hydra_dir.is_dir():
-        job_files.append([str(hydra_dir), "config/hydra"])
-    if "figures" in written:
-        job_files.append([str(written["figures"]), "figures"])
-    if overflow is not None:
-        job_files.append([str(overflow), ""])
-    from harness.app.notes import ranker_description, study_description
-
-    study = str(cfg.get("study", "default"))
-    summaries = written["summary"]
-    label = title or job_label.split(":", 1)[-1] or "defaults"
-    records: list[RunRecord] = []
-    if parent_run_id is None:
-        job_key = "job"
-        records.append(RunRecord(
-            key="job", name=f"{study} · {label} · {time.strftime('%H:%M:%S')}",
-            tags=common_tags | {"harness.role": "job", "mlflow.note.content": study_description(
-                summaries, metrics, study=study, dataset=dataset.name, title=label)},
-            params=params,
-            metrics=_job_metrics(metrics, results, written), artifacts=job_files,
-            dataset=dataset_info, status="FAILED" if failed else "FINISHED"))
-    else:  # a sweep: the job's files go to the sweep's parent run, under job_<label>/
-        job_key = None
-        prefix = f"jobs/{job_label.split(':', 1)[0] if job_label else os.getpid()}"
-        records.append(RunRecord(
-            key="sweep", name="sweep", run_id=parent_run_id, attach_only=True,
-            artifacts=[[p, f"{prefix}/{d}".rstrip("/")] for p, d in job_files]))
-    for name, r in results.items():
-        ranker_metrics = _stat_metrics(written["summary"][name], metrics, STATS)
-        checked = [c for c in r.checks if c.status == "checked"]
-        ranker_metrics["sklearn_check.n_variants_checked"] = float(len(checked))
-        ranker_metrics["sklearn_check.n_variants_not_checked"] = float(len(r.checks) - len(checked))
-        if checked:
-            ranker_metrics["sklearn_check.max_abs_diff"] = max(c.max_abs_diff for c in checked)
-            ranker_metrics["sklearn_check.n_queries_checked"] = float(sum(c.n_checked
-                                                                          for c in checked))
-        extra = [[str(overflow), ""]] if overflow is not None else []
-        if "figures" in written:  # the study's figures show this ranker among the others
-            extra.append([str(written["figures"]), "figures"])
-        extra.append([str(_viewable_table(r.per_query, out / "per_query" / name)), ""])
-        extra += [[str(p), "explain"] for p in written.get("explain", {}).get(name, [])]
-        records.append(RunRecord(
-            key=f"ranker:{name}", name=f"{name} [{job_label}]" if job_label else name,
-            parent=job_key,
-            parent_run_id=parent_run_id,
-            tags=common_tags | {"harness.role": "ranker", "ranker.name": name,
-                                "ranker.kind": r.spec.kind, "ranker.cache_key": r.cache_key,
-                                "mlflow.note.content": ranker_description(
-                                    name, summaries[name], metrics, study=study,
-                                    dataset=dataset.name)},
-            params=params | {"ranker_name": name},
-            metrics={k: v for k, v in ranker_metrics.items() if v == v},  # drop NaN
-            artifacts=[[str(written["per_query"][name]), ""], [str(written["config_yaml"]),
-                                                                "config"],
-                       [str(written["environment_json"]), ""], [str(written["keys_json"]), ""],
-                       *extra],
-            dataset=dataset_info,
-            status="FAILED" if failed else "FINISHED"))
-    start_ms = int((started or time.time()) * 1000)
-    end_ms = int(time.time() * 1000)
-    for record in records:
-        if not record.attach_only:
-            record.start_ms, record.end_ms = start_ms, end_ms
-    plan = LogPlan(tracking_uri=uri, experiment=experiment,
-                   artifact_root=str(project_path(tcfg.get("artifact_root", "runs/artifacts"))),
-                   runs=records)
-    marker = project_path(tcfg.get("pending_dir", "runs/pending")) / (
+    """Build the study's runs, save them as a pending log plan, send it (through ``worker``
+    when given; in process when it is None or gone). Raises TrackingUnavailable when the
+    tracking store cannot be reached (the results stay on disk and the plan stays
+    pending)."""
+    configure_requests(plan.tracking.timeout_s, plan.tracking.max_retries)
+    uri = resolve_tracking_uri(plan.tracking.uri)
+    runs = study_runs(plan, dataset, results, written, out, parent_run_id=parent_run_id,
+                      job_label=job_label, title=title)
+    info = {"name": dataset.name, "digest": dataset.digest, "source": dataset.source,
+            "profile": json.dumps(dataset.summary())}
+    start_ms, end_ms = int((started or time.time()) * 1000), int(time.time() * 1000)
+    log_plan = LogPlan(tracking_uri=uri, experiment=plan.experiment,
+                       artifact_root=str(project_path(plan.tracking.artifact_root)),
+                       runs=[r.record(info, failed=failed, start_ms=start_ms, end_ms=end_ms)
+                             for r in runs])
+    marker = project_path(plan.tracking.pending_dir) / (
         f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{out.name}.json")
-    plan.save(marker)
+    log_plan.save(marker)
     t = time.perf_counter()
+    ids = _send(log_plan, marker, worker, out)
+    log.info("logged to MLflow (%s, experiment %r) in %.1fs", uri, plan.experiment,
+             time.perf_counter() - t)
+    return ids
+
+
+def study_runs(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
+               written: Mapping[str, Any], out: Path, *, parent_run_id: str | None,
+               job_label: str, title: str = "") -> list[RunLog]:
+    """The study's runs: the job's (or, in a sweep, its files added to the sweep's parent
+    run under ``jobs/<job number>/``), then one per ranker, child of the job's."""
+    from harness.app.notes import study_description
+
+    params, overflow = _params(plan.record, out)
+    tags = {"harness.version": __version__, "git.commit": git_commit(),
+            "dataset.digest": dataset.digest, "dataset.name": dataset.name,
+            "study": plan.study}
+    if job_label:
+        tags["job"] = job_label
+    tags |= _file_digests(plan.dataset.kind, plan.dataset.options)
+    files = [(written[role], folder) for role, folder in (
+        ("summary_csv", ""), ("check_csv", ""), ("keys_json", ""), ("config_yaml", "config"),
+        ("dataset_json", ""), ("environment_json", ""))]
+    if (out / ".hydra").is_dir():
+        files.append((out / ".hydra", "config/hydra"))
+    if "figures" in written:
+        files.append((written["figures"], "figures"))
+    if overflow is not None:
+        files.append((overflow, ""))
+    if parent_run_id is None:
+        label = title or job_label.split(":", 1)[-1] or "defaults"
+        runs = [RunLog(
+            key="job", name=f"{plan.study} · {label} · {time.strftime('%H:%M:%S')}",
+            params=params, metrics=_job_metrics(plan.metrics, results, written),
+            tags=tags | {"harness.role": "job"}, artifacts=files,
+            description=study_description(written["summary"], plan.metrics, study=plan.study,
+                                          dataset=dataset.name, title=label))]
+    else:  # a sweep: the job's files go to the sweep's parent run, under job_<label>/
+        prefix = f"jobs/{job_label.split(':', 1)[0] if job_label else os.getpid()}"
+        runs = [RunLog(key="sweep", name="sweep", run_id=parent_run_id, artifacts=[
+            (path, f"{prefix}/{folder}".rstrip("/")) for path, folder in files])]
+    return runs + [_ranker_run(plan, dataset, name, r, written, out, params=params,
+                               tags=tags, overflow=overflow, job_label=job_label,
+                               parent="job" if parent_run_id is None else None,
+                               parent_run_id=parent_run_id)
+                   for name, r in results.items()]
+
+
+def _ranker_run(plan: StudyPlan, dataset: Dataset, name: str, r: Any,
+                written: Mapping[str, Any], out: Path, *, params: dict[str, str],
+                tags: dict[str, str], overflow: Path | None, job_label: str,
+                parent: str | None, parent_run_id: str | None) -> RunLog:
+    """One ranker's run: its summary statistics and check counts, its per-query table (and
+    a viewable excerpt), the study's figures and its convention-diff files."""
+    from harness.app.notes import ranker_description
+
+    metrics = _stat_metrics(written["summary"][name], plan.metrics, STATS)
+    checked = [c for c in r.checks if c.status == "checked"]
+    metrics["sklearn_check.n_variants_checked"] = float(len(checked))
+    metrics["sklearn_check.n_variants_not_checked"] = float(len(r.checks) - len(checked))
+    if checked:
+        metrics["sklearn_check.max_abs_diff"] = max(c.max_abs_diff for c in checked)
+        metrics["sklearn_check.n_queries_checked"] = float(sum(c.n_checked for c in checked))
+    files = [(written["per_query"][name], ""), (written["config_yaml"], "config"),
+             (written["environment_json"], ""), (written["keys_json"], "")]
+    if overflow is not None:
+        files.append((overflow, ""))
+    if "figures" in written:  # the study's figures show this ranker among the others
+        files.append((written["figures"], "figures"))
+    files.append((_viewable_table(r.per_query, out / "per_query" / name), ""))
+    files += [(path, "explain") for path in written["explain"].get(name, [])]
+    return RunLog(
+        key=f"ranker:{name}", name=f"{name} [{job_label}]" if job_label else name,
+        parent=parent, parent_run_id=parent_run_id, params=params | {"ranker_name": name},
+        metrics={k: v for k, v in metrics.items() if v == v},  # drop NaN
+        tags=tags | {"harness.role": "ranker", "ranker.name": name, "ranker.kind": r.spec.kind,
+                     "ranker.cache_key": r.cache_key},
+        artifacts=files, description=ranker_description(
+            name, written["summary"][name], plan.metrics, study=plan.study,
+            dataset=dataset.name))
+
+
+def _send(log_plan: LogPlan, marker: Path, worker: TrackingWorker | None,
+          out: Path) -> dict[str, str]:
+    """Send the saved plan (through ``worker``, else in process); the store's refusal or
+    absence becomes one error naming where the results and the plan are."""
     from harness.progress import progress
 
+    uri = log_plan.tracking_uri
     try:
         ids = None
         if worker is not None:
@@ -164,16 +222,16 @@ def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
                 ids = worker.execute(marker)
             except WorkerGone as gone:  # the plan on disk holds its progress: go on here
                 log.warning("%s; logging in process", gone)
-                plan = LogPlan.load(marker)
+                log_plan = LogPlan.load(marker)
         if ids is None:
-            ids = execute(plan, marker, progress=lambda runs: progress(runs, desc="MLflow",
-                                                                       unit="run"))
+            ids = execute(log_plan, marker, progress=lambda runs: progress(
+                runs, desc="MLflow", unit="run"))
     except Exception as exc:  # the store is down or refused: keep everything for a replay
         reason = str(exc).splitlines()[0][:300] if str(exc) else ""
         kind = getattr(exc, "kind", type(exc).__name__)  # the worker's, or this one's
         if refused(exc):
             if not isinstance(exc, WorkerFailed):  # the worker closed its runs itself
-                close_open_runs(plan)
+                close_open_runs(log_plan)
             raise HarnessError(
                 f"MLflow at {uri} refused the results ({kind}: {reason}). "
                 f"Results are in {out}; the log plan is kept in {marker}") from exc
@@ -181,17 +239,14 @@ def log_study(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
             f"could not log to MLflow at {uri} ({kind}: {reason}). Results are "
             f"in {out}; the log plan is pending in {marker}; replay it with: "
             "harness sync") from exc
-    log.info("logged to MLflow (%s, experiment %r) in %.1fs", uri, experiment,
-             time.perf_counter() - t)
     return ids
 
 
-def _file_digests(options: Mapping[str, Any]) -> dict[str, str]:
+def _file_digests(kind: str, options: Mapping[str, Any]) -> dict[str, str]:
     """``dataset.sha256.<role>`` tags: the sha256 of each input file, so that reproduce can
     name the file that changed (a parquet_run's digest is its file's already)."""
     from harness.datasets.dataset import file_sha256, input_files
 
-    kind = str(options.get("kind", ""))
     if kind == "parquet_run":
         return {}
     return {f"dataset.sha256.{role}": file_sha256(path)

@@ -1,16 +1,24 @@
-"""The plan stage of a study: the config checked and turned into metric variants, ranker
-specs and dataset options before any data is read (:func:`validate`)."""
+"""The plan stage of a study: the composed config checked once, before any data is read,
+and turned into one typed :class:`StudyPlan` (:func:`build_plan`) that every later stage
+reads; no stage reads the raw config, and every default lives in ``conf/`` and the schema
+dataclasses of :mod:`harness.app.config`."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
+from harness.app.config import (CheckConfig, Config, MetricGrid, RankerConfig,
+                                 TrackingConfig)
+from harness.app.convention_diffs import ExplainPlan, explain_plan
 from harness.datasets.dataset import PATH_OPTIONS
 from harness.datasets import DATASETS, Dataset, ParquetRun
 from harness.engines import Engine
@@ -20,12 +28,59 @@ from harness.paths import project_path
 from harness.rankers import ESTIMATORS, RANKERS, RankerSpec
 from harness.tracking import resolve_tracking_uri
 
-__all__ = ["validate", "build_metrics", "check_rankers_against", "plain_config",
-           "DATASET_PATH_OPTIONS"]
+__all__ = ["StudyPlan", "DatasetPlan", "build_plan", "validate", "build_metrics",
+           "check_rankers_against", "plain_config", "DATASET_PATH_OPTIONS"]
 
 _GRID_AXES = ("name", "gain", "discount", "k", "ties", "ideal")
 _NAME_OK = re.compile(r"^[A-Za-z0-9_.-]+$")
 DATASET_PATH_OPTIONS = PATH_OPTIONS  # dataset options that name files
+
+
+@dataclass(frozen=True)
+class DatasetPlan:
+    """The dataset to load: its kind and the loader's options (files made absolute;
+    ``default_feature`` is the feature ranker's, not the loader's)."""
+
+    kind: str
+    options: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class StudyPlan:
+    """The study as every stage after the plan reads it, built once by :func:`build_plan`.
+
+    ``record`` is the config as given (dataset and ranker files made absolute): what is
+    written to ``config_resolved.yaml`` and logged as MLflow params, never read for a value.
+    """
+
+    study: str
+    seed: int
+    cache_dir: Path
+    dataset: DatasetPlan
+    rankers: list[RankerSpec]
+    metrics: list[Metric]
+    metric: MetricGrid  # the grid the metrics came from; nan_scores and missing
+    engine: Engine  # built, not started (``with plan.engine as engine``)
+    check: CheckConfig
+    figures: str  # headline | all | off
+    tracking: TrackingConfig
+    explain: ExplainPlan
+    record: dict[str, Any]
+
+    @property
+    def experiment(self) -> str:
+        """The MLflow experiment: ``tracking.experiment``, else the study's name."""
+        return self.tracking.experiment or self.study
+
+    @property
+    def evaluate_options(self) -> dict[str, Any]:
+        """What the engine's evaluate takes besides the metrics."""
+        return {"nan_scores": self.metric.nan_scores, "missing": self.metric.missing}
+
+    @property
+    def check_on(self) -> bool:
+        return self.check.sklearn != "off"
+
 
 def plain_config(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(cfg, DictConfig):
@@ -33,10 +88,28 @@ def plain_config(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
             return OmegaConf.to_container(cfg, resolve=True,  # type: ignore[return-value]
                                           throw_on_missing=True)
         except MissingMandatoryValue as exc:
-            key = getattr(exc, "full_key", "") or "?"
-            raise InputError(f"config value {key} is required and not set; set it with "
-                             f"{key}=...", key=str(key)) from None
+            raise _required(exc) from None
     return dict(cfg)
+
+
+def _required(exc: MissingMandatoryValue) -> InputError:
+    key = getattr(exc, "full_key", "") or "?"
+    return InputError(f"config value {key} is required and not set; set it with {key}=...",
+                      key=str(key))
+
+
+def _typed(schema: type, values: Mapping[str, Any], where: str) -> Any:
+    """``values`` merged over the schema dataclass's defaults, as an instance of it."""
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(schema), dict(values))
+        return OmegaConf.to_object(merged)
+    except MissingMandatoryValue as exc:
+        raise _required(exc) from None
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", "") or ""
+        full = ".".join(k for k in (where, str(key)) if k)
+        raise InputError(f"{where or 'config'}: {str(exc).splitlines()[0]}",
+                         key=full or None) from None
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -45,21 +118,22 @@ def _as_list(value: Any) -> list[Any]:
     return [value]
 
 
-def build_metrics(grid: Mapping[str, Any]) -> list[Metric]:
+def build_metrics(grid: MetricGrid | Mapping[str, Any]) -> list[Metric]:
     """Every variant of a metric grid (the product of its axes) plus its ``extra`` names."""
-    axes = {a: _as_list(grid.get(a)) for a in _GRID_AXES}
-    common = {"empty": grid.get("empty", "zero"), "max_label": grid.get("max_label")}
+    if not isinstance(grid, MetricGrid):
+        grid = _typed(MetricGrid, grid, "metric")
+    axes = {a: _as_list(getattr(grid, a)) for a in _GRID_AXES}
     out: list[Metric] = []
     for combo in itertools.product(*axes.values()):
         opts = dict(zip(_GRID_AXES, combo))
         try:
-            m = Metric(opts.pop("name"), **opts, **common)
+            m = Metric(opts.pop("name"), **opts, empty=grid.empty, max_label=grid.max_label)
         except MetricDefinitionError as exc:
             raise MetricDefinitionError(f"metric grid {dict(zip(_GRID_AXES, combo))}: {exc}"
                                         ) from None
         if m not in out:
             out.append(m)
-    for text in grid.get("extra") or []:
+    for text in grid.extra:
         try:
             m = parse_metric(text)
         except MetricDefinitionError as exc:
@@ -98,7 +172,7 @@ def _ranker_specs(rankers: Mapping[str, Any]) -> list[RankerSpec]:
         if opts.get("threads") is not None and int(opts["threads"]) < 1:
             raise InputError(f"ranker {name!r}: threads must be >= 1 (or null for all cores), "
                              f"got {opts['threads']}", key=f"ranker.{name}.threads")
-        if kind == "sklearn" and opts.get("estimator", "hist_gradient_boosting") not in ESTIMATORS:
+        if kind == "sklearn" and opts.get("estimator") not in (None, *ESTIMATORS):
             raise InputError(f"ranker {name!r}: unknown estimator {opts['estimator']!r}; known: "
                              f"{', '.join(ESTIMATORS)}", key=f"ranker.{name}.estimator")
         if "path" in opts:
@@ -109,8 +183,6 @@ def _ranker_specs(rankers: Mapping[str, Any]) -> list[RankerSpec]:
 
 def _typed_ranker(name: str, options: Any) -> dict[str, Any]:
     """Check one ranker entry against the RankerConfig schema (unknown keys, types)."""
-    from harness.app.config import RankerConfig
-
     if not isinstance(options, Mapping):
         raise InputError(f"ranker {name!r} must be a mapping of options, got {options!r}",
                          key=f"ranker.{name}")
@@ -123,9 +195,9 @@ def _typed_ranker(name: str, options: Any) -> dict[str, Any]:
     return OmegaConf.to_container(merged)  # type: ignore[return-value]
 
 
-def validate(cfg: DictConfig | Mapping[str, Any], *, store: str | None = None
-             ) -> tuple[list[Metric], list[RankerSpec], dict[str, Any]]:
-    """Check everything that can be checked without data; return the parsed pieces.
+def build_plan(cfg: DictConfig | Mapping[str, Any], *, store: str | None = None
+               ) -> StudyPlan:
+    """Check everything that can be checked without data; return the study's plan.
 
     ``mlflow_model`` rankers get the option ``tracking_uri`` (unless set): the configured
     ``tracking.uri``, else ``store``, else :func:`~harness.tracking.resolve_tracking_uri`,
@@ -133,50 +205,89 @@ def validate(cfg: DictConfig | Mapping[str, Any], *, store: str | None = None
     """
     from harness.app.path_names import path_name
 
-    c = plain_config(cfg)
-    path_name("study", c.get("study", "default"))
-    if (c.get("tracking") or {}).get("experiment") is not None:
-        path_name("tracking.experiment", c["tracking"]["experiment"])
-    metrics = build_metrics(c["metric"])
-    specs = _ranker_specs(c["ranker"])
+    record = plain_config(cfg)
+    typed: Config = _typed(Config, record, "")
+    path_name("study", typed.study)
+    if typed.tracking.experiment is not None:
+        path_name("tracking.experiment", typed.tracking.experiment)
+    metrics = build_metrics(typed.metric)
+    specs = _ranker_specs(typed.ranker)
     if any(s.kind == "mlflow_model" for s in specs):
-        uri = (c.get("tracking") or {}).get("uri") or store or resolve_tracking_uri(None)
+        uri = typed.tracking.uri or store or resolve_tracking_uri(None)
         specs = [RankerSpec(s.name, s.kind, {**s.options, "tracking_uri": s.options.get(
             "tracking_uri") or uri}) if s.kind == "mlflow_model" else s for s in specs]
-    ds = dict(c["dataset"])
-    ds.pop("default_feature", None)  # read by the feature ranker's config, not the loader
-    if ds.get("kind") not in DATASETS:
-        raise InputError(f"unknown dataset kind {ds.get('kind')!r}; known: "
-                         f"{', '.join(DATASETS)}", key="dataset.kind")
-    for key in DATASET_PATH_OPTIONS:
-        if ds.get(key):
-            ds[key] = str(project_path(ds[key]))
-    if ds.get("kind") == "parquet_run":
-        for spec in specs:
-            if spec.kind != "column":
-                raise InputError(f"ranker {spec.name!r} (kind {spec.kind}): a parquet_run dataset is "
-                                 f"evaluated where it lies, so its rankers are score columns "
-                                 f"of the file (kind column, e.g. ranker=scored_columns)",
-                                 key=f"ranker.{spec.name}.kind")
-    Engine.from_config(c.get("engine"))
-    check = c.get("check", {})
-    if check.get("sklearn", "fail") not in ("fail", "warn", "off"):
-        raise InputError(f"check.sklearn must be fail, warn or off; got {check['sklearn']!r}",
-                         key="check.sklearn")
-    for key, default in (("max_queries", 2_000), ("max_tied_queries", 50)):
-        bound = check.get(key, default)
-        if bound is not None and (isinstance(bound, bool) or int(bound) < 1):
-            raise InputError(f"check.{key} must be an int >= 1 or null (no bound); "
-                             f"got {bound!r}", key=f"check.{key}")
+    dataset = _dataset_plan(typed.dataset, specs)
+    engine = Engine.from_config(dataclasses.asdict(typed.engine))
+    _check_check(typed.check)
     from harness.reporting.figures import figure_mode  # harness.reporting imports scipy
 
-    figure_mode((c.get("tracking") or {}).get("figures", "headline"))
+    figures = figure_mode(typed.tracking.figures)
     for key, choices in (("nan_scores", ("error", "last")), ("missing", ("exclude", "zero"))):
-        value = c["metric"].get(key, choices[0])
+        value = getattr(typed.metric, key)
         if value not in choices:
             raise InputError(f"metric.{key} must be one of {choices}; got {value!r}",
                              key=f"metric.{key}")
-    return metrics, specs, ds
+    explain = explain_plan(typed.explain.metric, typed.explain.pairs)
+    return StudyPlan(study=typed.study, seed=typed.seed, cache_dir=project_path(typed.cache_dir),
+                     dataset=dataset, rankers=specs, metrics=metrics, metric=typed.metric,
+                     engine=engine, check=typed.check, figures=figures,
+                     tracking=typed.tracking, explain=explain,
+                     record=_record(record, dataset, specs))
+
+
+def validate(cfg: DictConfig | Mapping[str, Any], *, store: str | None = None
+             ) -> tuple[list[Metric], list[RankerSpec], dict[str, Any]]:
+    """:func:`build_plan`'s metric variants, ranker specs and dataset options (``kind``
+    included), for callers that need only those."""
+    plan = build_plan(cfg, store=store)
+    return plan.metrics, plan.rankers, {"kind": plan.dataset.kind, **plan.dataset.options}
+
+
+def _dataset_plan(options: Mapping[str, Any], specs: list[RankerSpec]) -> DatasetPlan:
+    ds = dict(options)
+    ds.pop("default_feature", None)  # read by the feature ranker's config, not the loader
+    kind = ds.pop("kind", None)
+    if kind not in DATASETS:
+        raise InputError(f"unknown dataset kind {kind!r}; known: {', '.join(DATASETS)}",
+                         key="dataset.kind")
+    for key in DATASET_PATH_OPTIONS:
+        if ds.get(key):
+            ds[key] = str(project_path(ds[key]))
+    if kind == "parquet_run":
+        for spec in specs:
+            if spec.kind != "column":
+                raise InputError(f"ranker {spec.name!r} (kind {spec.kind}): a parquet_run "
+                                 "dataset is evaluated where it lies, so its rankers are "
+                                 "score columns of the file (kind column, e.g. "
+                                 "ranker=scored_columns)", key=f"ranker.{spec.name}.kind")
+    return DatasetPlan(kind, ds)
+
+
+def _check_check(check: CheckConfig) -> None:
+    if check.sklearn not in ("fail", "warn", "off"):
+        raise InputError(f"check.sklearn must be fail, warn or off; got {check.sklearn!r}",
+                         key="check.sklearn")
+    for key in ("max_queries", "max_tied_queries"):
+        bound = getattr(check, key)
+        if bound is not None and (isinstance(bound, bool) or int(bound) < 1):
+            raise InputError(f"check.{key} must be an int >= 1 or null (no bound); "
+                             f"got {bound!r}", key=f"check.{key}")
+
+
+def _record(config: dict[str, Any], dataset: DatasetPlan, specs: list[RankerSpec]
+            ) -> dict[str, Any]:
+    """The config as given, with the absolute paths of the files that were read (a copy:
+    the caller's mapping is left as it was)."""
+    out = dict(config)
+    out["dataset"] = dict(out["dataset"])
+    for key in DATASET_PATH_OPTIONS:
+        if dataset.options.get(key):
+            out["dataset"][key] = dataset.options[key]
+    out["ranker"] = dict(out["ranker"])
+    for spec in specs:
+        if "path" in spec.options:
+            out["ranker"][spec.name] = {**out["ranker"][spec.name], "path": spec.options["path"]}
+    return out
 
 
 def check_rankers_against(specs: list[RankerSpec], dataset: Dataset | ParquetRun) -> None:

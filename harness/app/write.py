@@ -13,24 +13,23 @@ import pandas as pd
 import yaml
 
 from harness.app.check import check_table
+from harness.app.plan import StudyPlan
 from harness.app.provenance import environment
 from harness.app.results import dump_json, metric_key_map
 from harness.datasets import Dataset
-from harness.metrics import Metric
 from harness.reporting import STATS
-from harness.reporting.figures import figure_mode, study_figures
+from harness.reporting.figures import study_figures
 from harness.reporting.summary import summarize_study
 
 __all__ = ["write_outputs", "write_figures"]
 
 log = logging.getLogger("harness")
 
-def write_outputs(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric],
-                  results: Mapping[str, Any], out: Path) -> dict[str, Any]:
+def write_outputs(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
+                  out: Path) -> dict[str, Any]:
     """Write every result file to ``out``; returns their paths by role."""
-    resamples = int(cfg.get("tracking", {}).get("bootstrap_resamples", 2000))
-    max_queries = cfg.get("tracking", {}).get("bootstrap_max_queries", 20_000)
-    seed = int(cfg.get("seed", 0))
+    metrics = plan.metrics
+    max_queries = plan.tracking.bootstrap_max_queries
     written: dict[str, Any] = {"per_query": {}, "summary": {}}
     (out / "per_query").mkdir(parents=True, exist_ok=True)
     for name, r in results.items():
@@ -39,7 +38,8 @@ def write_outputs(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric
         written["per_query"][name] = path
     # one paired bootstrap for the whole study: a shared resample-index matrix per query set
     summaries = summarize_study({name: r.per_query for name, r in results.items()},
-                                resamples=resamples, seed=seed,
+                                resamples=int(plan.tracking.bootstrap_resamples),
+                                seed=int(plan.seed),
                                 bootstrap_max_queries=max_queries)
     frames = []
     for name, summary in summaries.items():
@@ -57,7 +57,7 @@ def write_outputs(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric
     checks.to_csv(out / "sklearn_check.csv", index=False)
     written["check_csv"] = out / "sklearn_check.csv"
     written["keys_json"] = dump_json(out / "metric_keys.json", metric_key_map(metrics))
-    (out / "config_resolved.yaml").write_text(yaml.safe_dump(dict(cfg), sort_keys=False))
+    (out / "config_resolved.yaml").write_text(yaml.safe_dump(plan.record, sort_keys=False))
     written["config_yaml"] = out / "config_resolved.yaml"
     written["dataset_json"] = dump_json(out / "dataset.json", dataset.summary() | {
         "source": dataset.source})
@@ -65,15 +65,13 @@ def write_outputs(cfg: Mapping[str, Any], dataset: Dataset, metrics: list[Metric
     return written
 
 
-def write_figures(cfg: Mapping[str, Any], metrics: list[Metric], results: Mapping[str, Any],
-                  out: Path) -> Path | None:
+def write_figures(plan: StudyPlan, results: Mapping[str, Any], out: Path) -> Path | None:
     """Draw the study's figures once into ``out/figures`` (``tracking.figures``: headline,
     all or off; see :func:`harness.reporting.figures.study_figures`); returns the folder,
     or None when no figure was drawn."""
     from harness.progress import progress
 
-    mode = figure_mode(cfg.get("tracking", {}).get("figures", "headline"))
-    paths = study_figures({name: r.per_query for name, r in results.items()}, metrics,
-                          out / "figures", mode=mode, progress=lambda jobs: progress(
+    paths = study_figures({name: r.per_query for name, r in results.items()}, plan.metrics,
+                          out / "figures", mode=plan.figures, progress=lambda jobs: progress(
                               jobs, desc="figures", unit="fig"))
     return out / "figures" if paths else None

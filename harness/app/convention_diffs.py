@@ -1,11 +1,13 @@
-"""The convention diff inside a study: ``explain.pairs=[[sklearn,trec_eval]]`` splits, for
-each ranker, the gap between each pair of definitions of ``explain.metric`` by option, and
-writes ``explain/<ranker>.csv`` and a waterfall figure ``explain/<ranker>.png`` (logged to
-the ranker's MLflow run with its other files)."""
+"""The explain stage of a study, the convention diff: ``explain.pairs=[[sklearn,trec_eval]]``
+splits, for each ranker, the gap between each pair of definitions of ``explain.metric`` by
+option, and writes ``explain/<ranker>.csv`` and a waterfall figure ``explain/<ranker>.png``
+(logged to the ranker's MLflow run with its other files). The split itself is the library's
+(:func:`harness.explain.explain_difference`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,16 +16,23 @@ import pandas as pd
 from harness.errors import InputError
 from harness.metrics.definition import CONVENTIONS, parse_metric
 
-__all__ = ["explain_pairs", "explain_ranker", "write_explanations"]
+__all__ = ["ExplainPlan", "explain_plan", "explain_ranker", "write_explanations"]
 
 
-def explain_pairs(cfg: Mapping[str, Any]) -> tuple[str, list[tuple[str, str]]]:
-    """The metric and the (a, b) pairs of the ``explain`` config, checked before any work:
-    each side a convention or a metric name."""
-    section = cfg.get("explain") or {}
-    metric = str(section.get("metric", "ndcg@10"))
-    pairs = []
-    for i, pair in enumerate(section.get("pairs") or []):
+@dataclass(frozen=True)
+class ExplainPlan:
+    """The ``explain`` section, checked: the metric and the (a, b) pairs to split (none: the
+    stage is off)."""
+
+    metric: str
+    pairs: tuple[tuple[str, str], ...] = ()
+
+
+def explain_plan(metric: str, pairs: Sequence[Any]) -> ExplainPlan:
+    """The ``explain`` section checked before any work: each side of a pair a convention or
+    a metric name (and the metric a metric name when there is a pair)."""
+    checked = []
+    for i, pair in enumerate(pairs):
         if len(pair) != 2:
             raise InputError(f"explain.pairs[{i}] must be [a, b], got {list(pair)}",
                              key=f"explain.pairs[{i}]")
@@ -35,10 +44,10 @@ def explain_pairs(cfg: Mapping[str, Any]) -> tuple[str, list[tuple[str, str]]]:
                     raise InputError(f"explain.pairs[{i}]: {side!r} is neither a convention "
                                      f"({', '.join(CONVENTIONS)}) nor a metric name",
                                      key=f"explain.pairs[{i}]") from None
-        pairs.append((str(pair[0]), str(pair[1])))
-    if pairs:
-        parse_metric(metric)
-    return metric, pairs
+        checked.append((str(pair[0]), str(pair[1])))
+    if checked:
+        parse_metric(str(metric))
+    return ExplainPlan(str(metric), tuple(checked))
 
 
 def explain_ranker(run: pd.DataFrame, qrels: pd.DataFrame | None, metric: str,
