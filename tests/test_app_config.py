@@ -395,7 +395,7 @@ def test_help_is_the_projects_own_and_lists_every_option() -> None:
     import subprocess
     import sys
 
-    code = ("import runpy, sys\nsys.argv = ['harness', '--help']\n"
+    code = ("import runpy, sys\nsys.argv = ['harness', 'run', '--help']\n"
             "try:\n    runpy.run_module('harness', run_name='__main__')\n"
             "except SystemExit as exc:\n    code = exc.code\n"
             "print('EXIT', code, 'hydra' in sys.modules, 'pandas' in sys.modules)\n")
@@ -404,7 +404,7 @@ def test_help_is_the_projects_own_and_lists_every_option() -> None:
     out = proc.stdout
     assert out.rstrip().endswith("EXIT 0 False") or "EXIT 0 False" in out, proc.stderr
     assert "Powered by Hydra" not in out and "== Config groups ==" not in out
-    assert "python -m harness --hydra-help" in out
+    assert "harness run --hydra-help" in out
     for group in ("dataset", "ranker", "metric", "engine", "tracking", "experiment"):
         assert f"  {group}: " in out
         for option in _options(group):

@@ -1,4 +1,4 @@
-"""``python -m harness --help``: the project's own help, read from ``conf/``.
+"""``harness run --help``: the project's own help, read from ``conf/``.
 
 Hydra's ``--help`` prints its generic template; this one lists what a user of *this* app
 chooses: each config group with its options (one line each, from the option file's first
@@ -32,12 +32,12 @@ GROUPS = {
 }
 EXAMPLES = (
     ("make run ARGS=\"dataset=lightgbm_sample\"", "LightGBM's LTR sample"),
-    ("python -m harness experiment=cast2021", "the TREC CAsT 2021 baselines"),
-    ("python -m harness metric=full_grid ranker=feature", "48 nDCG variants of one ranker"),
-    ("python -m harness metric.k=5 metric.ties=pessimistic", "change one metric axis"),
-    ("python -m harness -m ranker=oracle,noisy_oracle metric.k=5,10", "a 2x2 sweep"),
-    ("python -m harness tracking=off study=try", "no MLflow; results in runs/hydra/try/"),
-    ("python -m harness --cfg job", "print the composed config (Hydra)"),
+    ("harness run experiment=cast2021", "the TREC CAsT 2021 baselines"),
+    ("harness run metric=full_grid ranker=feature", "48 nDCG variants of one ranker"),
+    ("harness run metric.k=5 metric.ties=pessimistic", "change one metric axis"),
+    ("harness run -m ranker=oracle,noisy_oracle metric.k=5,10", "a 2x2 sweep"),
+    ("harness run tracking=off study=try", "no MLflow; results in runs/hydra/try/"),
+    ("harness run --cfg job", "print the composed config (Hydra)"),
 )
 
 
@@ -94,7 +94,7 @@ def render_help(conf: Path) -> str:
     """The help text for the config folder ``conf``."""
     defaults = _defaults(conf)
     lines = ["harness: ranking evaluation where every nDCG choice is explicit.", "",
-             "usage: python -m harness [-m] [GROUP=OPTION ...] [KEY=VALUE ...]",
+             "usage: harness run [-m] [GROUP=OPTION ...] [KEY=VALUE ...]",
              "       (make run ARGS=\"...\" runs the same in the project's venv)", "",
              "Config groups (pick one option each; default marked *):"]
     for group, what in GROUPS.items():
@@ -115,7 +115,7 @@ def render_help(conf: Path) -> str:
     lines += [f"  {cmd:<{width}}  # {what}" for cmd, what in EXAMPLES]
     lines += ["", "Results land in runs/hydra/<study>/<time>/ and in MLflow (make ui); see "
               "README.md.", "Hydra's own help (overrides grammar, --cfg, --multirun, ...): "
-              "python -m harness --hydra-help"]
+              "harness run --hydra-help"]
     return "\n".join(lines) + "\n"
 
 

@@ -92,6 +92,9 @@ def unknown_command(name: str) -> str:
 def _study(argv: Sequence[str]) -> int:
     """``harness run``: Hydra reads ``sys.argv``, so the command line becomes it."""
     sys.argv = [sys.argv[0], *argv]
+    from harness.app.help import main as help_main
+
+    help_main(argv)  # the study's help answers without loading Hydra
     from harness.app.main import main as study_main
 
     study_main()  # exits through SystemExit on an error, or os._exit after a run
