@@ -5,7 +5,9 @@ Registered in Hydra's ConfigStore under the group ``schema/`` (``schema/dataset/
 their defaults lists; so the schemas are never offered as options (``dataset=base_letor``
 fails to compose), and a misspelt key or a value of the wrong type fails at compose time.
 Values with a range or a set of choices (k >= 1, ties in {...}) are checked by
-:func:`harness.app.study.validate` before any data is read.
+:func:`harness.app.plan.build_plan` before any data is read; the dataclasses here are the
+one home of every default: the plan's sections are instances of them (a plain-dict config
+that leaves a key out gets the default given here).
 """
 
 from __future__ import annotations
@@ -176,7 +178,7 @@ class Config:
     seed: int = 0
     dataset: Any = MISSING
     # name -> RankerConfig; typed loosely here so `+ranker.new={kind:random}` works from the
-    # command line, and each entry is checked against RankerConfig by study.validate
+    # command line, and each entry is checked against RankerConfig by plan.build_plan
     ranker: dict[str, Any] = MISSING
     metric: MetricGrid = field(default_factory=MetricGrid)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)

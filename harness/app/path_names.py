@@ -7,7 +7,7 @@ path component. :func:`path_name` is checked three times, each before anything i
 - as the resolver ``${path_name:study,${study}}`` inside ``hydra.run.dir`` and
   ``hydra.sweep.dir`` (:func:`hydra_dir_name`), before Hydra makes that folder; a bad
   ``study`` is one line on stderr, not a traceback;
-- by :func:`harness.app.study.validate` (``study``, ``tracking.experiment``, ranker names),
+- by :func:`harness.app.plan.build_plan` (``study``, ``tracking.experiment``, ranker names),
   before any data is read or any result written.
 """
 

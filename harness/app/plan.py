@@ -155,7 +155,7 @@ def _ranker_specs(rankers: Mapping[str, Any]) -> list[RankerSpec]:
             raise InputError(f"ranker name {name!r} may hold only letters, digits, _ . - "
                              "(and is not . or ..): it names files", key=f"ranker.{name}")
         opts = {k: v for k, v in dict(options).items() if k != "kind" and v not in (None, {})}
-        kind = options.get("kind")
+        kind = options["kind"]
         if kind not in RANKERS:
             raise InputError(f"ranker {name!r}: unknown kind {kind!r}; known: "
                              f"{', '.join(RANKERS)}", key=f"ranker.{name}.kind")

@@ -25,7 +25,7 @@ import yaml
 
 from harness.app import provenance
 from harness.app.in_place import evaluate_in_place
-from harness.app.plan import validate
+from harness.app.plan import DatasetPlan, build_plan
 from harness.datasets.dataset import file_sha256, input_files
 from harness.datasets import Dataset, ParquetRun, load_dataset
 from harness.engines import Engine
@@ -208,18 +208,17 @@ def reproduce_run(run_id: str, *, tracking_uri: str | None = None) -> ReproResul
         raise ReproduceError(f"run {run_id}: {CONFIG_ARTIFACT} does not hold a config mapping")
     mismatched = param_mismatches(run.data.params, as_params(cfg))
     try:
-        metrics, specs, ds_options = validate(cfg, store=client.tracking_uri)
+        plan = build_plan(cfg, store=client.tracking_uri)
     except HarnessError as exc:
         raise ReproduceError(f"run {run_id}: its config no longer validates: {exc}") from None
+    metrics, specs = plan.metrics, plan.rankers
     spec = next((s for s in specs if s.name == name), None)
     if spec is None:
         raise ReproduceError(f"run {run_id}: ranker {name!r} is not in its config (rankers: "
                              f"{', '.join(s.name for s in specs)})")
     notes: list[str] = [describe_mismatches(mismatched)] if mismatched else []
-    dataset = _dataset(run, ds_options)
-    grid = cfg.get("metric", {})
-    options = {"nan_scores": grid.get("nan_scores", "error"),
-               "missing": grid.get("missing", "exclude")}
+    dataset = _dataset(run, plan.dataset)
+    options = plan.evaluate_options
     if isinstance(dataset, ParquetRun):  # its digest covers the file; read it batch by batch
         with Engine(kind="stream") as engine:
             now = evaluate_in_place(engine, dataset, spec, metrics, options, None)[0]
@@ -244,10 +243,9 @@ def _short(commit: str) -> str:
     return head[:12] + ("-dirty" if dirty else "")
 
 
-def _dataset(run: Any, options: dict[str, Any]) -> Dataset:
+def _dataset(run: Any, planned: DatasetPlan) -> Dataset:
     run_id, logged = run.info.run_id, run.data.tags.get("dataset.digest", "")
-    options = dict(options)
-    kind = options.pop("kind")
+    kind, options = planned.kind, planned.options
     try:
         dataset = load_dataset(kind, **options)
     except HarnessError as exc:
