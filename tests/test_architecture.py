@@ -192,3 +192,37 @@ def test_no_two_modules_share_a_file_name() -> None:
         if path.name not in ("__init__.py", "__main__.py"):
             homes[path.name].append(str(path.relative_to(ROOT.parent)))
     assert {name: paths for name, paths in homes.items() if len(paths) > 1} == {}
+
+
+#: The tables of other tools' measure names (trec_eval, ir_measures, ranx): they spell every
+#: measure, by design.
+TOOL_NAME_TABLES = ("harness/metrics/names.py", "harness/metrics/tool_names/")
+#: Words that are a measure's name and also something else, with where that else lives:
+#: ``judged`` is a value of the ``ideal`` option (and of the rows' "is it judged" flag);
+#: ``f1`` is LightGBM's first feature column.
+SAME_WORD_OTHER_CONCEPT = {"judged", "f1"}
+
+
+def test_each_measure_is_named_in_one_module() -> None:
+    """A measure is one declaration: its name, as a string, appears in the module that
+    declares it and nowhere else in harness/ (but the tables of other tools' names).
+    Adding or changing a measure touches one file."""
+    from harness.metrics.definition import METRIC_NAMES
+    from harness.metrics.registry import measures
+
+    names = {m.name for m in measures() if m.builtin}
+    assert set(METRIC_NAMES) <= names
+    homes: dict[str, set[str]] = defaultdict(set)
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = str(path.relative_to(ROOT.parent))
+        if rel.startswith(TOOL_NAME_TABLES):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and node.value in names:
+                homes[node.value].add(rel)
+    spread = {name: sorted(paths) for name, paths in homes.items()
+              if len(paths) > 1 and name not in SAME_WORD_OTHER_CONCEPT}
+    assert spread == {}, "measure names outside their declaration's module"
+    for name in names - SAME_WORD_OTHER_CONCEPT:
+        assert len(homes[name]) == 1 and next(iter(homes[name])).startswith(
+            "harness/metrics/measures/"), (name, homes[name])
