@@ -150,3 +150,19 @@ def test_an_absent_judged_query_scores_zero_under_missing_zero_in_every_engine(
     run.to_parquet(path, index=False)
     _same(local, evaluate_parquet(path, qrels, ms, missing="zero"), "stream")
     _same(local, evaluate_dask(run, qrels, ms, missing="zero", n_workers=1), "dask")
+
+
+def test_a_gain_of_label_0_counts_only_judged_documents_with_a_short_cut_off() -> None:
+    """With gain(0) > 0, an unjudged document gets gain 0 and a judged label-0 one gets
+    gain(0). A short cut-off ranks only the contenders for the top k; the unjudged mask was
+    read by the whole list's row numbers, so the judged top document lost its gain there
+    (found by the test above: the stream engine, on a slice, agreed with this value)."""
+    run = pd.DataFrame({"qid": "q", "docid": [f"d{i}" for i in range(8)],
+                        "score": [0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0]})
+    qrels = pd.DataFrame({"qid": ["q"], "docid": ["d2"], "label": [0]})
+    m = Metric("dcg", k=1, gain={0: 0.5, 1: 1, 2: 3}, ties="input")
+    # d2 ranks first and is judged with label 0: gain 0.5, discount 1 at rank 1
+    assert evaluate(run, qrels, [m]).loc["q", m.display_name] == 0.5
+    m2 = Metric("dcg", k=2, gain={0: 0.5, 1: 1, 2: 3}, ties="input")
+    # rank 2 holds d0 (row order among the tied), unjudged: gain 0
+    assert evaluate(run, qrels, [m2]).loc["q", m2.display_name] == 0.5

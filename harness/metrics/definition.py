@@ -100,7 +100,10 @@ class Metric:
         order of each tied group (McSherry & Najork 2008; sklearn); ``random`` a shuffle
         seeded by ``seed`` (keras_rs); ``input`` row order (LightGBM, XGBoost); ``docid``
         docid descending as strings after rounding scores to float32, as trec_eval
-        compares them (trec_eval); ``optimistic`` / ``pessimistic`` relevant
+        compares them (trec_eval); ``docid_exact`` docid descending among exactly equal
+        scores (gdeval: ir_measures' ``nDCG(dcg=exp-log2)``, ``ERR``); ``docid_ascending``
+        docid ascending among exactly equal scores (ir_measures' ``Judged``);
+        ``optimistic`` / ``pessimistic`` relevant
         documents first / last; ``quicksort`` the order numba's unstable quicksort
         ``argsort`` of the negated scores, in row order, leaves them: row order up to 15
         documents per query, a fixed scramble from 16 on (ranx 0.3's ``Run``);

@@ -14,7 +14,8 @@ parses back to the same definition.
   ``nDCG(dcg=exp-log2)@10``, ``AP(rel=2)@10``, ``RR(rel=2)``, ``SDCG(max_rel=4)@10``, and
   ``IPrec@0.5``. Conventions of the backend ir_measures uses: pytrec_eval's (``trec_eval``)
   for nDCG, AP, P, R, RR, Rprec, Bpref, Success, IPrec; gdeval's for ``dcg=exp-log2``
-  (exp2 gain, ties by docid) and ERR (top grade 4, ties by docid); cwl_eval's for SDCG
+  (exp2 gain; ties by docid among exactly equal scores) and ERR (top grade 4, the same
+  ties); ir_measures' own Judged (ties by docid ascending); cwl_eval's for SDCG
   and ``RBP(rel=...)`` (ties in the run's order).
 - ranx: ``ndcg_burges@10`` (exp2 gain), ``hit_rate@10``, ``r-precision``, ``rbp.95``, and any
   ranx name with its level suffix, ``precision@5-l2``. Convention ``ranx`` (ties as ranx's
@@ -142,8 +143,10 @@ def _ir_measures(text: str, explicit: bool) -> Spec | None:
     opts: dict[str, Any] = {}
     if name in _IRM_TREC:
         opts["convention"] = "trec_eval"
-    elif name == "ERR":  # gdeval: top grade 4, score then docno descending
-        opts.update(max_label=4, ties="docid")
+    elif name == "ERR":  # gdeval: top grade 4, exact scores then docno descending
+        opts.update(max_label=4, ties="docid_exact")
+    elif name == "Judged":  # ir_measures' own provider: exact scores then docid ascending
+        opts["ties"] = "docid_ascending"
     elif name == "SDCG":  # cwl_eval: linear gain scaled by the top grade, ties kept in
         opts.update(gain="linear", ties="input")  # the order of the run (a stable sort)
     elif name == "RBP":  # cwl_eval too (it needs rel=: binary RBP), ties in run order
@@ -169,8 +172,8 @@ def _irm_option(text: str, name: str, key: str, value: Any, opts: dict[str, Any]
             raise _refuse("ir_measures", text, "judged_only=True (dropping unjudged documents "
                           "from the ranking) is not supported")
     elif key == "dcg" and name in ("nDCG", "NDCG"):
-        if value == "exp-log2":  # ir_measures computes it with gdeval: docno descending
-            opts.update(gain="exp2", ties="docid")
+        if value == "exp-log2":  # ir_measures computes it with gdeval, which compares the
+            opts.update(gain="exp2", ties="docid_exact")  # scores exactly: docno descending
         elif value != "log2":
             raise _refuse("ir_measures", text, f"dcg must be 'log2' or 'exp-log2', got "
                           f"{value!r}")

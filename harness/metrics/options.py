@@ -27,7 +27,8 @@ __all__ = ["OPTIONS", "Option", "TIE_MODES", "IDEAL_MODES", "EMPTY_POLICIES", "E
            "key_value", "gain_function", "discount_function"]
 
 TIE_MODES: Final = ("average", "random", "input", "docid", "optimistic", "pessimistic",
-                    "quicksort", "quicksort2", "quicksort_reversed")
+                    "quicksort", "quicksort2", "quicksort_reversed", "docid_exact",
+                    "docid_ascending")
 IDEAL_MODES: Final = ("judged", "retrieved")
 EMPTY_POLICIES: Final = ("zero", "one", "exclude", "nan")
 #: How a query with no relevant document is weighted in a weighted mean (see aggregate).

@@ -60,7 +60,7 @@ class Prepared:
             background.wait(pending)
 
     #: Tie rules whose ranking reads no label: they may be computed before the labels.
-    LABEL_FREE = ("average", "docid", "input", "random")
+    LABEL_FREE = ("average", "docid", "docid_exact", "docid_ascending", "input", "random")
 
     def rank_early(self, keys: Iterable[tuple[str, int]]) -> None:
         """Start computing the full rankings ``keys`` ((tie rule, seed), label-free rules
@@ -149,7 +149,9 @@ class Prepared:
             return self.contenders(top).ranking(ties, seed)
         key = (ties, seed if ties == "random" else 0)
         if key not in self._rankings:
-            self._rankings[key] = rank(self, ties, seed)
+            ranking = rank(self, ties, seed)
+            ranking.grouped_judged = self.judged  # of these rows (contenders: a subset)
+            self._rankings[key] = ranking
         return self._rankings[key]
 
     @cached_property

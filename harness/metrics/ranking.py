@@ -20,7 +20,7 @@ from harness.metrics.segments import segment_argsort
 if TYPE_CHECKING:
     from harness.metrics.prepared import Prepared
 
-__all__ = ["Ranking", "rank", "rank_docid", "QUICKSORT_RULES"]
+__all__ = ["Ranking", "rank", "rank_docid", "QUICKSORT_RULES", "DOCID_RULES"]
 
 @dataclass
 class Ranking:
@@ -39,6 +39,8 @@ class Ranking:
     gid: np.ndarray | None = None
     gstart: np.ndarray | None = None
     gsize: np.ndarray | None = None
+    # per grouped row of the rows ranked (all, or a top k's contenders): is it judged
+    grouped_judged: np.ndarray | None = None
     _heads: dict[int, np.ndarray] = field(default_factory=dict)
     _tops: dict[int, tuple[np.ndarray, ...]] = field(default_factory=dict)
     _positive: dict[float, tuple[np.ndarray, ...]] = field(default_factory=dict)
@@ -117,8 +119,8 @@ class Ranking:
 
 def rank(prep: Prepared, ties: str, seed: int) -> Ranking:
     neg = -prep.score
-    if ties == "docid":
-        return rank_docid(prep)
+    if ties in DOCID_RULES:
+        return rank_docid(prep, descending=ties != "docid_ascending")
     if ties in QUICKSORT_RULES:
         perm = quicksort_ties_perm(ties, prep.ranking("input").perm,
                                    prep.ranking("average"), prep.q, neg, prep.starts,
@@ -166,8 +168,15 @@ def rank(prep: Prepared, ties: str, seed: int) -> Ranking:
     return ranking
 
 
-def rank_docid(prep: Prepared) -> Ranking:
-    """Score descending, then docid descending as strings (trec_eval's order).
+#: Ties broken by docid: descending among float32-equal scores (``docid``, trec_eval, which
+#: reads scores as float32: see :meth:`Prepared.float32`), descending among exactly equal
+#: scores (``docid_exact``, gdeval), ascending among exactly equal scores
+#: (``docid_ascending``, ir_measures' own Judged).
+DOCID_RULES = ("docid", "docid_exact", "docid_ascending")
+
+
+def rank_docid(prep: Prepared, *, descending: bool = True) -> Ranking:
+    """Score descending, then docid descending (or ascending) as strings.
 
     Only the rows of tie groups of the score order are looked at: their docids are
     ranked among themselves and each group is reordered in place, so untied rows cost
@@ -185,8 +194,9 @@ def rank_docid(prep: Prepared) -> Ranking:
         docids = docids.astype(str)
     # within each group, docid descending as strings (UTF-8 bytes order as code points)
     table = pa.table({"group": base.gid[tied], "docid": pa.array(docids)})
+    direction = "descending" if descending else "ascending"
     order = pc.sort_indices(table, sort_keys=[("group", "ascending"),
-                                              ("docid", "descending")]).to_numpy()
+                                              ("docid", direction)]).to_numpy()
     perm = base.perm.copy()
     perm[tied] = base.perm[tied[order]]
     return Ranking(perm=perm, q=prep.q, pos=prep.pos, grouped_label=prep.label,

@@ -317,10 +317,11 @@ class MeasureInput:
     def judged(self) -> np.ndarray:
         """Per ranked row, 1.0 when the document is judged (measures with
         ``reads_judged=True`` only: others rank the rows that can reach the top k)."""
-        if self.prep.judged is None:  # pragma: no cover - prepare() always records it
+        judged = self.ranking.grouped_judged
+        if judged is None:  # pragma: no cover - prepare() always records it
             raise MetricDefinitionError(f"{self.metric.display_name} needs to know which "
                                         "ranked documents are judged; this input does not say")
-        return self.prep.judged[self.ranking.perm].astype(np.float64)
+        return judged[self.ranking.perm].astype(np.float64)
 
 
 def measure_table() -> str:

@@ -128,16 +128,16 @@ def discounts(x: MeasureInput, length: int) -> np.ndarray:
     return x.cache.get_or(("disc", metric.discount, length), make)
 
 
-def _unjudged_rows(prep: Prepared, x: MeasureInput) -> np.ndarray | None:
-    """Per grouped row, True where the row has no judgment and its label 0 would get a
-    nonzero gain (a gain table or formula with gain(0) > 0): such rows get gain 0, as
-    ir_measures' ``nDCG(gains=...)`` relabels judged documents only. None when no row
-    needs it."""
-    if prep.judged is None or prep.judged.all():
+def _unjudged_rows(judged: np.ndarray | None, x: MeasureInput) -> np.ndarray | None:
+    """Per row of ``judged`` (grouped rows: all of them, or the ranked contenders of a top
+    k), True where the row has no judgment and its label 0 would get a nonzero gain (a gain
+    table or formula with gain(0) > 0): such rows get gain 0, as ir_measures'
+    ``nDCG(gains=...)`` relabels judged documents only. None when no row needs it."""
+    if judged is None or judged.all():
         return None
     if float(x.metric.gain_function()(np.zeros(1))[0]) == 0.0:
         return None
-    return ~prep.judged
+    return ~judged
 
 
 def _dcg_sum(x: MeasureInput, length: int) -> np.ndarray:
@@ -147,7 +147,8 @@ def _dcg_sum(x: MeasureInput, length: int) -> np.ndarray:
     disc = discounts(x, length)
     gain_of = metric.gain_function()
     sparse = r.sparse() and float(gain_of(np.zeros(1))[0]) == 0.0
-    unjudged = None if sparse else _unjudged_rows(prep, x)  # gain 0 needs no mask
+    # gain 0 needs no mask; the ranking's own rows (a top k ranks its contenders only)
+    unjudged = None if sparse else _unjudged_rows(r.grouped_judged, x)
     if sparse:
         _check_gains(prep, x, prep.label, "run")  # every label's gain is valid
         q, pos, labels, _ = r.positive(0.0)  # the rows of nonzero gain
@@ -192,7 +193,7 @@ def _ideal_dcg(prep: Prepared, x: MeasureInput, disc: np.ndarray) -> np.ndarray:
     ideal = prep.ideal(metric.ideal)
     which = "judged" if metric.ideal == "judged" else "run"
     tag = metric.ideal
-    unjudged = _unjudged_rows(prep, x) if metric.ideal == "retrieved" else None
+    unjudged = _unjudged_rows(prep.judged, x) if metric.ideal == "retrieved" else None
     if unjudged is not None:  # unjudged rows have gain 0 here: they add nothing to IDCG
         ideal = Ideal(prep.q[~unjudged], prep.label[~unjudged])
         which, tag = "run-judged", "retrieved-judged"
