@@ -33,6 +33,8 @@ STUDY = "run"
 COMMANDS: dict[str, Command] = {
     STUDY: Command("harness.app.main", "run a study: dataset x rankers x metric variants "
                    "(the default)"),
+    "eval": Command("harness.commands.eval", "trec_eval's command line and output (and "
+                    "ir_measures' and ranx's measure names)"),
     "compare": Command("harness.commands.compare", "compare the ranker versions of a sweep; "
                        "write a report"),
     "reproduce": Command("harness.commands.reproduce", "re-run logged evaluations; compare "

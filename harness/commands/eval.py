@@ -1,0 +1,157 @@
+"""``harness eval QRELS RUN [RUN ...] [MEASURE ...]``: trec_eval's command line and output.
+
+The flags are trec_eval's (and may be glued as it allows: ``-l2``, ``-M100``,
+``-mrelstring.20``); the output is trec_eval's ``name<TAB>qid<TAB>value`` lines, measures
+in trec_eval's order, or one table of runs x measures (``--format tsv|csv|json``).
+Every trec_eval measure is a harness metric definition with ``convention="trec_eval"``
+(linear gain, ties by docno descending); arguments after QRELS that are not files are
+measure names in any tool's spelling (``nDCG@10``, ``P(rel=2)@5``, ``ndcg_burges@10``),
+read by :func:`harness.parse_metric` and printed as written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.commands.base import OK
+from harness.errors import InputError, MetricDefinitionError
+
+EPILOG = """\
+measure sets (-m): official (the default), all_trec, set, all_prefs, prefs, qrels_jg
+measures with parameters: P.5,10  ndcg_cut.10,20  iprec_at_recall..10,.20  recall.100
+  Rprec_mult.0.5,2.0  utility.2,-1,0,0  11pt_avg..25,.5,.75  ndcg.1=3,2=9  G.1=2
+  relstring.20  success.1,5  set_F.0.5  rbp.p=0.95  unj.10
+inputs: TREC text (qrels: qid iter docno rel; run: qid Q0 docno rank score runid;
+  '#' starts a comment line), gzip (.gz) or parquet (qid, docid, label | score).
+examples:
+  harness eval qrels.txt run.txt
+  harness eval -q -m all_trec -l2 qrels.txt run.txt
+  harness eval qrels.txt run_a.txt run_b.txt "nDCG@10" "P(rel=2)@5" --format tsv
+exit codes: 0 ok, 2 bad input"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line (``error: ...``), exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise InputError(f"harness eval: {message} (harness eval --help)")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="harness eval", formatter_class=argparse.RawDescriptionHelpFormatter,
+                usage="harness eval [-q] [-m MEASURE]... [-c] [-M DEPTH] [-l LEVEL] [-J] "
+                      "[-n]\n       [-R FORMAT] [-Z ZSCORES] [-N NUM] [--format FMT] "
+                      "QRELS RUN [RUN ...] [NAME ...]",
+                description=__doc__.split("\n\n")[0], epilog=EPILOG)
+    p.add_argument("inputs", nargs="+", metavar="QRELS RUN [NAME]",
+                   help="the qrels, then one or more runs (existing files), then measure "
+                        "names in any tool's spelling")
+    p.add_argument("-q", "--query_eval_wanted", action="store_true",
+                   help="print every query's values before the summary")
+    p.add_argument("-m", "--measure", action="append", default=[], metavar="MEASURE",
+                   help="a trec_eval measure (name[.params]) or set; repeatable "
+                        "(default: official)")
+    p.add_argument("-c", "--complete_rel_info_wanted", action="store_true",
+                   help="average over every judged query; one the run lacks scores 0")
+    p.add_argument("-M", "--Max_retrieved_per_topic", type=int, default=None,
+                   metavar="DEPTH", help="only the first DEPTH documents of each query "
+                   "(score descending, ties by docno descending)")
+    p.add_argument("-l", "--level_for_rel", type=int, default=1, metavar="LEVEL",
+                   help="binary relevance: label >= LEVEL (default 1)")
+    p.add_argument("-J", "--Judged_docs_only", action="store_true",
+                   help="remove unjudged documents from each ranking first")
+    p.add_argument("-n", "--nosummary", action="store_true", help="no summary lines")
+    p.add_argument("-R", "--Rel_info_format", default="qrels",
+                   choices=("qrels", "prefs", "qrels_prefs", "qrels_jg"), metavar="FORMAT",
+                   help="QRELS format: qrels (default), prefs, qrels_prefs, qrels_jg "
+                        "(the iter column is the judge)")
+    p.add_argument("-T", "--Results_format", default="trec_results",
+                   choices=("trec_results",), metavar="FORMAT", help="runs' format: "
+                   "trec_results (the only one)")
+    p.add_argument("-Z", "--Zscore", default=None, metavar="ZSCORES",
+                   help="print Z-scores, (value - mean) / stddev, from a file of "
+                        "'qid measure mean stddev' lines")
+    p.add_argument("-N", "--Number_docs_in_coll", type=int, default=None, metavar="NUM",
+                   help="number of documents in the collection (trec_eval's; no measure "
+                        "available reads it)")
+    p.add_argument("--format", default="trec", choices=("trec", "tsv", "csv", "json"),
+                   help="trec (trec_eval's lines, default) or one runs x measures table")
+    return p
+
+
+def _split_inputs(inputs: list[str]) -> tuple[str, list[str], list[str]]:
+    qrels, runs, names = inputs[0], [], []
+    for arg in inputs[1:]:
+        (runs if Path(arg).is_file() else names).append(arg)
+    if not runs:
+        what = f"{inputs[1]!r} is not a file" if len(inputs) > 1 else "none given"
+        raise InputError(f"RUN: give at least one run file after QRELS ({what})")
+    return qrels, runs, names
+
+
+def _named(names: list[str]) -> list[tuple[str, object]]:
+    from harness.metrics.definition import parse_metric
+
+    out = []
+    for name in names:
+        try:
+            out.append((name, parse_metric(name)))
+        except MetricDefinitionError as exc:
+            if "/" in name or Path(name).suffix in (".txt", ".gz", ".run", ".parquet"):
+                raise InputError(f"RUN file not found: {name}") from None
+            raise MetricDefinitionError(f"measure {name!r}: {str(exc).splitlines()[0]}"
+                                        ) from None
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_intermixed_args(argv)
+    from harness.data.eval_inputs import (read_eval_qrels, read_eval_run, read_prefs,
+                                          read_zscores)
+    from harness.metrics.trec_eval_compute import evaluate_trec
+    from harness.metrics.trec_eval_table import expand, select
+    from harness.reporting.trec_eval_output import render
+
+    qrels_path, run_paths, names = _split_inputs(args.inputs)
+    if args.level_for_rel < 1:
+        raise InputError(f"-l: the relevance level must be >= 1, got {args.level_for_rel}")
+    if args.Max_retrieved_per_topic is not None and args.Max_retrieved_per_topic < 1:
+        raise InputError(f"-M: the depth must be >= 1, got {args.Max_retrieved_per_topic}")
+    extra = _named(names)
+    try:
+        families = select(args.measure or (["official"] if not extra else ["runid", "num_q"]))
+        columns = [c for fam, params in families.items() for c in expand(fam, params)]
+    except MetricDefinitionError as exc:
+        raise InputError(str(exc)) from None
+    prefs = None
+    fmt = args.Rel_info_format
+    if fmt == "prefs":
+        prefs = read_prefs(qrels_path)
+        qrels = prefs.rename(columns={"jg": "iter"})[["qid", "iter", "docid", "label"]]
+    else:
+        qrels = read_eval_qrels(qrels_path)
+        if fmt == "qrels_prefs":
+            prefs = qrels.rename(columns={"iter": "jg"}).assign(jsg="0")[
+                ["qid", "jg", "jsg", "docid", "label"]]
+    zscores = read_zscores(args.Zscore) if args.Zscore else None
+    evaluations = []
+    for path in run_paths:
+        run, runid = read_eval_run(path)
+        ev = evaluate_trec(run, qrels, columns, extra, level=args.level_for_rel,
+                           depth=args.Max_retrieved_per_topic,
+                           judged_only=args.Judged_docs_only,
+                           complete=args.complete_rel_info_wanted, zscores=zscores,
+                           prefs=prefs, runid=runid)
+        if not ev.qids:
+            raise InputError(f"RUN {path}: no query has both results and judgments in "
+                             f"QRELS {qrels_path}")
+        if ev.unavailable:
+            print(f"harness eval: not computed ({len(ev.unavailable)} lines; no such measure "
+                  f"in the registry yet): {', '.join(ev.unavailable)}", file=sys.stderr)
+        evaluations.append(ev)
+    text = render(evaluations, args.format, per_query=args.query_eval_wanted,
+                  z=zscores is not None, summary=not args.nosummary)
+    sys.stdout.write(text)
+    return OK

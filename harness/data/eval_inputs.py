@@ -1,0 +1,144 @@
+"""The input files of ``harness eval``: qrels, runs, preference judgments and Z-score
+tables, as TREC text (optionally gzip-compressed, ``.gz``) or parquet.
+
+Text files follow trec_eval: whitespace-separated columns, blank lines and lines starting
+with ``#`` skipped (a ``#`` inside a docno is part of it), columns after the last one read
+ignored. A bad line raises :class:`~harness.errors.InputError` whose message names the
+file and the line (``qrels.txt line 12: ...``).
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from harness.errors import InputError
+
+__all__ = ["read_eval_qrels", "read_eval_run", "read_prefs", "read_zscores", "is_table"]
+
+
+def is_table(path: str | Path) -> bool:
+    """Whether ``path`` is a parquet file (read as a table, not as TREC text)."""
+    return Path(path).suffix.lower() in (".parquet", ".pq")
+
+
+def _lines(path: Path, n_fields: int, kind: str) -> tuple[list[list[str]], list[int]]:
+    if not path.is_file():
+        raise InputError(f"{kind} file not found: {path}")
+    opener = gzip.open if path.suffix == ".gz" else open
+    rows, linenos = [], []
+    try:
+        with opener(path, "rb") as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
+                    raw = raw[len(codecs.BOM_UTF8):]
+                try:
+                    text = raw.decode("utf-8").strip()
+                except UnicodeDecodeError:
+                    raise InputError(f"{path} line {lineno}: not UTF-8: {raw.rstrip()!r}"
+                                     ) from None
+                if not text or text.startswith("#"):
+                    continue
+                fields = text.split()
+                if len(fields) < n_fields:
+                    raise InputError(f"{path} line {lineno}: {len(fields)} fields, expected "
+                                     f"{n_fields} ({kind} format): {text!r}")
+                rows.append(fields[:n_fields])
+                linenos.append(lineno)
+    except (OSError, EOFError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise InputError(f"{path}: cannot be read as {kind} ({exc})") from None
+    if not rows:
+        raise InputError(f"{path}: no {kind} line")
+    return rows, linenos
+
+
+def _numbers(values: list[str], linenos: list[int], path: Path, what: str) -> np.ndarray:
+    out = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(out))
+    if len(bad):
+        i = int(bad[0])
+        raise InputError(f"{path} line {linenos[i]}: {what} {values[i]!r} is not a number")
+    return out
+
+
+def _parquet(path: Path, need: tuple[str, ...], kind: str) -> pd.DataFrame:
+    if not path.is_file():
+        raise InputError(f"{kind} file not found: {path}")
+    try:
+        df = pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises many kinds
+        raise InputError(f"{path}: cannot be read as parquet ({type(exc).__name__}: {exc})"
+                         ) from None
+    missing = [c for c in need if c not in df.columns]
+    if missing:
+        raise InputError(f"{path}: {kind} table lacks column(s) {', '.join(missing)} "
+                         f"(has {', '.join(map(str, df.columns))})")
+    return df
+
+
+def read_eval_qrels(path: str | Path) -> pd.DataFrame:
+    """Qrels (``qid iter docno rel``): columns ``qid``, ``iter``, ``docid`` (strings) and
+    ``label`` (float)."""
+    p = Path(path)
+    if is_table(p):
+        df = _parquet(p, ("qid", "docid", "label"), "qrels")
+        out = pd.DataFrame({"qid": df["qid"].astype(str),
+                            "iter": df["iter"].astype(str) if "iter" in df else "0",
+                            "docid": df["docid"].astype(str),
+                            "label": pd.to_numeric(df["label"], errors="raise")
+                            .astype(np.float64)})
+        return out
+    rows, linenos = _lines(p, 4, "qrels")
+    qid, it, docid, label = zip(*rows)
+    return pd.DataFrame({"qid": qid, "iter": it, "docid": docid,
+                         "label": _numbers(list(label), linenos, p, "relevance")})
+
+
+def read_eval_run(path: str | Path) -> tuple[pd.DataFrame, str]:
+    """A run (``qid Q0 docno rank score runid``): columns ``qid``, ``docid``, ``score``,
+    and the run id (trec_eval's: the last line's; a parquet run without ``run_id``: the
+    file's stem)."""
+    p = Path(path)
+    if is_table(p):
+        df = _parquet(p, ("qid", "docid", "score"), "run")
+        runid = str(df["run_id"].iloc[-1]) if "run_id" in df and len(df) else p.stem
+        return pd.DataFrame({"qid": df["qid"].astype(str), "docid": df["docid"].astype(str),
+                             "score": pd.to_numeric(df["score"]).astype(np.float64)}), runid
+    rows, linenos = _lines(p, 6, "run")
+    qid, _, docid, _, score, runid = zip(*rows)
+    run = pd.DataFrame({"qid": qid, "docid": docid,
+                        "score": _numbers(list(score), linenos, p, "score")})
+    dup = run.duplicated(["qid", "docid"])
+    if dup.any():
+        i = int(np.flatnonzero(dup.to_numpy())[0])
+        raise InputError(f"{p} line {linenos[i]}: docno {docid[i]!r} is retrieved twice for "
+                         f"query {qid[i]!r}")
+    return run, runid[-1]
+
+
+def read_prefs(path: str | Path) -> pd.DataFrame:
+    """Preference judgments (``qid jg jsg docno rel``, ``-R prefs``): columns ``qid``,
+    ``jg``, ``jsg``, ``docid`` (strings) and ``label`` (float)."""
+    p = Path(path)
+    if is_table(p):
+        return _parquet(p, ("qid", "jg", "jsg", "docid", "label"), "prefs")
+    rows, linenos = _lines(p, 5, "prefs")
+    qid, jg, jsg, docid, label = zip(*rows)
+    return pd.DataFrame({"qid": qid, "jg": jg, "jsg": jsg, "docid": docid,
+                         "label": _numbers(list(label), linenos, p, "relevance")})
+
+
+def read_zscores(path: str | Path) -> dict[tuple[str, str], tuple[float, float]]:
+    """A ``-Z`` file (``qid measure mean stddev``): ``{(qid, measure): (mean, stddev)}``."""
+    p = Path(path)
+    rows, linenos = _lines(p, 4, "zscores")
+    qid, measure, mean, std = zip(*rows)
+    means = _numbers(list(mean), linenos, p, "mean")
+    stds = _numbers(list(std), linenos, p, "stddev")
+    return {(q, m): (float(a), float(b)) for q, m, a, b in zip(qid, measure, means, stds)}

@@ -1,0 +1,252 @@
+"""trec_eval's evaluation procedure around the metric engine: which queries are evaluated,
+``-M`` / ``-J`` / ``-c`` / ``-l``, judge groups (``-R qrels_jg``), the ``relstring``,
+``runid`` and ``num_q`` lines, Z-scores (``-Z``) and each measure's summary.
+
+:func:`evaluate_trec` returns an :class:`Evaluation`: per-query values in trec_eval's
+query order (qid as strings, ``strcmp`` order) and the summary values, one entry per
+printed line. Measures come from the registry (:func:`harness.evaluate`); a measure the
+registry does not have is reported in ``Evaluation.unavailable``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.errors import MetricDefinitionError
+from harness.metrics.trec_eval_table import Column
+
+__all__ = ["Evaluation", "Line", "evaluate_trec", "trec_order", "MISSING_ZSCORE"]
+
+#: What trec_eval prints for a query or measure the -Z file does not have.
+MISSING_ZSCORE = -1000000.0
+GMEAN_FLOOR = 1e-5
+
+
+@dataclass
+class Line:
+    """One printed measure: its name, how it prints and how it summarises."""
+
+    name: str
+    kind: str = "float"  # "float", "int", "text"
+    aggregate: str = "mean"  # "mean", "sum", "gmean", "count"
+    per_query: bool = True
+    summary: bool = True
+    metric: Any = None  # the harness Metric, where one computes it
+
+
+@dataclass
+class Evaluation:
+    """Values of one run: ``values[name]`` per query (aligned with ``qids``) and
+    ``summary[name]``; ``lines`` in printing order."""
+
+    runid: str
+    qids: list[str]
+    lines: list[Line]
+    values: dict[str, list[Any]] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)  # line name -> why
+
+
+def trec_order(run: pd.DataFrame) -> pd.DataFrame:
+    """The run in trec_eval's order: per query, score descending (compared as float32, as
+    trec_eval stores them), ties by docno descending."""
+    key = run.assign(_s=-run["score"].to_numpy(dtype=np.float32))
+    key = key.sort_values(["qid", "_s", "docid"], ascending=[True, True, False],
+                          kind="stable")
+    return key.drop(columns="_s")
+
+
+def _metric(col: Column, level: int) -> Any:
+    from harness.metrics.definition import Metric
+
+    fam = col.family
+    opts = dict(col.options)
+    if fam.measure in ("rbp", "rbp_residual"):
+        opts.setdefault("p", 0.9)  # trec_eval's default persistence
+    return Metric(fam.measure, convention="trec_eval", level=level, **opts)
+
+
+def _aggregate_of(metric: Any) -> str:
+    return getattr(metric.measure, "aggregate", "mean")
+
+
+def _summarise(values: np.ndarray, how: str) -> float:
+    if len(values) == 0:
+        return 0.0
+    if how == "sum":
+        return float(np.sum(values))
+    if how == "gmean":
+        return float(np.exp(np.mean(np.log(np.maximum(values, GMEAN_FLOOR)))))
+    return float(np.mean(values))
+
+
+def _relstring(ranked: pd.DataFrame, qrels: pd.DataFrame, qids: list[str],
+               length: int) -> list[str]:
+    labels = dict(zip(zip(qrels["qid"], qrels["docid"]), qrels["label"]))
+    out = []
+    groups = {q: g for q, g in ranked.groupby("qid", sort=False)}
+    for q in qids:
+        g = groups.get(q)
+        chars = []
+        for d in ([] if g is None else g["docid"].iloc[:max(length, 0)]):
+            rel = labels.get((q, d))
+            if rel is None:
+                chars.append("-")
+            elif rel > 9:
+                chars.append(">")
+            elif rel >= 0:
+                chars.append(str(int(rel)))
+            else:
+                chars.append(".")
+        out.append("'" + "".join(chars) + "'")
+    return out
+
+
+def _judge_groups(run: pd.DataFrame, qrels: pd.DataFrame, metric: Any, qids: list[str],
+                  complete: bool) -> np.ndarray:
+    """Per query, the metric averaged over the judge groups (the qrels' ``iter``) that
+    judged it (trec_eval's ``*_avgjg``)."""
+    from harness.metrics.evaluate import evaluate
+
+    total = pd.Series(0.0, index=qids)
+    groups = pd.Series(0, index=qids)
+    for _, jq in qrels.groupby("iter", sort=False):
+        pq = evaluate(run, jq[["qid", "docid", "label"]], [metric],
+                      missing="zero" if complete else "exclude", negative_labels="unjudged")
+        judged = pd.Index(jq["qid"].unique()).intersection(total.index)
+        vals = pq[metric.display_name].reindex(judged).fillna(0.0)
+        total.loc[judged] += vals
+        groups.loc[judged] += 1
+    return (total / groups.clip(lower=1)).to_numpy()
+
+
+def evaluate_trec(run: pd.DataFrame, qrels: pd.DataFrame, columns: list[Column],
+                  extra: list[tuple[str, Any]] = (), *, level: int = 1,
+                  depth: int | None = None, judged_only: bool = False,
+                  complete: bool = False, zscores: dict[tuple[str, str], tuple[float, float]]
+                  | None = None, prefs: Any = None, runid: str = "") -> Evaluation:
+    """Evaluate one run as trec_eval does.
+
+    ``run`` has ``qid``, ``docid``, ``score`` (strings, strings, floats); ``qrels`` has
+    ``qid``, ``docid``, ``label`` and, for judge groups, ``iter``. ``columns`` are the
+    expanded ``-m`` families; ``extra`` are ``(printed name, Metric)`` pairs named in other
+    tools' spellings. ``prefs`` is the preference input (``-R prefs``), handed to
+    :mod:`harness.metrics.prefs`.
+    """
+    from harness.metrics.evaluate import evaluate
+
+    qrels_q = set(qrels["qid"])
+    ranked = trec_order(run[run["qid"].isin(qrels_q)])
+    if depth is not None:
+        ranked = ranked.groupby("qid", sort=False).head(depth)
+    if judged_only:
+        judged = qrels.loc[qrels["label"] >= 0, ["qid", "docid"]].drop_duplicates()
+        ranked = ranked.merge(judged, on=["qid", "docid"], how="inner")
+    qids = sorted(qrels_q if complete else qrels_q & set(ranked["qid"]))
+    plain_qrels = qrels.drop_duplicates(["qid", "docid"])[["qid", "docid", "label"]]
+
+    ev = Evaluation(runid, qids, [])
+    wanted: list[tuple[Line, Column | None]] = []
+    for col in columns:
+        fam = col.family
+        line = Line(col.name, "text" if fam.name in ("runid", "relstring") else
+                    "int" if fam.integer else "float",
+                    "count" if fam.name == "num_q" else "sum" if fam.integer else
+                    "gmean" if fam.name.startswith("gm_") else "mean",
+                    fam.per_query, fam.summary)
+        if fam.measure is not None and fam.source != "prefs":
+            try:
+                line.metric = _metric(col, level)
+                line.aggregate = "count" if fam.name == "num_q" else _aggregate_of(line.metric)
+            except MetricDefinitionError as exc:
+                ev.unavailable[col.name] = str(exc).splitlines()[0]
+                continue
+        wanted.append((line, col))
+    for name, metric in extra:
+        wanted.append((Line(name, aggregate=_aggregate_of(metric), metric=metric), None))
+    ev.lines = [line for line, _ in wanted]
+
+    plain = [ln.metric for ln, col in wanted
+             if ln.metric is not None and (col is None or col.family.source == "qrels")]
+    per_query = None
+    if plain and qids:
+        per_query = evaluate(ranked[["qid", "docid", "score"]], plain_qrels,
+                             list(dict.fromkeys(plain)),
+                             missing="zero" if complete else "exclude",
+                             negative_labels="unjudged")
+        per_query.index = per_query.index.astype(str)
+        per_query = per_query.reindex(qids)
+    prefs_table = None
+    if any(col is not None and col.family.source == "prefs" for _, col in wanted):
+        prefs_table = _prefs(ranked, prefs if prefs is not None else qrels, qids)
+
+    for line, col in wanted:
+        fam = col.family if col is not None else None
+        if fam is not None and fam.name == "runid":
+            ev.summary[line.name] = runid
+            continue
+        if fam is not None and fam.name == "num_q":
+            ev.summary[line.name] = len(qids)
+            continue
+        if fam is not None and fam.name == "relstring":
+            ev.values[line.name] = _relstring(ranked, qrels, qids,
+                                              int(col.options["length"][0]))
+            continue
+        if fam is not None and fam.source == "prefs":
+            vals = prefs_table[line.name].reindex(qids).fillna(0.0).to_numpy(float)
+        elif fam is not None and fam.source == "jg":
+            vals = _judge_groups(ranked[["qid", "docid", "score"]], qrels, line.metric, qids,
+                                 complete)
+        else:
+            vals = per_query[line.metric.display_name].to_numpy(float)
+            if fam is not None and fam.name == "num_rel" and complete:
+                rel = plain_qrels[plain_qrels["label"] >= level].groupby("qid").size()
+                vals = rel.reindex(qids).fillna(0).to_numpy(float)
+        ev.values[line.name] = list(vals)
+    if zscores is not None:
+        _to_zscores(ev, zscores)
+    for line in ev.lines:
+        if line.name in ev.values and line.kind != "text":
+            ev.summary[line.name] = _summarise(np.asarray(ev.values[line.name], float),
+                                               line.aggregate)
+    return ev
+
+
+def _to_zscores(ev: Evaluation, zscores: dict[tuple[str, str], tuple[float, float]]) -> None:
+    """trec_eval -Z: every numeric per-query value becomes (value - mean) / stddev."""
+    for line in ev.lines:
+        if line.kind == "text" or line.name not in ev.values:
+            continue
+        out = []
+        for q, v in zip(ev.qids, ev.values[line.name]):
+            ms = zscores.get((q, line.name))
+            if ms is None:
+                out.append(MISSING_ZSCORE)
+            elif ms[1]:
+                out.append((v - ms[0]) / ms[1])
+            else:
+                out.append(0.0 if v == ms[0] else MISSING_ZSCORE)
+        ev.values[line.name] = out
+        if line.kind == "int":
+            line.kind = "float"
+
+
+def _prefs(ranked: pd.DataFrame, prefs: pd.DataFrame, qids: list[str]) -> pd.DataFrame:
+    try:
+        from harness.metrics import prefs as prefs_module
+    except ImportError:
+        raise MetricDefinitionError("the prefs measures (-R prefs / qrels_prefs) are not "
+                                    "available yet: harness.metrics.prefs does not exist"
+                                    ) from None
+    table = prefs_module.evaluate_prefs(ranked[["qid", "docid", "score"]], prefs)
+    table.index = table.index.astype(str)
+    return table
+
+
+def is_missing(value: float) -> bool:
+    return isinstance(value, float) and math.isnan(value)
