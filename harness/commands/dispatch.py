@@ -33,8 +33,6 @@ STUDY = "run"
 COMMANDS: dict[str, Command] = {
     STUDY: Command("harness.app.main", "run a study: dataset x rankers x metric variants "
                    "(the default)"),
-    "eval": Command("harness.commands.eval", "trec_eval's command line and output (and "
-                    "ir_measures' and ranx's measure names)"),
     "compare": Command("harness.commands.compare", "compare the ranker versions of a sweep; "
                        "write a report"),
     "reproduce": Command("harness.commands.reproduce", "re-run logged evaluations; compare "
@@ -47,6 +45,8 @@ COMMANDS: dict[str, Command] = {
                        "out of core"),
     "scored-run": Command("harness.commands.scored_run", "write a synthetic scored parquet "
                           "run (to try streaming)"),
+    "eval": Command("harness.commands.eval", "trec_eval's command line and output; "
+                    "ir_measures' and ranx's names too"),
 }
 #: Hydra's own flags: a command line starting with one of them is a study's
 HYDRA_FLAGS = frozenset((

@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     from harness.data.eval_inputs import (read_eval_qrels, read_eval_run, read_prefs,
                                           read_zscores)
     from harness.metrics.trec_eval_compute import evaluate_trec
-    from harness.metrics.trec_eval_table import expand, select
+    from harness.metrics.tool_names.trec_eval_measures import expand, select
     from harness.reporting.trec_eval_output import render
 
     qrels_path, run_paths, names = _split_inputs(args.inputs)
@@ -130,11 +130,11 @@ def main(argv: list[str] | None = None) -> int:
     if fmt == "prefs":
         prefs = read_prefs(qrels_path)
         qrels = prefs.rename(columns={"jg": "iter"})[["qid", "iter", "docid", "label"]]
+        prefs = prefs.rename(columns={"label": "rel"})
     else:
         qrels = read_eval_qrels(qrels_path)
         if fmt == "qrels_prefs":
-            prefs = qrels.rename(columns={"iter": "jg"}).assign(jsg="0")[
-                ["qid", "jg", "jsg", "docid", "label"]]
+            prefs = qrels  # harness.metrics.prefs reads the preferences they imply
     zscores = read_zscores(args.Zscore) if args.Zscore else None
     evaluations = []
     for path in run_paths:

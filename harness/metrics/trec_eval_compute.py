@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import MetricDefinitionError
-from harness.metrics.trec_eval_table import Column
+from harness.metrics.tool_names.trec_eval_measures import Column
 
 __all__ = ["Evaluation", "Line", "evaluate_trec", "trec_order", "MISSING_ZSCORE"]
 
@@ -65,9 +65,7 @@ def _metric(col: Column, level: int) -> Any:
     from harness.metrics.definition import Metric
 
     fam = col.family
-    opts = dict(col.options)
-    if fam.measure in ("rbp", "rbp_residual"):
-        opts.setdefault("p", 0.9)  # trec_eval's default persistence
+    opts = {**dict(fam.fixed), **col.options}
     return Metric(fam.measure, convention="trec_eval", level=level, **opts)
 
 
@@ -204,7 +202,7 @@ def evaluate_trec(run: pd.DataFrame, qrels: pd.DataFrame, columns: list[Column],
                                  complete)
         else:
             vals = per_query[line.metric.display_name].to_numpy(float)
-            if fam is not None and fam.name == "num_rel" and complete:
+            if fam is not None and fam.judged_count and complete:
                 rel = plain_qrels[plain_qrels["label"] >= level].groupby("qid").size()
                 vals = rel.reindex(qids).fillna(0).to_numpy(float)
         ev.values[line.name] = list(vals)
@@ -237,13 +235,17 @@ def _to_zscores(ev: Evaluation, zscores: dict[tuple[str, str], tuple[float, floa
 
 
 def _prefs(ranked: pd.DataFrame, prefs: pd.DataFrame, qids: list[str]) -> pd.DataFrame:
+    """The prefs measures of :mod:`harness.metrics.prefs`; ``prefs`` is a preferences table
+    (``qid jg jsg docid rel``) or qrels (``-R qrels_prefs``)."""
     try:
-        from harness.metrics import prefs as prefs_module
+        from harness.metrics.prefs import prefs_from_qrels, prefs_measures
     except ImportError:
         raise MetricDefinitionError("the prefs measures (-R prefs / qrels_prefs) are not "
                                     "available yet: harness.metrics.prefs does not exist"
                                     ) from None
-    table = prefs_module.evaluate_prefs(ranked[["qid", "docid", "score"]], prefs)
+    if "jg" not in prefs.columns:
+        prefs = prefs_from_qrels(prefs)
+    table = prefs_measures(ranked[["qid", "docid", "score"]], prefs)
     table.index = table.index.astype(str)
     return table
 

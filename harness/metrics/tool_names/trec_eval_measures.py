@@ -39,6 +39,8 @@ class Family:
     per_query: bool = True  # printed per query (-q)
     summary: bool = True  # printed in the summary
     source: str = "qrels"  # "qrels", "prefs" (-R prefs / qrels_prefs) or "jg" (qrels_jg)
+    fixed: tuple[tuple[str, Any], ...] = ()  # options trec_eval sets (rbp: p=0.9)
+    judged_count: bool = False  # a count over the qrels: kept for a query the run lacks (-c)
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     _f("runid", OWN, per_query=False),
     _f("num_q", OWN, integer=True, per_query=False),
     _f("num_ret", measure="num_ret", integer=True),
-    _f("num_rel", measure="num_rel", integer=True),
+    _f("num_rel", measure="num_rel", integer=True, judged_count=True),
     _f("num_rel_ret", measure="num_rel_ret", integer=True),
     _f("map", measure="ap"),
     _f("gm_map", measure="gm_ap", per_query=False),
@@ -103,8 +105,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     _f("P_avgjg", LONG_CUTS, "precision", "k", _CUTS, source="jg"),
     _f("Rprec_mult_avgjg", DOUBLE_CUTS, "rprec_mult", "mult",
        tuple(i / 5 for i in range(1, 11)), source="jg"),
-    _f("rbp", PAIRS, "rbp", "p"),
-    _f("rbp_resid", PAIRS, "rbp_residual", "p"),
+    _f("rbp", PAIRS, "rbp", "p", fixed=(("p", 0.9),)),
+    _f("rbp_resid", PAIRS, "rbp_residual", "p", fixed=(("p", 0.9),)),
     _f("unj", LONG_CUTS, "unj", "k", (5, 10, 20)),
 )}
 
