@@ -67,7 +67,7 @@ def read_prefs(path: str | PathLike[str]) -> pd.DataFrame:
             fields = text.split()
             if len(fields) != 5:
                 raise InputError(
-                    f"prefs line has {len(fields)} fields, expected 5 "
+                    f"prefs line {lineno} has {len(fields)} fields, expected 5 "
                     f"(qid jg jsg docno rel_level): {text.strip()!r}",
                     table=p.name, row=lineno)
             try:
@@ -75,7 +75,7 @@ def read_prefs(path: str | PathLike[str]) -> pd.DataFrame:
             except ValueError:
                 level = float("nan")
             if not np.isfinite(level):
-                raise InputError(f"prefs rel_level {fields[4]!r} is not a finite number",
+                raise InputError(f"prefs line {lineno}: rel_level {fields[4]!r} is not a finite number",
                                  table=p.name, row=lineno, column="rel")
             rows.append(fields)
     if not rows:
