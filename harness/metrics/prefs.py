@@ -97,7 +97,8 @@ def prefs_measures(run: pd.DataFrame, prefs: pd.DataFrame, *,
     codes, _ = pd.factorize(np.concatenate([r_doc, p["docid"].to_numpy()]), sort=True)
     rd, pdoc = codes[: len(r_doc)], codes[len(r_doc):]
     score = pd.to_numeric(run["score"], errors="coerce").to_numpy(float)[keep_run]
-    ranks, njr, nj = _judged_ranks(rq, rd, score, pq, pdoc, len(qids), run)
+    ranks, njr, nj = _judged_ranks(rq, rd, score, pq, pdoc, len(qids),
+                                   np.flatnonzero(keep_run))
 
     jg_code = pd.factorize(p["jg"], sort=True)[0].astype(np.int64)
     g_key = pq.astype(np.int64) * (jg_code.max() + 1) + jg_code
@@ -125,22 +126,26 @@ def prefs_measures(run: pd.DataFrame, prefs: pd.DataFrame, *,
     # occur twice: queries with a multi-sub-group JG or with a document on several lines
     dup = pd.Series(pq.astype(np.int64) * (pdoc.max() + 1) + pdoc).duplicated().to_numpy()
     matrix_q = np.unique(np.concatenate([pq[dup], gq[pa_groups]])).astype(np.int64)
-    pair_counts = {int(q): np.zeros((nj[q], nj[q]), np.int32) for q in matrix_q}
     order = np.argsort(g, kind="stable")
     bounds = np.searchsorted(g[order], np.arange(ng + 1))
-    for gi in np.unique(np.concatenate([pa_groups, np.flatnonzero(np.isin(gq, matrix_q))])):
-        rows = order[bounds[gi]:bounds[gi + 1]]
-        q = int(gq[gi])
-        if n_sub[gi] > 1:
-            for s, v in pa_group(ranks[rows], lvl[rows], jsg[rows], int(njr[q]),
-                                 pair_counts[q], p["docid"].to_numpy()[rows]).items():
-                stats[s][gi] = v
-        else:
-            add_ec_pairs(pair_counts[q], ranks[rows], lvl[rows])
+    group_bounds = np.searchsorted(gq, np.arange(len(qids) + 1))  # JGs sorted by query
+    docids = p["docid"].to_numpy()
+    pair_values = {}
+    for q in matrix_q:  # one query's matrix at a time
+        counts = np.zeros((nj[q], nj[q]), np.int32)
+        for gi in range(group_bounds[q], group_bounds[q + 1]):
+            rows = order[bounds[gi]:bounds[gi + 1]]
+            if n_sub[gi] > 1:
+                for s, v in pa_group(ranks[rows], lvl[rows], jsg[rows], int(njr[q]),
+                                     counts, docids[rows]).items():
+                    stats[s][gi] = v
+            else:
+                add_ec_pairs(counts, ranks[rows], lvl[rows])
+        pair_values[q] = _pair_values(counts, int(njr[q]))
 
     values = _aggregate(stats, gq, len(qids))
-    for q, counts in pair_counts.items():
-        for m, v in _pair_values(counts, int(njr[q])).items():
+    for q, by_name in pair_values.items():
+        for m, v in by_name.items():
             values[m][q] = v
     return _frame(qids, values)[list(wanted)]
 
@@ -164,18 +169,20 @@ def _names(names: Sequence[str] | None) -> tuple[str, ...]:
 
 
 def _judged_ranks(rq: np.ndarray, rd: np.ndarray, score: np.ndarray, pq: np.ndarray,
-                  pdoc: np.ndarray, nq: int, run: pd.DataFrame
+                  pdoc: np.ndarray, nq: int, run_rows: np.ndarray
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(rank of each prefs row's document, judged retrieved per query, judged per query)."""
+    """(rank of each prefs row's document, judged retrieved per query, judged per query);
+    ``run_rows`` are the run rows' places in the caller's table (for error messages)."""
     if np.isnan(score).any():
         i = int(np.flatnonzero(np.isnan(score))[0])
-        raise InputError("run score is not a number", column="score", row=i)
+        raise InputError("run score is not a number", column="score", row=int(run_rows[i]))
     n_docs = int(max(rd.max(initial=-1), pdoc.max(initial=-1))) + 1
     r_key = rq.astype(np.int64) * n_docs + rd
     dup = pd.Series(r_key).duplicated().to_numpy()
     if dup.any():
         i = int(np.flatnonzero(dup)[0])
-        raise InputError("document retrieved twice for one query", column="docid", row=i)
+        raise InputError("document retrieved twice for one query", column="docid",
+                         row=int(run_rows[i]))
     order = np.lexsort((rd, -score, rq))  # query, score descending, docno ascending
     run_pos = np.empty(len(rq), np.int64)
     run_pos[order] = np.arange(len(rq))
