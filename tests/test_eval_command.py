@@ -173,14 +173,14 @@ def test_several_runs_one_table(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     code, out, _ = run_eval(capsys, ["-m", "P.5", "-m", "map", "--format", "json", qrels, run,
                                      trunc])
     rows = json.loads(out)
-    assert [(r["run"], r["qid"]) for r in rows] == [("STANDARD", "all"), ("STANDARD", "all")]
+    assert [(r["run"], r["file"], r["qid"]) for r in rows] == [("STANDARD", run, "all"),
+                                                               ("STANDARD", trunc, "all")]
     assert rows[0]["P_5"] == 0.26666666666666666 or abs(rows[0]["P_5"] - 0.2667) < 1e-4
     for fmt, sep in (("tsv", "\t"), ("csv", ",")):
         code, out, _ = run_eval(capsys, ["-q", "-m", "P.5", "--format", fmt, qrels, run,
                                          trunc])
         lines = out.splitlines()
-        assert code == 0 and lines[0].split(sep) == ["run", "qid", "num_q", "P_5"] or \
-            lines[0].split(sep)[:2] == ["run", "qid"]
+        assert code == 0 and lines[0].split(sep) == ["run", "file", "qid", "P_5"]
         assert len(lines) == 1 + (3 + 1) + (2 + 1)  # header, per query and 'all' per run
 
 

@@ -44,7 +44,10 @@ def parser() -> argparse.ArgumentParser:
                 usage="harness eval [-q] [-m MEASURE]... [-c] [-M DEPTH] [-l LEVEL] [-J] "
                       "[-n]\n       [-R FORMAT] [-Z ZSCORES] [-N NUM] [--format FMT] "
                       "QRELS RUN [RUN ...] [NAME ...]",
-                description=__doc__.split("\n\n")[0], epilog=EPILOG)
+                description="trec_eval's command line and output. After the runs, measures may "
+                            "also be named\nin any tool's spelling (nDCG@10, P(rel=2)@5, "
+                            "ndcg_burges@10), printed as written.",
+                epilog=EPILOG)
     p.add_argument("inputs", nargs="+", metavar="QRELS RUN [NAME]",
                    help="the qrels, then one or more runs (existing files), then measure "
                         "names in any tool's spelling")
@@ -144,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
                            judged_only=args.Judged_docs_only,
                            complete=args.complete_rel_info_wanted, zscores=zscores,
                            prefs=prefs, runid=runid)
+        ev.path = path
         if not ev.qids:
             raise InputError(f"RUN {path}: no query has both results and judgments in "
                              f"QRELS {qrels_path}")

@@ -50,6 +50,7 @@ class Evaluation:
     values: dict[str, list[Any]] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     unavailable: dict[str, str] = field(default_factory=dict)  # line name -> why
+    path: str = ""  # the run's file, as given
 
 
 def trec_order(run: pd.DataFrame) -> pd.DataFrame:

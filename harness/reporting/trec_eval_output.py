@@ -65,9 +65,9 @@ def _cell(kind: str, value: Any) -> Any:
 
 
 def table_rows(evs: Iterable[Evaluation], *, per_query: bool) -> tuple[list[str], list[dict]]:
-    """One table for every run: columns ``run``, ``qid`` then every measure (the union, in
-    order of first appearance); a row per run (``qid`` = ``all``), and per query with
-    ``per_query``."""
+    """One table for every run: columns ``run`` (its runid), ``file``, ``qid``, then every
+    measure (the union, in order of first appearance); a row per run (``qid`` = ``all``),
+    and one per query with ``per_query``."""
     evs = list(evs)
     names: list[str] = []
     for ev in evs:
@@ -79,16 +79,16 @@ def table_rows(evs: Iterable[Evaluation], *, per_query: bool) -> tuple[list[str]
         kinds = {ln.name: ("int" if ln.aggregate == "count" else ln.kind) for ln in ev.lines}
         if per_query:
             for i, qid in enumerate(ev.qids):
-                row: dict[str, Any] = {"run": ev.runid, "qid": qid}
+                row: dict[str, Any] = {"run": ev.runid, "file": ev.path, "qid": qid}
                 for name in names:
                     vals = ev.values.get(name)
                     row[name] = _cell(kinds.get(name, "float"), vals[i]) if vals else None
                 rows.append(row)
-        row = {"run": ev.runid, "qid": "all"}
+        row = {"run": ev.runid, "file": ev.path, "qid": "all"}
         for name in names:
             row[name] = _cell(kinds.get(name, "float"), ev.summary.get(name))
         rows.append(row)
-    return ["run", "qid", *names], rows
+    return ["run", "file", "qid", *names], rows
 
 
 def render(evs: list[Evaluation], fmt: str, *, per_query: bool, z: bool = False,
