@@ -44,6 +44,9 @@ _VALUES: dict[str, list[Any]] = {
     "max_label": [None, 4.0],
     "p": [0.5, 0.8],
     "at_recall": [0.0, 0.5],
+    "min_label": [0.0, 2.0],
+    "graded": [False, True],
+    "no_nonrelevant": ["one", "nan"],
 }
 
 

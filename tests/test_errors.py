@@ -294,7 +294,8 @@ def test_bad_k_in_a_name_raises() -> None:
 
 @pytest.mark.parametrize("option,choices", [
     ("ties", "'average', 'random', 'input', 'docid', 'optimistic', 'pessimistic', "
-             "'quicksort', 'quicksort2', 'quicksort_reversed'"),
+             "'quicksort', 'quicksort2', 'quicksort_reversed', 'docid_exact', "
+             "'docid_ascending'"),
     ("empty", "'zero', 'one', 'exclude', 'nan'"),
     ("ideal", "'judged', 'retrieved'"),
     ("convention", "'sklearn', 'trec_eval', 'lightgbm', 'xgboost', 'keras_rs', 'ranx', "
@@ -342,7 +343,7 @@ def test_bad_gain_tables_raise() -> None:
 
 @pytest.mark.parametrize("name", ["foo", "ndcgg", "p@x", ""])
 def test_unknown_metric_lists_known_names(name: str) -> None:
-    known = "dcg, ndcg, mndcg, ap, rr, precision, recall, err"
+    known = "dcg, ndcg, mndcg, ap, rr, precision, recall, hits, err"
     with pytest.raises(MetricDefinitionError, match=rf"unknown metric '{name}'.*{known}"):
         Metric(name)
     with pytest.raises(MetricDefinitionError, match=rf"unknown metric .*{known}"):
@@ -500,7 +501,7 @@ def test_formula_producing_negative_or_nan_gain_is_reported() -> None:
 def test_harness_namespace() -> None:
     # the built-in measures by family, in the order their declarations register them
     assert harness.METRIC_NAMES == ("dcg", "ndcg", "mndcg", "ap", "rr", "precision", "recall",
-                                    "err", "success", "rprec", "f1", "iprec", "judged",
+                                    "hits", "err", "success", "rprec", "f1", "iprec", "judged",
                                     "bpref", "rbp", "rbp_residual")
 
 

@@ -30,12 +30,12 @@ def _hits(x: harness.MeasureInput) -> tuple[np.ndarray, np.ndarray]:
 
 @pytest.fixture
 def hits() -> Iterator[None]:
-    harness.register_measure("hits", _hits, display="Hits", binary=True,
+    harness.register_measure("in_top", _hits, display="InTop", binary=True,
                              formula="$\\sum_{i \\le k} [rel_i \\ge level]$")
     try:
         yield
     finally:
-        harness.unregister_measure("hits")
+        harness.unregister_measure("in_top")
 
 
 RUN = pd.DataFrame({
@@ -48,44 +48,44 @@ QRELS = pd.DataFrame({"qid": ["q1", "q1", "q1", "q2", "q2"],
 
 
 def test_a_registered_measure_evaluates_by_name(hits: None) -> None:
-    out = harness.evaluate(RUN, QRELS, ["hits@2", "Hits@2(level=2)", "hits@2(ties=input)"],
+    out = harness.evaluate(RUN, QRELS, ["in_top@2", "InTop@2(level=2)", "in_top@2(ties=input)"],
                            missing="zero")
     # worked by hand. q1: a (0) first, then b (1) and c (2) tied for ranks 2-3.
     # level 1: both tied documents relevant, so rank 2 holds one relevant document: 1.
     # level 2: only c; the tie is averaged, rank 2 holds it half the time: 0.5.
     # ties=input: b (row order) takes rank 2: 1 at level 1.
     # q2 has no relevant document: empty, scored 0 (empty='zero').
-    assert out.loc["q1", "Hits@2"] == 1.0
-    assert out.loc["q1", "Hits@2(level=2)"] == 0.5
-    assert out.loc["q1", "Hits@2(ties=input)"] == 1.0
-    assert out.loc["q2"].filter(like="Hits").tolist() == [0.0, 0.0, 0.0]
-    excluded = harness.evaluate(RUN, QRELS, ["hits@2(empty=exclude)"])
-    assert np.isnan(excluded.loc["q2", "Hits@2(empty=exclude)"])
+    assert out.loc["q1", "InTop@2"] == 1.0
+    assert out.loc["q1", "InTop@2(level=2)"] == 0.5
+    assert out.loc["q1", "InTop@2(ties=input)"] == 1.0
+    assert out.loc["q2"].filter(like="InTop").tolist() == [0.0, 0.0, 0.0]
+    excluded = harness.evaluate(RUN, QRELS, ["in_top@2(empty=exclude)"])
+    assert np.isnan(excluded.loc["q2", "InTop@2(empty=exclude)"])
 
 
 def test_a_registered_measure_parses_and_round_trips(hits: None) -> None:
-    m = harness.parse_metric("Hits@5(level=2,ties=docid)")
-    assert (m.name, m.k, m.level, m.ties) == ("hits", 5, 2, "docid")
+    m = harness.parse_metric("InTop@5(level=2,ties=docid)")
+    assert (m.name, m.k, m.level, m.ties) == ("in_top", 5, 2, "docid")
     assert harness.parse_metric(m.display_name) == m
-    assert m.key == "hits_at_5__ties_docid__level_2"
+    assert m.key == "in_top_at_5__ties_docid__level_2"
     # options its declaration does not list are reset, so equal definitions compare equal
-    assert harness.Metric("hits", k=5, gain="linear") == harness.Metric("hits", k=5)
+    assert harness.Metric("in_top", k=5, gain="linear") == harness.Metric("in_top", k=5)
     with pytest.raises(MetricDefinitionError, match="unknown option 'gian'"):
-        harness.parse_metric("Hits@5(gian=linear)")
+        harness.parse_metric("InTop@5(gian=linear)")
 
 
 def test_registration_refuses_clashes_and_unknown_options(hits: None) -> None:
-    with pytest.raises(MetricDefinitionError, match="'hits' already name"):
-        harness.register_measure("hits", _hits)
+    with pytest.raises(MetricDefinitionError, match="'in_top' already name"):
+        harness.register_measure("in_top", _hits)
     with pytest.raises(MetricDefinitionError, match="'map' already name.*'ap'"):
         harness.register_measure("my_ap", _hits, aliases=("map",))
     with pytest.raises(MetricDefinitionError, match="unknown option.*'persistence'"):
-        harness.register_measure("hits2", _hits, options=("persistence",))
+        harness.register_measure("in_top2", _hits, options=("persistence",))
     with pytest.raises(MetricDefinitionError, match="a measure name is lower-case"):
-        harness.register_measure("Hits 2", _hits)
+        harness.register_measure("In Top 2", _hits)
     with pytest.raises(MetricDefinitionError, match="built in and cannot be removed"):
         harness.unregister_measure("ndcg")
-    with pytest.raises(MetricDefinitionError, match="unknown metric 'hitz'.*hits"):
+    with pytest.raises(MetricDefinitionError, match="unknown metric 'hitz'.*in_top"):
         harness.Metric("hitz")
 
 
@@ -101,7 +101,7 @@ def test_a_registered_measure_through_the_app_and_the_report(hits: None,
         "study": "plugin", "seed": 0, "cache_dir": str(tmp_path / "cache"),
         "dataset": {"kind": "synthetic", "n_queries": 30, "n_train_queries": 0},
         "ranker": {"oracle": {"kind": "oracle"}, "random": {"kind": "random"}},
-        "metric": {"name": ["hits", "precision"], "gain": "exp2", "discount": "log2",
+        "metric": {"name": ["in_top", "precision"], "gain": "exp2", "discount": "log2",
                    "k": 10, "ties": "average", "ideal": "judged"},
         "tracking": {"enabled": True, "uri": uri, "experiment": "plugin", "worker": False,
                      "artifact_root": str(tmp_path / "art"),
@@ -110,19 +110,19 @@ def test_a_registered_measure_through_the_app_and_the_report(hits: None,
         "check": {"sklearn": "fail"},
     }
     result = run_study(cfg, tmp_path / "out")
-    assert [m.display_name for m in result.metrics] == ["Hits@10", "P@10"]
+    assert [m.display_name for m in result.metrics] == ["InTop@10", "P@10"]
     for ranker in ("oracle", "random"):
         per_query = result.rankers[ranker].per_query
-        # Hits@10 = 10 x P@10 (precision at a cut-off divides by k)
-        np.testing.assert_allclose(per_query["Hits@10"], 10 * per_query["P@10"], rtol=1e-12)
+        # InTop@10 = 10 x P@10 (precision at a cut-off divides by k)
+        np.testing.assert_allclose(per_query["InTop@10"], 10 * per_query["P@10"], rtol=1e-12)
     client = MlflowClient(tracking_uri=uri)
     oracle = client.get_run(result.run_ids["ranker:oracle"])
-    assert "hits_at_10.mean" in oracle.data.metrics
+    assert "in_top_at_10.mean" in oracle.data.metrics
     parent = result.run_ids["job"]
     assert compare([parent, "--tracking-uri", uri, "--baseline", "random", "--resamples",
                     "200", "--out-dir", str(tmp_path / "report"), "--no-log"]) == 0
     html = next((tmp_path / "report").rglob("*.html")).read_text()
-    assert "Hits@10" in html
+    assert "InTop@10" in html
 
 
 def test_an_installed_package_declares_measures_through_an_entry_point(tmp_path: Path) -> None:

@@ -51,3 +51,63 @@ def test_gdeval_measures_compare_scores_exactly(scores: tuple[float, float], nam
     assert ours == pytest.approx(theirs, abs=5e-6)  # gdeval prints 5 decimals
     if scores[0] > scores[1]:  # a (label 0) first: the float32 rounding would tie them
         assert ours < 0.7
+
+
+# -- 4-7. ranx: graded rbp, the level suffix on graded measures, bpref without judged
+# non-relevant documents, fractional labels --------------------------------------------------
+RANX_QRELS = pd.DataFrame({"qid": ["q1", "q1", "q2", "q2", "q3"],
+                           "docid": ["a", "b", "c", "d", "e"], "label": [3, 1, 0, 1, 2]})
+RANX_RUN = pd.DataFrame({"qid": ["q1", "q1", "q1", "q2", "q2", "q3"],
+                         "docid": ["a", "b", "x", "c", "d", "f"],
+                         "score": [1.0, 0.5, 0.7, 1.0, 0.2, 1.0]})
+
+
+def _ranx(name: str, qrels: pd.DataFrame = RANX_QRELS, run: pd.DataFrame = RANX_RUN
+          ) -> np.ndarray:
+    from ranx import Qrels, Run, evaluate as ranx_evaluate
+
+    q: dict[str, dict[str, int]] = {}
+    for a, b, c in qrels.itertuples(index=False):
+        q.setdefault(a, {})[b] = int(c)
+    r: dict[str, dict[str, float]] = {}
+    for a, b, c in run.itertuples(index=False):
+        r.setdefault(a, {})[b] = float(c)
+    return np.asarray(ranx_evaluate(Qrels(q), Run(r), name, return_mean=False), dtype=float)
+
+
+@pytest.mark.parametrize("name", ["rbp.5", "rbp.95", "rbp.8-l2", "ndcg@10-l2", "ndcg@2-l2",
+                                  "ndcg_burges@10-l2", "dcg@2", "dcg_burges@2", "dcg@3-l2",
+                                  "hits@2", "hits@2-l2", "bpref", "bpref-l2"])
+def test_ranx_names_give_ranx_numbers(name: str) -> None:
+    theirs = _ranx(name)
+    m = parse_metric(f"ranx:{name}")
+    ours = evaluate(RANX_RUN, RANX_QRELS, [m]).loc[["q1", "q2", "q3"], m.display_name]
+    np.testing.assert_allclose(ours.to_numpy(), theirs, rtol=0, atol=1e-12)
+
+
+def test_ranx_rbp_weights_each_hit_by_its_label() -> None:
+    """The issue's example: one document with label 3, p = 0.5: ranx 1.5, binary RBP 0.5."""
+    run = pd.DataFrame({"qid": ["q"], "docid": ["a"], "score": [1.0]})
+    qrels = pd.DataFrame({"qid": ["q"], "docid": ["a"], "label": [3]})
+    assert _ranx("rbp.5", qrels, run)[0] == 1.5
+    assert evaluate(run, qrels, ["rbp.5"]).iloc[0, -1] == 1.5
+    assert evaluate(run, qrels, ["RBP(p=0.5)"]).iloc[0, -1] == 0.5  # binary, the default
+
+
+def test_ranx_bpref_is_nan_without_a_judged_non_relevant_document() -> None:
+    theirs = _ranx("bpref")
+    assert math.isnan(theirs[0]) and theirs[1] == 0.0
+    ours = evaluate(RANX_RUN, RANX_QRELS, ["ranx:bpref"]).iloc[:, -1]
+    assert math.isnan(ours["q1"]) and ours["q2"] == 0.0 and ours["q3"] == theirs[2]
+    # trec_eval's bpref (the harness default) counts each retrieved relevant document 1
+    assert evaluate(RANX_RUN, RANX_QRELS, ["bpref"]).loc["q1"].iloc[-1] == 1.0
+
+
+def test_the_ranx_preset_refuses_fractional_labels_naming_it() -> None:
+    qrels = RANX_QRELS.assign(label=[3.5, 1, 0, 1, 2])
+    with pytest.raises(harness.InputError, match=r"convention='ranx'.*label 3.5 is not an "
+                                                 r"integer; ranx truncates"):
+        evaluate(RANX_RUN, qrels, ["ndcg_burges@10"])
+    with pytest.raises(harness.InputError, match="convention='ranx'"):
+        evaluate(RANX_RUN, qrels, [harness.Metric("ndcg", k=10, convention="ranx")])
+    evaluate(RANX_RUN, qrels, ["ndcg@10"])  # no preset: fractional grades are fine

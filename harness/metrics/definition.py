@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+import numpy as np
+
 from harness.errors import MetricDefinitionError
 from harness.metrics import measures as _builtin  # registers the built-in measures
 from harness.metrics.conventions import CONVENTIONS
@@ -255,8 +257,18 @@ class Metric:
         return Metric(self.name, gain=dict(gain) if isinstance(gain, tuple) else gain, **current)
 
     def gain_function(self) -> Any:
-        """Vectorised gain: labels (float array) -> gains; negative labels get 0."""
-        return gain_function(self.gain)
+        """Vectorised gain: labels (float array) -> gains; negative labels, and labels below
+        ``min_label``, get 0."""
+        base = gain_function(self.gain)
+        if not self.min_label:
+            return base
+        low = self.min_label
+        return lambda rel: np.where(np.asarray(rel) >= low, base(rel), 0.0)
+
+    @property
+    def gain_key(self) -> tuple[Any, ...]:
+        """What the gains depend on (for memos shared between metrics of one call)."""
+        return (self.gain, self.min_label)
 
     def discount_function(self) -> Any:
         """Vectorised discount: 0-based positions (int array) -> discounts."""

@@ -113,6 +113,7 @@ def evaluate(
     prep = prepare(run, qrels, level=level, nan_scores=nan_scores, missing=missing,
                    negative_labels=negative_labels, max_label=top_label,
                    rankings=lambda p: _full_rankings(mlist, p))
+    _refuse_fractional_labels_for_ranx(prep, mlist)
     cache = Cache()
     columns: dict[str, Any] = {
         "n_docs": prep.n_docs,
@@ -141,6 +142,23 @@ def evaluate(
     out.attrs["missing_qids"] = list(prep.missing_qids) if missing == "exclude" else []
     out.attrs["unjudged_qids"] = list(prep.unjudged_qids)
     return out
+
+
+def _refuse_fractional_labels_for_ranx(prep: Any, metrics: list[Metric]) -> None:
+    """ranx stores labels as integers, truncating a fractional label toward zero: a
+    definition said to reproduce ranx cannot take such labels silently."""
+    ranx = [m for m in metrics if m.convention == "ranx"]
+    if not ranx:
+        return
+    for q, labels in ((prep.judged_q, prep.judged_label), (prep.q, prep.label)):
+        frac = np.flatnonzero(labels != np.trunc(labels))
+        if len(frac):
+            i = int(frac[0])
+            raise InputError(
+                f"{ranx[0].display_name} (convention='ranx'): label {labels[i]:g} is not an "
+                "integer; ranx truncates labels toward zero, so its numbers would not be "
+                "reproduced. Round or truncate the labels yourself, or choose another "
+                "convention", column="label", qid=prep.qids[q[i]])
 
 
 def negative_policy(metrics: list[Metric], given: str | None) -> str:

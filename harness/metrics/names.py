@@ -237,10 +237,14 @@ def _number(text: str, what: str, value: str) -> float:
 
 # -- ranx ---------------------------------------------------------------------------------
 _RANX = re.compile(r"^([a-z][a-z0-9_-]*?)(?:@(\d+)|\.(\d+))?(?:-l(\d+))?$")
-_RANX_NAMES = {"ndcg": "ndcg", "ndcg_burges": "ndcg", "map": "ap", "mrr": "rr",
-               "precision": "precision", "recall": "recall", "hit_rate": "success",
-               "r-precision": "rprec", "bpref": "bpref", "f1": "f1", "rbp": "rbp"}
-_RANX_OWN = {"ndcg_burges", "hit_rate", "r-precision", "rbp"}
+_RANX_NAMES = {"ndcg": "ndcg", "ndcg_burges": "ndcg", "dcg": "dcg", "dcg_burges": "dcg",
+               "map": "ap", "mrr": "rr", "precision": "precision", "recall": "recall",
+               "hit_rate": "success", "hits": "hits", "r-precision": "rprec",
+               "bpref": "bpref", "f1": "f1", "rbp": "rbp"}
+_RANX_OWN = {"ndcg_burges", "dcg_burges", "hit_rate", "r-precision", "rbp"}
+#: ranx's graded measures: its level suffix zeroes the labels below it (they keep their
+#: grade above); on the binary ones it is the relevance level
+_RANX_GRADED = {"ndcg", "ndcg_burges", "dcg", "dcg_burges"}
 
 
 def _ranx(text: str, explicit: bool) -> Spec | None:
@@ -261,10 +265,14 @@ def _ranx(text: str, explicit: bool) -> Spec | None:
         raise _refuse("ranx", text, "only rbp takes a '.'; write the cut-off as @k")
     elif cutoff is not None:
         opts["k"] = int(cutoff)
-    if name == "ndcg_burges":
+    if name in ("ndcg_burges", "dcg_burges"):
         opts["gain"] = "exp2"
+    if name == "rbp":  # ranx weights each document by its label
+        opts["graded"] = True
+    if name == "bpref":  # ranx: no judged non-relevant document gives NaN
+        opts["no_nonrelevant"] = "nan"
     if level is not None:
-        opts["level"] = int(level)
+        opts["min_label" if name in _RANX_GRADED else "level"] = int(level)
     return _RANX_NAMES[name], opts
 
 

@@ -193,6 +193,29 @@ def _optional_float(value: str) -> float | None:
     return None if value == "None" else float(value)
 
 
+def _flag(option: str) -> Callable[[Any], bool]:
+    def check(value: Any) -> bool:
+        if isinstance(value, (bool, np.bool_)):
+            return bool(value)
+        raise MetricDefinitionError(f"{option} must be True or False, got {value!r}")
+
+    return check
+
+
+def _bool_text(value: str) -> Any:
+    return {"True": True, "False": False, "true": True, "false": False}.get(value, value)
+
+
+def _min_label(value: Any) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        x = math.nan
+    if isinstance(value, (bool, np.bool_)) or not (math.isfinite(x) and x >= 0):
+        raise MetricDefinitionError(f"min_label must be a number >= 0, got {value!r}")
+    return x
+
+
 OPTIONS: Final[dict[str, Option]] = {o.name: o for o in (
     Option("gain", "exp2", _gain, _table_or_text,
            "gain of label rel: exp2 (2^rel - 1), linear (rel), a {label: gain} table or a "
@@ -217,6 +240,13 @@ OPTIONS: Final[dict[str, Option]] = {o.name: o for o in (
     Option("p", 0.8, _fraction("p", open_ends=True), float, "persistence of RBP"),
     Option("at_recall", 0.0, _fraction("at_recall", open_ends=False), float,
            "recall level of interpolated precision"),
+    Option("min_label", 0.0, _min_label, float,
+           "graded measures: labels below it count as 0 (ranx's level suffix on ndcg, dcg)"),
+    Option("graded", False, _flag("graded"), _bool_text,
+           "RBP: weight each relevant document by its label instead of 1 (ranx's rbp)"),
+    Option("no_nonrelevant", "one", _choice("no_nonrelevant", ("one", "nan")), _text,
+           "bpref of a query with no judged non-relevant document: each retrieved relevant "
+           "document counts 1 (trec_eval) or the query is NaN (ranx)"),
 )}
 
 #: Options that set how a query with no relevant document counts.

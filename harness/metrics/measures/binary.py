@@ -143,3 +143,10 @@ register_measure(
     display="R", aliases=("r",), options=(*_EMPTY, "ideal"), binary=True, builtin=True,
     matches="trec_eval `recall.k`; ir_measures `R@k`; ranx `recall@k`",
     formula="$\\frac{1}{R} \\sum_{i=1}^{k} [rel_i \\ge level]$")
+
+register_measure(
+    "hits", _binary(lambda x, rows, n_rel: _hits(x, rows),
+                    lambda x, n_rel: x.top_k_sum(x.relevant())),
+    display="Hits", options=_EMPTY, binary=True, builtin=True,
+    matches="ranx `hits@k`",
+    formula="$\\sum_{i=1}^{k} [rel_i \\ge level]$ (a count, not a share)")

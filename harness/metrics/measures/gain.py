@@ -12,7 +12,6 @@ from __future__ import annotations
 import numpy as np
 
 from harness.errors import InputError, MetricDefinitionError
-from harness.metrics.options import gain_function
 from harness.metrics.prepared import Ideal, Prepared, level_counts
 from harness.metrics.ranked import ratio
 from harness.metrics.registry import MeasureInput, register_measure
@@ -22,7 +21,7 @@ __all__ = ["MAX_MNDCG_K", "gains", "discounts"]
 
 #: The largest cut-off of mnDCG beyond the longest list (its ideal sums k discounts).
 MAX_MNDCG_K = 10_000_000
-_SHAPE = ("gain", "discount")
+_SHAPE = ("gain", "discount", "min_label")
 
 
 @register_measure("dcg", display="DCG", options=_SHAPE, graded=True, builtin=True,
@@ -90,7 +89,7 @@ def gains(prep: Prepared, x: MeasureInput, labels: np.ndarray, which: str) -> np
                 column="label", qid=prep.qids[q])
         return g
 
-    return x.cache.get_or(("gain", metric.gain, which), make)
+    return x.cache.get_or(("gain", metric.gain_key, which), make)
 
 
 def _check_gains(prep: Prepared, x: MeasureInput, labels: np.ndarray, which: str) -> None:
@@ -98,7 +97,7 @@ def _check_gains(prep: Prepared, x: MeasureInput, labels: np.ndarray, which: str
     with the label and labels are >= 0 here, so the highest label's gain being finite
     proves them all; any other gain (or a bad highest one) is computed in full."""
     metric = x.metric
-    if metric.gain in ("exp2", "linear") and ("gain", metric.gain, which) not in x.cache:
+    if metric.gain in ("exp2", "linear") and ("gain", metric.gain_key, which) not in x.cache:
         with np.errstate(over="ignore"):
             top = metric.gain_function()(np.array([labels.max() if len(labels) else 0.0]))
         if np.isfinite(top).all():
@@ -152,7 +151,7 @@ def _dcg_sum(x: MeasureInput, length: int) -> np.ndarray:
     if sparse:
         _check_gains(prep, x, prep.label, "run")  # every label's gain is valid
         q, pos, labels, _ = r.positive(0.0)  # the rows of nonzero gain
-        g = cache.get_or(("positive_gain", id(r), metric.gain), lambda: gain_of(labels))
+        g = cache.get_or(("positive_gain", id(r), metric.gain_key), lambda: gain_of(labels))
         if metric.k is not None:
             inside = pos < metric.k
             q, pos, g = q[inside], pos[inside], g[inside]
@@ -164,7 +163,7 @@ def _dcg_sum(x: MeasureInput, length: int) -> np.ndarray:
             g = gain_of(labels)
             return g if unjudged is None else np.where(unjudged[grouped], 0.0, g)
 
-        g = cache.get_or(("top_gain", id(r), metric.k, metric.gain), top_gains)
+        g = cache.get_or(("top_gain", id(r), metric.k, metric.gain_key), top_gains)
     else:
         rows = r.head(metric.k)
         q, pos, grouped, labels = r.top(metric.k)
@@ -178,10 +177,10 @@ def _dcg_sum(x: MeasureInput, length: int) -> np.ndarray:
             return np.add.reduceat(ranked, r.gstart) / r.gsize
 
         def top_means() -> np.ndarray:
-            means = cache.get_or(("group_mean", id(r), metric.gain), group_means)
+            means = cache.get_or(("group_mean", id(r), metric.gain_key), group_means)
             return means[r.gid] if rows is None else means[r.gid[rows]]
 
-        g = cache.get_or(("top_gain", id(r), metric.k, metric.gain), top_means)
+        g = cache.get_or(("top_gain", id(r), metric.k, metric.gain_key), top_means)
     return np.bincount(q, weights=g * disc[pos], minlength=nq)
 
 
@@ -210,7 +209,7 @@ def _ideal_dcg(prep: Prepared, x: MeasureInput, disc: np.ndarray) -> np.ndarray:
     by_level = cache.get_or(("ideal_counts", tag), counts)
     if by_level is not None:
         c, levels = by_level
-        level_gain = gain_function(metric.gain)(levels)
+        level_gain = metric.gain_function()(levels)
         order = np.argsort(-level_gain, kind="stable")
         c, level_gain = c[:, order], level_gain[order]
         end = np.cumsum(c, axis=1)
@@ -226,7 +225,7 @@ def _ideal_dcg(prep: Prepared, x: MeasureInput, disc: np.ndarray) -> np.ndarray:
         n = np.bincount(q, minlength=nq)
         return q, g, np.arange(len(q)) - np.repeat(np.cumsum(n) - n, n)
 
-    q, g, pos = cache.get_or(("ideal_sorted", tag, metric.gain), sorted_ideal)
+    q, g, pos = cache.get_or(("ideal_sorted", tag, metric.gain_key), sorted_ideal)
     m = pos < kk
     return np.bincount(q[m], weights=g[m] * disc[pos[m]], minlength=nq)
 

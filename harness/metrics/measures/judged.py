@@ -34,7 +34,8 @@ def _judged(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     return ratio(hits, depth(x)), np.zeros(x.n_queries, dtype=bool)
 
 
-@register_measure("bpref", display="Bpref", options=("empty", "empty_weight"), binary=True,
+@register_measure("bpref", display="Bpref", options=("empty", "empty_weight", "no_nonrelevant"),
+                  binary=True,
                   reads_judged=True, cutoff=False, builtin=True,
     matches="trec_eval `bpref`; ir_measures `Bpref`; ranx `bpref`",
                   formula="$\\frac{1}{R} \\sum_{rel_i \\ge level} 1 - "
@@ -53,7 +54,8 @@ def _bpref(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     if r.gid is None:
         shortfall = np.minimum(before, big_r)
         terms = rel * (1.0 - ratio(shortfall, scale))
-        return ratio(np.bincount(r.q, weights=terms, minlength=nq), n_rel), n_rel == 0
+        return _unscored(x, ratio(np.bincount(r.q, weights=terms, minlength=nq), n_rel),
+                         n_nonrel), n_rel == 0
     # per tie group: c judged non-relevant before it, m inside, r_g relevant inside
     start = r.gstart
     c = before[start]
@@ -63,4 +65,15 @@ def _bpref(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     t = np.clip(big_rg - c, 0.0, m + 1.0)  # values of X with c + X below R
     total = t * c + t * (t - 1.0) / 2.0 + (m + 1.0 - t) * big_rg  # sum of min(c + X, R)
     terms = r_g * (1.0 - ratio(total / (m + 1.0), scale_g))
-    return ratio(np.bincount(r.q[start], weights=terms, minlength=nq), n_rel), n_rel == 0
+    values = ratio(np.bincount(r.q[start], weights=terms, minlength=nq), n_rel)
+    return _unscored(x, values, n_nonrel), n_rel == 0
+
+
+def _unscored(x: MeasureInput, values: np.ndarray, n_nonrel: np.ndarray) -> np.ndarray:
+    """``no_nonrelevant='nan'``: a query that retrieves a relevant document but has no
+    judged non-relevant one has no bpref (its terms divide 0 by min(R, N) = 0), as ranx
+    computes it; trec_eval counts each such document 1."""
+    if x.metric.no_nonrelevant != "nan":
+        return values
+    retrieved = np.bincount(x.ranking.q, weights=x.relevant(), minlength=x.n_queries)
+    return np.where((n_nonrel == 0) & (retrieved > 0), np.nan, values)

@@ -23,12 +23,16 @@ def _rbp_sum(x: MeasureInput, values: np.ndarray) -> np.ndarray:
     return topk_sum(r, weights * values, x.metric.k, x.n_queries)
 
 
-@register_measure("rbp", display="RBP", options=("empty", "empty_weight", "p"), binary=True,
+@register_measure("rbp", display="RBP", options=("empty", "empty_weight", "p", "graded"),
+                  binary=True,
                   builtin=True,
     matches="ir_measures `RBP(rel=...)` (cwl_eval); ranx `rbp.p`",
-                  formula="$(1 - p) \\sum_{i=1}^{k} p^{i-1} [rel_i \\ge level]$")
+                  formula="$(1 - p) \\sum_{i=1}^{k} p^{i-1} [rel_i \\ge level]$ (weighted by "
+                          "$rel_i$ itself with `graded=True`)")
 def _rbp(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
-    return _rbp_sum(x, x.ranking.group_mean(x.relevant())), x.n_relevant() == 0
+    # graded: each relevant document weighted by its label (ranx), else by 1
+    values = x.relevant() * x.label if x.metric.graded else x.relevant()
+    return _rbp_sum(x, x.ranking.group_mean(values)), x.n_relevant() == 0
 
 
 @register_measure("rbp_residual", display="RBPres", options=("p",), reads_judged=True,
