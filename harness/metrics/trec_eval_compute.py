@@ -106,17 +106,17 @@ def _relstring(ranked: pd.DataFrame, qrels: pd.DataFrame, qids: list[str],
     return out
 
 
-def _judge_groups(run: pd.DataFrame, qrels: pd.DataFrame, metric: Any, qids: list[str],
-                  complete: bool) -> np.ndarray:
+def _judge_groups(run: pd.DataFrame, qrels: pd.DataFrame, metric: Any,
+                  qids: list[str]) -> np.ndarray:
     """Per query, the metric averaged over the judge groups (the qrels' ``iter``) that
-    judged it (trec_eval's ``*_avgjg``)."""
+    judged it (trec_eval's ``*_avgjg``); a query the run lacks scores 0."""
     from harness.metrics.evaluate import evaluate
 
     total = pd.Series(0.0, index=qids)
     groups = pd.Series(0, index=qids)
-    for _, jq in qrels.groupby("iter", sort=False):
-        pq = evaluate(run, jq[["qid", "docid", "label"]], [metric],
-                      missing="zero" if complete else "exclude", negative_labels="unjudged")
+    for _, jq in qrels.groupby("iter", sort=False) if len(run) else ():
+        pq = evaluate(run, jq[["qid", "docid", "label"]], [metric], missing="zero",
+                      negative_labels="unjudged")
         judged = pd.Index(jq["qid"].unique()).intersection(total.index)
         vals = pq[metric.display_name].reindex(judged).fillna(0.0)
         total.loc[judged] += vals
@@ -141,12 +141,14 @@ def evaluate_trec(run: pd.DataFrame, qrels: pd.DataFrame, columns: list[Column],
 
     qrels_q = set(qrels["qid"])
     ranked = trec_order(run[run["qid"].isin(qrels_q)])
+    # a query is evaluated when it has results (before -J empties any) and judgments
+    qids = sorted(qrels_q if complete else qrels_q & set(ranked["qid"]))
     if depth is not None:
         ranked = ranked.groupby("qid", sort=False).head(depth)
     if judged_only:
         judged = qrels.loc[qrels["label"] >= 0, ["qid", "docid"]].drop_duplicates()
         ranked = ranked.merge(judged, on=["qid", "docid"], how="inner")
-    qids = sorted(qrels_q if complete else qrels_q & set(ranked["qid"]))
+    absent = sorted(set(qids) - set(ranked["qid"]))  # scored 0 (-c, or -J left nothing)
     plain_qrels = qrels.drop_duplicates(["qid", "docid"])[["qid", "docid", "label"]]
 
     ev = Evaluation(runid, qids, [])
@@ -172,11 +174,10 @@ def evaluate_trec(run: pd.DataFrame, qrels: pd.DataFrame, columns: list[Column],
 
     plain = [ln.metric for ln, col in wanted
              if ln.metric is not None and (col is None or col.family.source == "qrels")]
-    per_query = None
-    if plain and qids:
+    per_query = pd.DataFrame(0.0, index=qids, columns=[m.display_name for m in plain])
+    if plain and qids and len(ranked):
         per_query = evaluate(ranked[["qid", "docid", "score"]], plain_qrels,
-                             list(dict.fromkeys(plain)),
-                             missing="zero" if complete else "exclude",
+                             list(dict.fromkeys(plain)), missing="zero",
                              negative_labels="unjudged")
         per_query.index = per_query.index.astype(str)
         per_query = per_query.reindex(qids)
@@ -199,13 +200,15 @@ def evaluate_trec(run: pd.DataFrame, qrels: pd.DataFrame, columns: list[Column],
         if fam is not None and fam.source == "prefs":
             vals = prefs_table[line.name].reindex(qids).fillna(0.0).to_numpy(float)
         elif fam is not None and fam.source == "jg":
-            vals = _judge_groups(ranked[["qid", "docid", "score"]], qrels, line.metric, qids,
-                                 complete)
+            vals = _judge_groups(ranked[["qid", "docid", "score"]], qrels, line.metric, qids)
         else:
             vals = per_query[line.metric.display_name].to_numpy(float)
-            if fam is not None and fam.judged_count and complete:
+            if fam is not None and fam.judged_count and absent:
                 rel = plain_qrels[plain_qrels["label"] >= level].groupby("qid").size()
-                vals = rel.reindex(qids).fillna(0).to_numpy(float)
+                fill = rel.reindex(absent).fillna(0)
+                vals = pd.Series(vals, index=qids).fillna(0.0)
+                vals.loc[absent] = fill.to_numpy(float)
+                vals = vals.to_numpy(float)
         ev.values[line.name] = list(vals)
     if zscores is not None:
         _to_zscores(ev, zscores)
