@@ -85,7 +85,7 @@ def test_contributions_are_the_shapley_values_and_add_up(a: str, b: str) -> None
         assert mean == pytest.approx(alone.at[m.display_name, "mean"], abs=1e-15)
     # efficiency: the parts add up to the whole, on the mean and per query
     assert e.table["contribution"].sum() == pytest.approx(e.difference, abs=1e-12)
-    parts = e.per_query[list(e.table["option"])].sum(axis=1)
+    parts = e.per_query[list(e.table["option"])].sum(axis=1, min_count=1)  # NaN stays NaN
     np.testing.assert_allclose(parts, e.per_query["difference"], rtol=0, atol=1e-12)
     # the values are Shapley's, computed from every order of switching the options
     by_orders = _by_orders(run, qrels, e)

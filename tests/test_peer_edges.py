@@ -111,3 +111,18 @@ def test_the_ranx_preset_refuses_fractional_labels_naming_it() -> None:
     with pytest.raises(harness.InputError, match="convention='ranx'"):
         evaluate(RANX_RUN, qrels, [harness.Metric("ndcg", k=10, convention="ranx")])
     evaluate(RANX_RUN, qrels, ["ndcg@10"])  # no preset: fractional grades are fine
+
+
+# -- 8. explain_difference's per-query table keeps evaluate's NaN ----------------------------
+def test_explain_difference_per_query_keeps_the_nan_of_excluded_queries() -> None:
+    run = pd.DataFrame({"qid": ["q1", "q1", "q2", "q2"], "docid": ["a", "b", "c", "d"],
+                        "score": [1.0, 0.5, 1.0, 0.5], "label": [0, 2, 0, 0]})
+    a, b = "nDCG@10(empty=exclude)", "nDCG@10(gain=linear,empty=exclude)"
+    e = harness.explain_difference(run, metric="ndcg@10", a=a, b=b)
+    expected = evaluate(run, None, [a, b])
+    assert math.isnan(expected.loc["q2", parse_metric(a).display_name])  # no relevant doc
+    assert math.isnan(e.per_query.loc["q2", "a"]) and math.isnan(e.per_query.loc["q2", "b"])
+    assert math.isnan(e.per_query.loc["q2", "difference"])
+    assert e.per_query.loc["q1", "a"] == expected.loc["q1", parse_metric(a).display_name]
+    assert e.per_query.loc["q1", "b"] == expected.loc["q1", parse_metric(b).display_name]
+    assert e.per_query.loc["q1", "gain"] == pytest.approx(e.per_query.loc["q1", "difference"])

@@ -59,8 +59,11 @@ class Explanation:
     mean_a, mean_b : their means; ``difference`` = mean_b - mean_a.
     table : DataFrame, one row per differing option: ``option``, ``a`` and ``b`` (its two
         values), ``contribution`` to the difference of the means, ``share`` of it.
-    per_query : DataFrame indexed by qid: ``a``, ``b``, one column per option (its
-        contribution to that query's difference) and ``difference``.
+    per_query : DataFrame indexed by qid: ``a``, ``b`` (each as :func:`harness.evaluate`
+        gives it: NaN where that definition has no value, e.g. a query excluded by
+        ``empty='exclude'`` or not evaluated), one column per option (its contribution to
+        that query's difference) and ``difference``; where ``a`` or ``b`` is NaN, so are
+        the difference and the contributions (the means leave such queries out).
     """
 
     a: Metric
@@ -207,8 +210,11 @@ def explain_difference(run: pd.DataFrame, qrels: pd.DataFrame | None = None,
     table = pd.DataFrame(table_rows, columns=["option", "a", "b", "contribution"])
     gap = mean_b - mean_a
     table["share"] = table["contribution"] / gap if gap else float("nan")
-    pq = pd.DataFrame({"a": _dense(values[empty], qids),
-                       "b": _dense(values[frozenset(players)], qids), **per_query},
+    side_a = values[empty].reindex(qids).to_numpy(dtype=np.float64)
+    side_b = values[frozenset(players)].reindex(qids).to_numpy(dtype=np.float64)
+    undefined = np.isnan(side_a) | np.isnan(side_b)
+    pq = pd.DataFrame({"a": side_a, "b": side_b,
+                       **{p: np.where(undefined, np.nan, v) for p, v in per_query.items()}},
                       index=qids)
     pq["difference"] = pq["b"] - pq["a"]
     return Explanation(ma, mb, da, db, mean_a, mean_b, table, pq, hybrids=len(subsets))

@@ -71,7 +71,7 @@ _DEFAULTS = {name: o.default for name, o in OPTIONS.items()}
 _UNSET: Any = object()
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True, init=False, eq=False)
 class Metric:
     """A ranking-metric definition: every choice that changes the number, made explicit.
 
@@ -138,6 +138,17 @@ class Metric:
     at_recall : float in [0, 1], default 0
         Recall level of ``iprec`` (interpolated precision, trec_eval
         ``iprec_at_recall_0.50``).
+    mult : float > 0, default 1
+        ``rprec_mult``: precision at ``mult`` times R (trec_eval ``Rprec_mult_0.20``).
+    weights : 4 numbers, default (1, -1, 0, 0)
+        ``utility``'s weights of relevant retrieved, non-relevant retrieved, relevant missed
+        and non-relevant missed documents (trec_eval ``utility.a,b,c,d``).
+    levels : tuple of recall levels in [0, 1], default (0, 0.1, ..., 1)
+        ``iprec_avg``: the levels whose interpolated precisions it averages (trec_eval
+        ``11pt_avg``).
+    beta : float > 0, default 1
+        ``set_f``: :math:`(1 + beta) P R / (beta P + R)`, as trec_eval's ``set_F`` (beta
+        not squared).
     convention : str or None, default None
         A preset from :data:`CONVENTIONS` (``sklearn``, ``trec_eval``, ``lightgbm``,
         ``xgboost``, ``keras_rs``, ``ranx``, ``catboost``) that sets every option it names;
@@ -182,6 +193,10 @@ class Metric:
     max_label: float | None
     p: float
     at_recall: float
+    mult: float
+    weights: tuple[float, ...]
+    levels: tuple[float, ...]
+    beta: float
     convention: str | None = field(compare=False, hash=False)
 
     def __init__(self, name: str, *, k: Any = _UNSET, convention: str | None = None,
@@ -273,6 +288,19 @@ class Metric:
     def discount_function(self) -> Any:
         """Vectorised discount: 0-based positions (int array) -> discounts."""
         return discount_function(self.discount)
+
+    def _identity(self) -> tuple[Any, ...]:
+        """What makes two definitions equal: the measure, k and every declared option
+        (options a measure does not read hold their defaults, so they agree)."""
+        return (self.name, self.k, *(getattr(self, o) for o in OPTIONS))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Metric):
+            return NotImplemented
+        return self._identity() == other._identity()
+
+    def __hash__(self) -> int:
+        return hash(self._identity())
 
     def __repr__(self) -> str:
         return f"Metric({self.display_name!r})"
