@@ -200,8 +200,9 @@ def test_no_two_modules_share_a_file_name() -> None:
 TOOL_NAME_TABLES = ("harness/metrics/names.py", "harness/metrics/tool_names/")
 #: Words that are a measure's name and also something else, with where that else lives:
 #: ``judged`` is a value of the ``ideal`` option (and of the rows' "is it judged" flag);
-#: ``f1`` is LightGBM's first feature column.
-SAME_WORD_OTHER_CONCEPT = {"judged", "f1"}
+#: ``f1`` is LightGBM's first feature column; ``g`` (trec_eval's G) is the number format of
+#: f-strings (``f"{x:g}"``).
+SAME_WORD_OTHER_CONCEPT = {"judged", "f1", "g"}
 
 
 def test_each_measure_is_named_in_one_module() -> None:

@@ -21,6 +21,7 @@ import numpy as np
 
 from harness.errors import FormulaError, MetricDefinitionError
 from harness.metrics.formula import Formula, compile_formula
+from harness.metrics.number_options import levels_check, number_list, positive, weights_check
 
 __all__ = ["OPTIONS", "Option", "TIE_MODES", "IDEAL_MODES", "EMPTY_POLICIES", "EMPTY_WEIGHTS",
            "GainSpec", "DiscountSpec", "check_k", "refuse_unknown", "display_value",
@@ -193,6 +194,10 @@ def _optional_float(value: str) -> float | None:
     return None if value == "None" else float(value)
 
 
+#: trec_eval's recall levels of 11pt_avg: 0, 0.1, ..., 1.
+ELEVEN_LEVELS: Final = tuple(i / 10 for i in range(11))
+
+
 def _flag(option: str) -> Callable[[Any], bool]:
     def check(value: Any) -> bool:
         if isinstance(value, (bool, np.bool_)):
@@ -247,6 +252,15 @@ OPTIONS: Final[dict[str, Option]] = {o.name: o for o in (
     Option("no_nonrelevant", "one", _choice("no_nonrelevant", ("one", "nan")), _text,
            "bpref of a query with no judged non-relevant document: each retrieved relevant "
            "document counts 1 (trec_eval) or the query is NaN (ranx)"),
+    Option("mult", 1.0, positive("mult"), float,
+           "multiple of R at which RprecMult reads precision"),
+    Option("weights", (1.0, -1.0, 0.0, 0.0), weights_check, number_list,
+           "utility's weights (a, b, c, d) of relevant retrieved, non-relevant retrieved, "
+           "relevant missed and non-relevant missed documents"),
+    Option("levels", ELEVEN_LEVELS, levels_check, number_list,
+           "recall levels whose interpolated precisions IPrecAvg averages"),
+    Option("beta", 1.0, positive("beta"), float,
+           "SetF's weight of recall: (1 + beta) P R / (beta P + R), as trec_eval's set_F"),
 )}
 
 #: Options that set how a query with no relevant document counts.
@@ -277,6 +291,8 @@ def _short_hash(text: str) -> str:
 
 def display_value(value: Any) -> str:
     """A value as a display name writes it (``{1:3,2:9}``, ``0.95``, ``'2**rel'``)."""
+    if isinstance(value, tuple) and not _is_table(value):  # plain numbers: (1,-1,0,0)
+        return "(" + ",".join(_fmt_num(v) for v in value) + ")"
     if isinstance(value, tuple):
         return "{" + ",".join(f"{_fmt_num(k)}:{_fmt_num(v)}" for k, v in value) + "}"
     if isinstance(value, float):
@@ -287,10 +303,16 @@ def display_value(value: Any) -> str:
     return text
 
 
+def _is_table(value: tuple[Any, ...]) -> bool:
+    """Whether a tuple option value is a gain table (pairs), not plain numbers."""
+    return bool(value) and isinstance(value[0], tuple)
+
+
 def key_value(value: Any) -> str:
     """A value as an MLflow key writes it (letters, digits, ``.``, ``_``, ``-`` only)."""
     if isinstance(value, tuple):
-        parts = [f"{_fmt_num(k)}-{_fmt_num(v)}" for k, v in value]
+        parts = ([f"{_fmt_num(k)}-{_fmt_num(v)}" for k, v in value] if _is_table(value)
+                 else [_fmt_num(v) for v in value])
         text = "_".join(parts)
         if re.fullmatch(r"[0-9._-]+", text) and "e" not in text and len(text) <= 60:
             return "t" + text

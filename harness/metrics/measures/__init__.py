@@ -8,6 +8,12 @@ from harness.metrics.measures import cascade  # noqa: F401  (err, success)
 from harness.metrics.measures import recall_levels  # noqa: F401  (rprec, f1, iprec)
 from harness.metrics.measures import judged  # noqa: F401  (judged, bpref)
 from harness.metrics.measures import rbp  # noqa: F401  (rbp, rbp_residual)
+# trec_eval's other measures (issue 21): counts, sets, geometric means, ranks set by R or a
+# cut-off, gain curves, its RBP and residual
+from harness.metrics.measures import sets  # noqa: F401
+from harness.metrics.measures import rank_points  # noqa: F401
+from harness.metrics.measures import gain_curves  # noqa: F401
+from harness.metrics.measures import rbp_trec  # noqa: F401
 from harness.metrics.registry import measures
 
 #: The built-in measures' names, in the order the README's table lists them.

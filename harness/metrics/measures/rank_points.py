@@ -1,0 +1,151 @@
+"""trec_eval's measures read at ranks set by R or a cut-off, and its inferred and binary-gain
+averages: RprecMult, relative precision, the interpolated-precision average (11pt_avg),
+Unj@k, infAP and binG.
+
+RprecMult, relative precision and Unj@k are sums of per-position terms: with
+``ties="average"`` a tied document's indicator is replaced by its group's mean. The
+interpolated-precision average is a maximum over ranks, and infAP and binG weight each
+relevant document by a non-linear function of the documents above it: their expectation
+over tied orders is not computed, and ``ties="average"`` raises
+:class:`MetricDefinitionError`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.errors import MetricDefinitionError
+from harness.metrics.ranked import exclusive_count, ratio
+from harness.metrics.registry import MeasureInput, register_measure
+
+__all__ = ["refuse_average"]
+
+Result = tuple[np.ndarray, np.ndarray]
+_EMPTY = ("empty", "empty_weight")
+#: trec_eval's INFAP_EPSILON.
+INFAP_EPSILON = 1e-5
+
+
+def refuse_average(x: MeasureInput, why: str) -> None:
+    """Raise for ``ties='average'``: the measure's expectation over tied orders is not
+    computed."""
+    if x.metric.ties == "average":
+        raise MetricDefinitionError(
+            f"{x.metric.display_name}: {why}, whose expectation over tied orders is not "
+            "computed; choose ties='docid' (trec_eval), 'input', 'random', 'optimistic' or "
+            "'pessimistic'")
+
+
+def _top_sum(x: MeasureInput, values: np.ndarray, cut: np.ndarray) -> np.ndarray:
+    """Per query, the sum of ``values`` (group means under ties='average') over the ranks
+    below the per-query cut-off ``cut``."""
+    r = x.ranking
+    inside = r.pos < cut[r.q]
+    return np.bincount(r.q[inside], weights=r.group_mean(values)[inside],
+                       minlength=x.n_queries)
+
+
+@register_measure("rprec_mult", display="RprecMult", options=(*_EMPTY, "mult"), binary=True,
+                  cutoff=False, builtin=True,
+                  matches="trec_eval `Rprec_mult_x` (`Rprec_mult.x`)",
+                  formula="$P@c$ with $c = \\lfloor mult \\cdot R + 0.9 \\rfloor$, dividing by "
+                          "$c$ past the list's end (0 when $c = 0$)")
+def _rprec_mult(x: MeasureInput) -> Result:
+    n_rel = x.n_relevant()
+    cut = np.floor(x.metric.mult * n_rel + 0.9)
+    return ratio(_top_sum(x, x.relevant(), cut), cut), n_rel == 0
+
+
+@register_measure("relative_precision", display="RelP", options=_EMPTY, binary=True,
+                  builtin=True, matches="trec_eval `relative_P_k`",
+                  formula="$\\frac{1}{\\min(k, R)} \\sum_{i=1}^{k} [rel_i \\ge level]$ ($k$ = "
+                          "the list length without a cut-off)")
+def _relative_precision(x: MeasureInput) -> Result:
+    n_rel, k = x.n_relevant(), x.metric.k
+    depth = x.n_docs() if k is None else np.full(x.n_queries, float(k))
+    return ratio(x.top_k_sum(x.relevant()), np.minimum(depth, n_rel)), n_rel == 0
+
+
+@register_measure("unj", display="Unj", options=(), reads_judged=True, builtin=True,
+                  matches="trec_eval `unj_k`",
+                  formula="$\\frac{1}{k} \\sum_{i=1}^{k} [d_i \\text{ unjudged}]$ (missing "
+                          "ranks count as judged; $k$ = the list length without a cut-off)")
+def _unj(x: MeasureInput) -> Result:
+    k = x.metric.k
+    depth = x.n_docs() if k is None else np.full(x.n_queries, float(k))
+    return ratio(x.top_k_sum(1.0 - x.judged), depth), np.zeros(x.n_queries, dtype=bool)
+
+
+def _suffix_max(q: np.ndarray, values: np.ndarray, nq: int) -> np.ndarray:
+    """Per row (rows grouped by query ``q``), the maximum of ``values`` over that row and
+    the later rows of its query, exact: values are replaced by their ranks, which a running
+    maximum over the reversed rows reads with each query offset above the ones after it."""
+    if len(values) == 0:
+        return values
+    uniq, code = np.unique(values, return_inverse=True)
+    span = np.int64(len(uniq))
+    offset = (nq - 1 - q[::-1]).astype(np.int64) * span
+    running = np.maximum.accumulate(offset + code[::-1])
+    return uniq[(running - offset)[::-1]]
+
+
+@register_measure("iprec_avg", display="IPrecAvg", options=(*_EMPTY, "levels"), binary=True,
+                  cutoff=False, builtin=True,
+                  matches="trec_eval `11pt_avg` (`11pt_avg.x,y,...`)",
+                  formula="mean over the recall levels $x$ of $\\max_{i \\ge i_x} P@i$, $i_x$ "
+                          "the rank of the $\\max(1, \\mathrm{round}(xR))$-th relevant "
+                          "document (0 when fewer are retrieved; halves round up)")
+def _iprec_avg(x: MeasureInput) -> Result:
+    refuse_average(x, "interpolated precision is a maximum over ranks")
+    r, nq = x.ranking, x.n_queries
+    rel, n_rel = x.relevant(), x.n_relevant()
+    found = exclusive_count(r, rel.astype(np.int64), r.n) + rel
+    hit = rel > 0
+    q = r.q[hit]
+    best = _suffix_max(q, found[hit] / (r.pos[hit] + 1.0), nq)
+    n_found = np.bincount(q, minlength=nq)
+    first = np.cumsum(n_found) - n_found  # each query's first relevant row among them
+    total = np.zeros(nq)
+    for level in x.metric.levels:  # a few levels; every query at once
+        needed = np.maximum(np.floor(level * n_rel + 0.5), 1.0).astype(np.int64)
+        ok = needed <= n_found
+        total[ok] += best[first[ok] + needed[ok] - 1]
+    return total / len(x.metric.levels), n_rel == 0
+
+
+@register_measure("infap", display="infAP", options=_EMPTY, binary=True, reads_judged=True,
+                  cutoff=False, builtin=True, matches="trec_eval `infAP`",
+                  formula="$\\frac{1}{R} \\sum_{rel_i \\ge level} \\frac{1}{i}\\left(1 + "
+                          "(r_i + s_i) \\frac{r_i + \\epsilon}{r_i + s_i + 2\\epsilon}"
+                          "\\right)$, $r_i$ / $s_i$ judged relevant / non-relevant above "
+                          "$i$, $\\epsilon = 10^{-5}$ (every unjudged document is taken as "
+                          "outside the pool)")
+def _infap(x: MeasureInput) -> Result:
+    refuse_average(x, "infAP weights each relevant document by a ratio of counts above it")
+    r, nq = x.ranking, x.n_queries
+    rel, n_rel = x.relevant(), x.n_relevant()
+    nonrel = (x.judged > 0) & (rel == 0)
+    above_rel = exclusive_count(r, rel.astype(np.int64), r.n).astype(np.float64)
+    above_non = exclusive_count(r, nonrel.astype(np.int64), r.n).astype(np.float64)
+    hit = rel > 0
+    j, a, s = r.pos[hit].astype(np.float64), above_rel[hit], above_non[hit]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        term = 1.0 / (j + 1.0) + (j / (j + 1.0)) * ((a + s) / j) * (
+            (a + INFAP_EPSILON) / (a + s + 2.0 * INFAP_EPSILON))
+    term = np.where(j == 0, 1.0, term)
+    return ratio(np.bincount(r.q[hit], weights=term, minlength=nq), n_rel), n_rel == 0
+
+
+@register_measure("bin_g", display="BinG", options=_EMPTY, binary=True, cutoff=False,
+                  builtin=True, matches="trec_eval `binG`",
+                  formula="$\\frac{1}{R} \\sum_{rel_i \\ge level} 1 / \\log_2(2 + m_i)$, "
+                          "$m_i$ the documents above $i$ that are not relevant")
+def _bin_g(x: MeasureInput) -> Result:
+    refuse_average(x, "binG weights each relevant document by the documents above it")
+    r, nq = x.ranking, x.n_queries
+    rel, n_rel = x.relevant(), x.n_relevant()
+    above = exclusive_count(r, rel.astype(np.int64), r.n)
+    hit = rel > 0
+    others = (r.pos[hit] - above[hit]).astype(np.float64)
+    term = 1.0 / np.log2(2.0 + others)
+    return ratio(np.bincount(r.q[hit], weights=term, minlength=nq), n_rel), n_rel == 0
