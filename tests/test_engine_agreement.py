@@ -47,14 +47,21 @@ _VALUES: dict[str, list[Any]] = {
     "min_label": [0.0, 2.0],
     "graded": [False, True],
     "no_nonrelevant": ["one", "nan"],
+    "mult": [0.2, 1.0, 1.5],
+    "weights": [(1.0, -1.0, 0.0, 0.0), (2.0, -1.0, 0.5, 0.25)],
+    "levels": [(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0), (0.25, 0.5, 0.75)],
+    "beta": [1.0, 0.5],
 }
+#: Measures that refuse ties='average' (a maximum over ranks, or terms non-linear in the
+#: documents above: no expectation over tied orders is computed).
+_NO_AVERAGE = {"iprec", "iprec_avg", "infap", "bin_g", "g", "ndcg_rel"}
 
 
 @st.composite
 def metrics(draw: st.DrawFn) -> Metric:
     spec = draw(st.sampled_from([m for m in measures() if m.builtin]))
     options = {o: draw(st.sampled_from(_VALUES[o])) for o in spec.options}
-    if spec.name == "iprec" and options.get("ties") == "average":
+    if spec.name in _NO_AVERAGE and options.get("ties") == "average":
         options["ties"] = "docid"  # a maximum over ranks: no expectation over tied orders
     k = draw(st.sampled_from([None, 1, 3])) if spec.cutoff else None
     return Metric(spec.name, k=k, **options)

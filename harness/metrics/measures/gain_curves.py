@@ -107,7 +107,8 @@ def _ndcg_rel(x: MeasureInput) -> Result:
     dcg, ideal, iq, _, _, n_ideal = _dcg_prefixes(x, g)
     ideal_here = _at(n_ideal, ideal, r.q, r.pos + 1)
     hit = g > 0
-    sums = np.bincount(r.q[hit], weights=ratio(dcg[hit], ideal_here[hit]), minlength=nq)
+    sums = np.bincount(r.q[hit], weights=ratio(dcg[hit], ideal_here[hit]),
+                       minlength=nq).astype(np.float64)
     queries = np.arange(nq)
     whole = ratio(_at(r.n, dcg, queries, r.n), _at(n_ideal, ideal, queries, n_ideal))
     found = np.bincount(r.q[hit], minlength=nq)
@@ -120,7 +121,7 @@ def _ndcg_rel(x: MeasureInput) -> Result:
                   matches="trec_eval `Rndcg`",
                   formula="mean of $nDCG@i$ at each rank $i \\ge 1$ where the ideal gain "
                           "changes (at most $R^*$, the documents of positive gain), and at "
-                          "the list's end $n$ when $n > R^*$ (0 when $R = 0$ at `level`)")
+                          "the list's end $n$ when $n > R^* + 1$ (0 when $R = 0$ at `level`)")
 def _rndcg(x: MeasureInput) -> Result:
     r, nq = x.ranking, x.n_queries
     g = r.group_mean(ranked_gains(x))
@@ -131,7 +132,8 @@ def _rndcg(x: MeasureInput) -> Result:
     bq, bi = iq[change], ipos[change]
     queries = np.flatnonzero(n_ideal > 0)
     bq, bi = np.concatenate([bq, queries]), np.concatenate([bi, n_ideal[queries]])
-    longer = queries[r.n[queries] > n_ideal[queries]]  # the list's end, past the ideal
+    # the list's end, when it runs on past the rank just after the ideal list's end
+    longer = queries[r.n[queries] > n_ideal[queries] + 1]
     bq, bi = np.concatenate([bq, longer]), np.concatenate([bi, r.n[longer]])
     at = ratio(_at(r.n, dcg, bq, bi), _at(n_ideal, ideal, bq, bi))
     sums = np.bincount(bq, weights=at, minlength=nq)
