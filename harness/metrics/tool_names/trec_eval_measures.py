@@ -105,8 +105,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     _f("P_avgjg", LONG_CUTS, "precision", "k", _CUTS, source="jg"),
     _f("Rprec_mult_avgjg", DOUBLE_CUTS, "rprec_mult", "mult",
        tuple(i / 5 for i in range(1, 11)), source="jg"),
-    _f("rbp", PAIRS, "rbp", "p", fixed=(("p", 0.9),)),
-    _f("rbp_resid", PAIRS, "rbp_residual", "p", fixed=(("p", 0.9),)),
+    _f("rbp", PAIRS, "rbp_scaled", "p", fixed=(("p", 0.9),)),
+    _f("rbp_resid", PAIRS, "rbp_resid", "p", fixed=(("p", 0.9),)),
     _f("unj", LONG_CUTS, "unj", "k", (5, 10, 20)),
 )}
 
