@@ -18,7 +18,8 @@ from harness.engines.stream import NotClustered
 METRICS = ["ndcg@10", "ndcg(gain=linear,ties=docid)", "mndcg@5", "ap", "rr", "P@5",
            "recall@10(ideal=retrieved)", "err@10(ties=input)", "ndcg@3(ties=random)",
            "ndcg@5(ties=pessimistic)", "P@3(ties=optimistic)", "ap@5(ties=quicksort)",
-           "rr(ties=quicksort2)", "ndcg@3(ties=quicksort_reversed)"]
+           "rr(ties=quicksort2)", "ndcg@3(ties=quicksort_reversed)", "ndcg@5(ties=docid_exact)",
+           "judged@5(ties=docid_ascending)"]
 
 
 def _run(n_queries: int = 150, seed: int = 0, int_qids: bool = False) -> pd.DataFrame:
