@@ -51,6 +51,7 @@ _VALUES: dict[str, list[Any]] = {
     "weights": [(1.0, -1.0, 0.0, 0.0), (2.0, -1.0, 0.5, 0.25)],
     "levels": [(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0), (0.25, 0.5, 0.75)],
     "beta": [1.0, 0.5],
+    "recall_cutoff": ["plus_0.9", "nearest"],
 }
 #: Measures that refuse ties='average' (a maximum over ranks, or terms non-linear in the
 #: documents above: no expectation over tied orders is computed).

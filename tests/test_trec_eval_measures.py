@@ -26,6 +26,8 @@ from harness.metrics.registry import GMEAN_FLOOR
 from tests.shared import shared_data_dir
 
 TOL = 0.5e-4 + 1e-12
+#: trec_eval 10 (the expected files) reaches recall level x at round(x R) relevant documents
+V10 = {"recall_cutoff": "nearest"}
 TE = "trec_eval_test"
 CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 
@@ -35,7 +37,7 @@ ALL_TREC: dict[str, tuple[str, dict[str, Any]]] = {
     "num_rel_ret": ("num_rel_ret", {}),
     "num_nonrel_judged_ret": ("num_nonrel_judged_ret", {}),
     "gm_map": ("gm_ap", {}), "gm_bpref": ("gm_bpref", {}), "infAP": ("infap", {}),
-    "utility": ("utility", {}), "11pt_avg": ("iprec_avg", {}), "binG": ("bin_g", {}),
+    "utility": ("utility", {}), "11pt_avg": ("iprec_avg", V10), "binG": ("bin_g", {}),
     "G": ("g", {}), "ndcg_rel": ("ndcg_rel", {}), "Rndcg": ("rndcg", {}),
     "set_P": ("set_p", {}), "set_relative_P": ("set_relative_p", {}),
     "set_recall": ("set_recall", {}), "set_map": ("set_ap", {}), "set_F": ("set_f", {}),
@@ -43,14 +45,19 @@ ALL_TREC: dict[str, tuple[str, dict[str, Any]]] = {
     **{f"relative_P_{c}": ("relative_precision", {"k": c}) for c in CUTS},
     **{f"unj_{c}": ("unj", {"k": c}) for c in (5, 10, 20)},
     **{f"Rprec_mult_{i / 5:.2f}": ("rprec_mult", {"mult": i / 5}) for i in range(1, 11)},
+    **{f"iprec_at_recall_{i / 10:.2f}": ("iprec", {"at_recall": i / 10, **V10})
+       for i in range(11)},
 }
 #: out.test.meas_params: -m Rprec_mult.5.0,0.2,0.35 -mutility.2,-1,0,0 -m 11pt_avg..25,.5,.75
+#: -miprec_at_recall..10,.20,.25,.75,.50
 MEAS_PARAMS: dict[str, tuple[str, dict[str, Any]]] = {
     "Rprec_mult_5.00": ("rprec_mult", {"mult": 5.0}),
     "Rprec_mult_0.20": ("rprec_mult", {"mult": 0.2}),
     "Rprec_mult_0.35": ("rprec_mult", {"mult": 0.35}),
     "utility_2,-1,0,0": ("utility", {"weights": (2, -1, 0, 0)}),
-    "11pt_avg_.25,.5,.75": ("iprec_avg", {"levels": (0.25, 0.5, 0.75)}),
+    "11pt_avg_.25,.5,.75": ("iprec_avg", {"levels": (0.25, 0.5, 0.75), **V10}),
+    **{f"iprec_at_recall_{x:.2f}": ("iprec", {"at_recall": x, **V10})
+       for x in (0.1, 0.2, 0.25, 0.5, 0.75)},
 }
 #: name -> (expected file, qrels, run, -l level, missing, measures)
 CASES = {
@@ -161,19 +168,22 @@ def make_data(seed: int, n_queries: int = 40) -> tuple[pd.DataFrame, pd.DataFram
             pd.DataFrame(qrels, columns=["qid", "docid", "label"]))
 
 
-#: pytrec_eval (0.5.11) measure -> (its key, harness measure, options). Its 11pt_avg keeps
-#: trec_eval 9's rule for the rank of a recall level, floor(x R + 0.9), where trec_eval 10
-#: (out.test.*) rounds x R: at levels 0 and 1 both rules agree. Its parameters of utility
+#: pytrec_eval (0.5.11) measure -> (its key, harness measure, options). Its 11pt_avg and
+#: iprec_at_recall keep trec_eval 9's rule for the rank of a recall level, floor(x R + 0.9)
+#: (recall_cutoff's default), where trec_eval 10 (out.test.*) rounds x R. Its parameters of utility
 #: are not read (it prints "improper number of coefficients"): the default only; G, ndcg_rel
 #: and Rndcg given gain parameters abort it (an assertion in its C code): default gains.
 PYTREC: dict[str, tuple[str, str, dict[str, Any]]] = {
     **{name: (name, ours, opts) for name, (ours, opts) in ALL_TREC.items()
-       if not name.startswith(("relative_P", "unj", "Rprec_mult", "rbp", "11pt"))},
+       if not name.startswith(("relative_P", "unj", "Rprec_mult", "rbp", "11pt", "iprec"))},
     "relative_P": ("relative_P_5", "relative_precision", {"k": 5}),
     "relative_P.1000": ("relative_P_1000", "relative_precision", {"k": 1000}),
     "Rprec_mult": ("Rprec_mult_0.20", "rprec_mult", {"mult": 0.2}),
     "Rprec_mult.1.4": ("Rprec_mult_1.40", "rprec_mult", {"mult": 1.4}),
-    "11pt_avg.0.0,1.0": ("11pt_avg", "iprec_avg", {"levels": (0.0, 1.0)}),
+    "11pt_avg": ("11pt_avg", "iprec_avg", {}),
+    "11pt_avg.0.25,0.5,0.75": ("11pt_avg", "iprec_avg", {"levels": (0.25, 0.5, 0.75)}),
+    **{f"iprec_at_recall.{x}": (f"iprec_at_recall_{x:.2f}", "iprec", {"at_recall": x})
+       for x in (0.1, 0.25, 0.6, 0.75)},
     "set_F.0.5": ("set_F", "set_f", {"beta": 0.5}),
 }
 

@@ -146,6 +146,9 @@ class Metric:
     levels : tuple of recall levels in [0, 1], default (0, 0.1, ..., 1)
         ``iprec_avg``: the levels whose interpolated precisions it averages (trec_eval
         ``11pt_avg``).
+    recall_cutoff : {'plus_0.9', 'nearest'}, default 'plus_0.9'
+        ``iprec``, ``iprec_avg``: recall level x is reached at the ``floor(x R + 0.9)``-th
+        relevant document (trec_eval 9, pytrec_eval) or the ``round(x R)``-th (trec_eval 10).
     beta : float > 0, default 1
         ``set_f``: :math:`(1 + beta) P R / (beta P + R)`, as trec_eval's ``set_F`` (beta
         not squared).
@@ -196,6 +199,7 @@ class Metric:
     mult: float
     weights: tuple[float, ...]
     levels: tuple[float, ...]
+    recall_cutoff: str
     beta: float
     convention: str | None = field(compare=False, hash=False)
 

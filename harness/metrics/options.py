@@ -24,6 +24,7 @@ from harness.metrics.formula import Formula, compile_formula
 from harness.metrics.number_options import levels_check, number_list, positive, weights_check
 
 __all__ = ["OPTIONS", "Option", "TIE_MODES", "IDEAL_MODES", "EMPTY_POLICIES", "EMPTY_WEIGHTS",
+           "RECALL_CUTOFFS",
            "GainSpec", "DiscountSpec", "check_k", "refuse_unknown", "display_value",
            "key_value", "gain_function", "discount_function"]
 
@@ -34,6 +35,8 @@ IDEAL_MODES: Final = ("judged", "retrieved")
 EMPTY_POLICIES: Final = ("zero", "one", "exclude", "nan")
 #: How a query with no relevant document is weighted in a weighted mean (see aggregate).
 EMPTY_WEIGHTS: Final = ("own", "unweighted", "mean")
+#: How a recall level x becomes a count of relevant documents (IPrec, IPrecAvg).
+RECALL_CUTOFFS: Final = ("plus_0.9", "nearest")
 _NAMED_GAINS: Final = ("exp2", "linear")
 _NAMED_DISCOUNTS: Final = ("log2", "ln", "reciprocal", "none")
 _LOG_BASE = re.compile(r"^log(\d+(?:\.\d+)?)$")
@@ -259,6 +262,9 @@ OPTIONS: Final[dict[str, Option]] = {o.name: o for o in (
            "relevant missed and non-relevant missed documents"),
     Option("levels", ELEVEN_LEVELS, levels_check, number_list,
            "recall levels whose interpolated precisions IPrecAvg averages"),
+    Option("recall_cutoff", "plus_0.9", _choice("recall_cutoff", RECALL_CUTOFFS), _text,
+           "the count of relevant documents at recall level x: floor(x R + 0.9) (plus_0.9, "
+           "trec_eval 9, pytrec_eval) or x R rounded, halves up (nearest, trec_eval 10)"),
     Option("beta", 1.0, positive("beta"), float,
            "SetF's weight of recall: (1 + beta) P R / (beta P + R), as trec_eval's set_F"),
 )}

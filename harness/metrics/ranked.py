@@ -10,7 +10,19 @@ import numpy as np
 from harness.metrics.ranking import Ranking
 
 __all__ = ["topk_sum", "exclusive_count", "ratio", "cascade", "survival_before",
-           "group_stop_probability"]
+           "group_stop_probability", "recall_count"]
+
+
+def recall_count(level: float, n_rel: np.ndarray, rule: str) -> np.ndarray:
+    """How many relevant documents reach recall ``level`` (option ``recall_cutoff``), from
+    ``level * R`` in float64 as trec_eval computes it: ``floor(level R + 0.9)``
+    (``plus_0.9``, trec_eval 9) or ``level R`` rounded, halves up (``nearest``, trec_eval
+    10's ``lround``; exact, as the fraction of a double is)."""
+    scaled = level * np.asarray(n_rel, dtype=np.float64)
+    if rule == "nearest":
+        whole = np.floor(scaled)
+        return whole + (scaled - whole >= 0.5)
+    return np.floor(scaled + 0.9)
 
 
 def topk_sum(r: Ranking, values: np.ndarray, k: int | None, nq: int) -> np.ndarray:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.errors import MetricDefinitionError
-from harness.metrics.ranked import exclusive_count, ratio
+from harness.metrics.ranked import exclusive_count, ratio, recall_count
 from harness.metrics.registry import MeasureInput, register_measure
 
 __all__ = ["refuse_average"]
@@ -89,12 +89,13 @@ def _suffix_max(q: np.ndarray, values: np.ndarray, nq: int) -> np.ndarray:
     return uniq[(running - offset)[::-1]]
 
 
-@register_measure("iprec_avg", display="IPrecAvg", options=(*_EMPTY, "levels"), binary=True,
-                  cutoff=False, builtin=True,
+@register_measure("iprec_avg", display="IPrecAvg", options=(*_EMPTY, "levels", "recall_cutoff"),
+                  binary=True, cutoff=False, builtin=True,
                   matches="trec_eval `11pt_avg` (`11pt_avg.x,y,...`)",
                   formula="mean over the recall levels $x$ of $\\max_{i \\ge i_x} P@i$, $i_x$ "
-                          "the rank of the $\\max(1, \\mathrm{round}(xR))$-th relevant "
-                          "document (0 when fewer are retrieved; halves round up)")
+                          "the rank of the $\\max(1, \\lfloor xR + 0.9 \\rfloor)$-th "
+                          "relevant document (0 when fewer are retrieved); "
+                          "$\\mathrm{round}(xR)$, halves up, under recall_cutoff=nearest")
 def _iprec_avg(x: MeasureInput) -> Result:
     refuse_average(x, "interpolated precision is a maximum over ranks")
     r, nq = x.ranking, x.n_queries
@@ -107,7 +108,8 @@ def _iprec_avg(x: MeasureInput) -> Result:
     first = np.cumsum(n_found) - n_found  # each query's first relevant row among them
     total = np.zeros(nq)
     for level in x.metric.levels:  # a few levels; every query at once
-        needed = np.maximum(np.floor(level * n_rel + 0.5), 1.0).astype(np.int64)
+        needed = np.maximum(recall_count(level, n_rel, x.metric.recall_cutoff),
+                            1.0).astype(np.int64)
         ok = needed <= n_found
         total[ok] += best[first[ok] + needed[ok] - 1]
     return total / len(x.metric.levels), n_rel == 0

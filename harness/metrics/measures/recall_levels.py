@@ -4,9 +4,10 @@ and interpolated precision.
 With ``ties="average"``, R-precision and F1@k (``2 hits / (k + R)``) are sums of
 per-position terms: a tied document's indicator is replaced by its group's mean.
 Interpolated precision at recall level ``x`` is the highest precision at or below the rank
-of the ``floor(x R + 0.9)``-th relevant document (trec_eval's rule, so 2 relevant of 3 reach
-the level 0.7). It is a maximum over ranks, not a sum: its expectation over tied orders is
-not computed, and ``ties="average"`` raises :class:`MetricDefinitionError`.
+of the ``floor(x R + 0.9)``-th relevant document (trec_eval 9's rule, so 2 relevant of 3
+reach the level 0.7), or with ``recall_cutoff="nearest"`` the ``round(x R)``-th (trec_eval
+10's). It is a maximum over ranks, not a sum: its expectation over tied orders is not
+computed, and ``ties="average"`` raises :class:`MetricDefinitionError`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.errors import MetricDefinitionError
-from harness.metrics.ranked import exclusive_count, ratio
+from harness.metrics.ranked import exclusive_count, ratio, recall_count
 from harness.metrics.registry import MeasureInput, register_measure
 
 __all__: list[str] = []
@@ -45,11 +46,12 @@ def _f1(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     return ratio(2.0 * x.top_k_sum(x.relevant()), depth + n_rel), n_rel == 0
 
 
-@register_measure("iprec", display="IPrec", options=(*_EMPTY, "at_recall"), binary=True,
-                  cutoff=False, builtin=True,
+@register_measure("iprec", display="IPrec", options=(*_EMPTY, "at_recall", "recall_cutoff"),
+                  binary=True, cutoff=False, builtin=True,
     matches="trec_eval `iprec_at_recall_x`; ir_measures `IPrec@x`",
                   formula="$\\max_{i \\ge i_x} P@i$ over relevant ranks, $i_x$ the rank of "
-                          "the $\\lfloor xR + 0.9 \\rfloor$-th relevant document")
+                          "the $\\lfloor xR + 0.9 \\rfloor$-th relevant document "
+                          "($\\mathrm{round}(xR)$-th under recall_cutoff=nearest)")
 def _iprec(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     metric, r = x.metric, x.ranking
     if metric.ties == "average":
@@ -59,9 +61,9 @@ def _iprec(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
             "'input', 'random', 'optimistic' or 'pessimistic'")
     rel, n_rel = x.relevant(), x.n_relevant()
     found = exclusive_count(r, rel.astype(np.int64), r.n) + rel  # relevant up to here
-    # the level is reached with floor(level * R + 0.9) relevant documents, trec_eval's rule
-    # (so 2 of 3 reach 0.7); computed in float64 as trec_eval does
-    needed = np.floor(metric.at_recall * n_rel + 0.9)
+    # the level is reached with floor(level * R + 0.9) relevant documents, trec_eval 9's rule
+    # (so 2 of 3 reach 0.7), or round(level * R) (trec_eval 10)
+    needed = recall_count(metric.at_recall, n_rel, metric.recall_cutoff)
     ok = (rel > 0) & (found >= needed[r.q])
     out = np.zeros(x.n_queries)
     np.maximum.at(out, r.q[ok], found[ok] / (r.pos[ok] + 1.0))

@@ -23,6 +23,8 @@ SINGLE, LONG_CUTS, DOUBLE_CUTS, DOUBLE_PARAMS, PAIRS, OWN = (
     "single", "long_cuts", "double_cuts", "double_params", "pairs", "own")
 _CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 _RECALL_LEVELS = tuple(i / 10 for i in range(11))
+#: trec_eval 10 reaches recall level x at lround(x R) relevant documents (9: x R + 0.9).
+_V10 = (("recall_cutoff", "nearest"),)
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,7 @@ class Family:
     per_query: bool = True  # printed per query (-q)
     summary: bool = True  # printed in the summary
     source: str = "qrels"  # "qrels", "prefs" (-R prefs / qrels_prefs) or "jg" (qrels_jg)
-    fixed: tuple[tuple[str, Any], ...] = ()  # options trec_eval sets (rbp: p=0.9)
+    fixed: tuple[tuple[str, Any], ...] = ()  # options trec_eval sets (rbp: p=0.9, ...)
     judged_count: bool = False  # a count over the qrels: kept for a query the run lacks (-c)
 
 
@@ -74,7 +76,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     _f("Rprec", measure="rprec"),
     _f("bpref", measure="bpref"),
     _f("recip_rank", measure="rr"),
-    _f("iprec_at_recall", DOUBLE_CUTS, "iprec", "at_recall", _RECALL_LEVELS),
+    _f("iprec_at_recall", DOUBLE_CUTS, "iprec", "at_recall", _RECALL_LEVELS, fixed=_V10),
     _f("P", LONG_CUTS, "precision", "k", _CUTS),
     _f("relstring", OWN, option="length", defaults=(10.0,), summary=False),
     _f("recall", LONG_CUTS, "recall", "k", _CUTS),
@@ -83,7 +85,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     _f("Rprec_mult", DOUBLE_CUTS, "rprec_mult", "mult",
        tuple(i / 5 for i in range(1, 11))),
     _f("utility", DOUBLE_PARAMS, "utility", "weights", (1.0, -1.0, 0.0, 0.0)),
-    _f("11pt_avg", DOUBLE_PARAMS, "iprec_avg", "levels", _RECALL_LEVELS),
+    _f("11pt_avg", DOUBLE_PARAMS, "iprec_avg", "levels", _RECALL_LEVELS, fixed=_V10),
     _f("binG", measure="bin_g"),
     _f("G", PAIRS, "g", "gain"),
     _f("dcg", PAIRS, "dcg", "gain"),
