@@ -257,3 +257,33 @@ def test_command_runs(args: list[str], suite: Suite) -> None:
     # local_processes jobs log to their own files, the others to the console
     logs = proc.stdout + proc.stderr + "".join(p.read_text() for p in out.rglob("*.log"))
     assert logs.count("logged to MLflow") >= jobs
+
+
+def eval_commands() -> list[list[str]]:
+    """The argument lists of every ``harness eval`` line in the code blocks of README.md and
+    docs/*.md (the reference data's ``../shared/data`` read where the tests read it)."""
+    from tests.shared import shared_data_dir
+
+    out = []
+    for path in documents():
+        for block in _FENCE.findall(path.read_text()):
+            for line in block.splitlines():
+                if line.strip().startswith("harness eval "):
+                    text = line.strip().replace("../shared/data", str(shared_data_dir()))
+                    out.append(shlex.split(text)[2:])
+    return out
+
+
+def test_the_docs_show_harness_eval() -> None:
+    assert len(eval_commands()) >= 3
+
+
+@pytest.mark.parametrize("args", eval_commands(), ids=lambda a: " ".join(a)[-60:])
+def test_every_harness_eval_line_of_the_docs_runs(args: list[str]) -> None:
+    proc = subprocess.run([sys.executable, "-m", "harness", "eval", *args], cwd=PROJECT,
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines and "Traceback" not in proc.stderr
+    if "--format" not in args:  # trec_eval's lines: name, qid, value
+        assert all(len(line.split("\t")) == 3 for line in lines)
