@@ -116,7 +116,7 @@ def prepare(
         pending = _join_labels(run, qrels, run_doc, j_doc, run_codes, coded.rq, coded.jq_all,
                                coded.j_label_all, None if keep.all() else keep,
                                len(coded.quniq), prepared.row if not identity else None,
-                               prepared.label, prepared.judged)
+                               prepared.label, prepared.judged, prepared.negative)
     if identity and qrels is None:  # the duplicate check laid out these very rows
         prepared.__dict__["layout"], prepared.__dict__["pos"] = coded.run_layout
     prepared.pending = pending
@@ -236,9 +236,11 @@ def _laid_out(c: _Coded, score: np.ndarray, missing: str, max_label: float | Non
         assert c.r_label is not None and c.r_judged is not None
         label = c.r_label if identity else c.r_label[row]
         judged = c.r_judged if identity else c.r_judged[row]
+        negative = None if judged.all() else ~judged  # a labelled row is judged or negative
         top = max(top, float(label.max()) if len(label) else 0.0)
     else:  # filled in place by the join; a run row's label is a judgment or 0
         label, judged = np.zeros(len(row)), np.zeros(len(row), dtype=bool)
+        negative = None if c.keep is None or c.keep.all() else np.zeros(len(row), dtype=bool)
         top = max(top, 0.0)
     quniq = np.asarray(c.quniq)
     prepared = Prepared(
@@ -259,6 +261,7 @@ def _laid_out(c: _Coded, score: np.ndarray, missing: str, max_label: float | Non
         unjudged_qids=pd.Index(quniq[c.in_run & ~c.in_judged], name="qid"),
         max_label=top if max_label is None else float(max_label),
         judged=judged,
+        negative=negative,
     )
     return prepared, identity
 
@@ -267,9 +270,11 @@ def _join_labels(run: pd.DataFrame, qrels: pd.DataFrame, run_doc: pd.Series,
                  j_doc: pd.Series, run_hash: background.Future[Any], rq: np.ndarray,
                  jq: np.ndarray, j_label: np.ndarray,
                  keep: np.ndarray | None, n_queries: int, row: np.ndarray | None,
-                 label: np.ndarray, judged: np.ndarray) -> background.Future[None] | None:
+                 label: np.ndarray, judged: np.ndarray, negative: np.ndarray | None = None
+                 ) -> background.Future[None] | None:
     """Join the run to the qrels on (query, docid): each grouped row's label (0 where
-    unjudged) and whether it is judged are written into ``label`` and ``judged`` (``row``:
+    unjudged), whether it is judged and whether its label is negative are written into
+    ``label``, ``judged`` and ``negative`` (None: no judgment is negative) (``row``:
     the run row of each grouped row, None when they are the run's rows). ``run_hash``: the
     run's docids hashed as they are (the same strings as ``run_doc`` when text). ``keep``: the
     qrels rows that judge (None: all). Starts the run's duplicate check on the other core
@@ -306,4 +311,7 @@ def _join_labels(run: pd.DataFrame, qrels: pd.DataFrame, run_doc: pd.Series,
     else:
         np.take(r_label, row, out=label)
         np.take(hit, row, out=judged)
+    if keep is not None and negative is not None:
+        below = np.append(~keep, False)[position]
+        negative[:] = below if row is None else below[row]
     return pending

@@ -49,6 +49,9 @@ class Prepared:
     _relevant: dict[int, np.ndarray] = field(default_factory=dict)
     pending: Any = None  # a validation still running on the other core (see wait())
     judged: np.ndarray | None = None  # per grouped row: is its document judged (bpref, Judged)
+    # per grouped row: is it judged with a negative label, trec_eval's "in the pool, not
+    # judged" (negative_labels='unjudged'; None when no row is): infAP
+    negative: np.ndarray | None = None
     early: Any = None  # rankings computed on the other core (see rank_early())
 
     def wait(self) -> None:
@@ -151,6 +154,7 @@ class Prepared:
         if key not in self._rankings:
             ranking = rank(self, ties, seed)
             ranking.grouped_judged = self.judged  # of these rows (contenders: a subset)
+            ranking.grouped_negative = self.negative
             self._rankings[key] = ranking
         return self._rankings[key]
 
@@ -202,7 +206,8 @@ class Prepared:
             n_docs=np.bincount(self.q[keep], minlength=self.n_queries),
             n_judged=self.n_judged, missing_qids=self.missing_qids,
             unjudged_qids=self.unjudged_qids, max_label=self.max_label,
-            judged=None if self.judged is None else self.judged[keep])
+            judged=None if self.judged is None else self.judged[keep],
+            negative=None if self.negative is None else self.negative[keep])
         self._contenders[top] = sub
         return sub
 

@@ -41,6 +41,8 @@ class Ranking:
     gsize: np.ndarray | None = None
     # per grouped row of the rows ranked (all, or a top k's contenders): is it judged
     grouped_judged: np.ndarray | None = None
+    # likewise: is its document judged with a negative label (None: no such row)
+    grouped_negative: np.ndarray | None = None
     _heads: dict[int, np.ndarray] = field(default_factory=dict)
     _tops: dict[int, tuple[np.ndarray, ...]] = field(default_factory=dict)
     _positive: dict[float, tuple[np.ndarray, ...]] = field(default_factory=dict)

@@ -323,6 +323,16 @@ class MeasureInput:
                                         "ranked documents are judged; this input does not say")
         return judged[self.ranking.perm].astype(np.float64)
 
+    @cached_property
+    def negative(self) -> np.ndarray:
+        """Per ranked row, 1.0 when the document is judged with a negative label (under
+        ``negative_labels='unjudged'``: trec_eval's "in the pool, not judged", which infAP
+        counts apart from documents outside the pool); such a row is not judged."""
+        negative = self.ranking.grouped_negative
+        if negative is None:
+            return np.zeros(len(self.ranking.perm))
+        return negative[self.ranking.perm].astype(np.float64)
+
 
 def measure_table() -> str:
     """The Markdown table of every registered measure, as docs/measures.md shows it."""

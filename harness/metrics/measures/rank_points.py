@@ -118,10 +118,11 @@ def _iprec_avg(x: MeasureInput) -> Result:
 @register_measure("infap", display="infAP", options=_EMPTY, binary=True, reads_judged=True,
                   cutoff=False, builtin=True, matches="trec_eval `infAP`",
                   formula="$\\frac{1}{R} \\sum_{rel_i \\ge level} \\frac{1}{i}\\left(1 + "
-                          "(r_i + s_i) \\frac{r_i + \\epsilon}{r_i + s_i + 2\\epsilon}"
+                          "(r_i + s_i + u_i) \\frac{r_i + \\epsilon}{r_i + s_i + 2\\epsilon}"
                           "\\right)$, $r_i$ / $s_i$ judged relevant / non-relevant above "
-                          "$i$, $\\epsilon = 10^{-5}$ (every unjudged document is taken as "
-                          "outside the pool)")
+                          "$i$, $u_i$ those above judged with a negative label (in the pool, "
+                          "not judged; other unjudged documents are outside it), "
+                          "$\\epsilon = 10^{-5}$")
 def _infap(x: MeasureInput) -> Result:
     refuse_average(x, "infAP weights each relevant document by a ratio of counts above it")
     r, nq = x.ranking, x.n_queries
@@ -129,10 +130,13 @@ def _infap(x: MeasureInput) -> Result:
     nonrel = (x.judged > 0) & (rel == 0)
     above_rel = exclusive_count(r, rel.astype(np.int64), r.n).astype(np.float64)
     above_non = exclusive_count(r, nonrel.astype(np.int64), r.n).astype(np.float64)
+    # in the pool but not judged (a negative label): counted in the share of documents
+    # above whose precision is inferred, as trec_eval's pool_unjudged_so_far
+    pooled = exclusive_count(r, x.negative.astype(np.int64), r.n).astype(np.float64)
     hit = rel > 0
     j, a, s = r.pos[hit].astype(np.float64), above_rel[hit], above_non[hit]
     with np.errstate(invalid="ignore", divide="ignore"):
-        term = 1.0 / (j + 1.0) + (j / (j + 1.0)) * ((a + s) / j) * (
+        term = 1.0 / (j + 1.0) + (j / (j + 1.0)) * ((a + s + pooled[hit]) / j) * (
             (a + INFAP_EPSILON) / (a + s + 2.0 * INFAP_EPSILON))
     term = np.where(j == 0, 1.0, term)
     return ratio(np.bincount(r.q[hit], weights=term, minlength=nq), n_rel), n_rel == 0
