@@ -110,7 +110,7 @@ def _harness() -> list[str]:
     return [str(script)] if script.is_file() else [sys.executable, "-m", "harness"]
 
 
-@pytest.mark.parametrize("case", ["out.test.aqcM", "out.test.meas_params"])
+@pytest.mark.parametrize("case", ["out.test.aqcM", "out.test.meas_params", "out.test.aql"])
 def test_console_script_prints_the_same(case: str) -> None:
     """The installed ``harness eval`` (a subprocess), with flags glued as trec_eval allows."""
     res = subprocess.run([*_harness(), "eval", *_argv(CASES[case])], capture_output=True,
