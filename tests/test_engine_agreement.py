@@ -47,6 +47,7 @@ _VALUES: dict[str, list[Any]] = {
     "min_label": [0.0, 2.0],
     "graded": [False, True],
     "no_nonrelevant": ["one", "nan"],
+    "unjudged": ["nonrelevant", "condensed"],
     "mult": [0.2, 1.0, 1.5],
     "weights": [(1.0, -1.0, 0.0, 0.0), (2.0, -1.0, 0.5, 0.25)],
     "levels": [(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0), (0.25, 0.5, 0.75)],

@@ -500,9 +500,14 @@ def test_formula_producing_negative_or_nan_gain_is_reported() -> None:
 
 def test_harness_namespace() -> None:
     # the built-in measures by family, in the order their declarations register them
-    assert harness.METRIC_NAMES == ("dcg", "ndcg", "mndcg", "ap", "rr", "precision", "recall",
-                                    "hits", "err", "success", "rprec", "f1", "iprec", "judged",
-                                    "bpref", "rbp", "rbp_residual")
+    assert harness.METRIC_NAMES == (
+        "dcg", "ndcg", "mndcg", "ap", "rr", "precision", "recall", "hits", "err", "success",
+        "rprec", "f1", "iprec", "judged", "bpref", "rbp", "rbp_residual",
+        # trec_eval's others
+        "num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret", "gm_ap", "gm_bpref",
+        "set_p", "set_relative_p", "set_recall", "set_ap", "set_f", "utility", "rprec_mult",
+        "relative_precision", "unj", "iprec_avg", "infap", "bin_g", "g", "ndcg_rel", "rndcg",
+        "rbp_scaled", "rbp_resid")
 
 
 # --------------------------------------------------------------------------------------

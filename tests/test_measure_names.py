@@ -61,7 +61,7 @@ EXPECTED = {
     "bpref": Metric("bpref"),
     "f1@10": Metric("f1", k=10),
     "ranx:f1@10": Metric("f1", k=10, ties="quicksort"),
-    "rbp.95": Metric("rbp", p=0.95, ties="quicksort"),
+    "rbp.95": Metric("rbp", p=0.95, ties="quicksort", graded=True),
     "precision@5-l2": Metric("precision", k=5, level=2, ties="quicksort"),
 }
 
@@ -92,7 +92,7 @@ def test_keyword_options_win_over_the_tool_convention() -> None:
     ("ndcg.1=3,two=9", "label=gain"),
     ("P.5 -l x", "-l takes a relevance level"),
     ("trec_eval:nope", "unknown"),
-    ("nDCG(judged_only=True)@10", "judged_only"),
+    ("nDCG(judged_only=maybe)@10", "judged_only must be True or False"),
     ("nDCG(dcg=exp)@10", "dcg must be"),
     ("SDCG(max_rel=4,min_rel=1)@10", "min_rel=0"),
     ("AP(rel=2)@ten", "must be an int"),

@@ -27,6 +27,9 @@ def compute(prep: Prepared, metric: Metric, cache: Cache, top: int | None = None
     measure that reads which ranked documents are judged ranks every row.
     """
     spec = metric.measure
+    if metric.unjudged == "condensed" and prep.condensed is not prep:
+        # the unjudged rows leave the ranking: other rows, so a memo of their own
+        prep, cache = prep.condensed, cache.get_or(("condensed",), Cache)
     r = prep.ranking(metric.ties, metric.seed, top=None if spec.reads_judged else top)
     values, empty = spec.kernel(MeasureInput(prep, metric, r, cache))
     return np.asarray(values, dtype=np.float64), np.asarray(empty, dtype=bool)

@@ -167,10 +167,12 @@ def _ir_measures(text: str, explicit: bool) -> Spec | None:
 def _irm_option(text: str, name: str, key: str, value: Any, opts: dict[str, Any]) -> None:
     if key == "rel":
         opts["level"] = value
-    elif key == "judged_only":
-        if value not in (False, "False"):
-            raise _refuse("ir_measures", text, "judged_only=True (dropping unjudged documents "
-                          "from the ranking) is not supported")
+    elif key == "judged_only":  # unjudged documents leave the ranking
+        if value not in (True, False, "True", "False"):
+            raise _refuse("ir_measures", text, f"judged_only must be True or False, got "
+                          f"{value!r}")
+        if value in (True, "True"):
+            opts["unjudged"] = "condensed"
     elif key == "dcg" and name in ("nDCG", "NDCG"):
         if value == "exp-log2":  # ir_measures computes it with gdeval, which compares the
             opts.update(gain="exp2", ties="docid_exact")  # scores exactly: docno descending

@@ -32,6 +32,8 @@ TIE_MODES: Final = ("average", "random", "input", "docid", "optimistic", "pessim
                     "quicksort", "quicksort2", "quicksort_reversed", "docid_exact",
                     "docid_ascending")
 IDEAL_MODES: Final = ("judged", "retrieved")
+#: What an unjudged retrieved document counts as (see the ``unjudged`` option).
+UNJUDGED: Final = ("nonrelevant", "condensed")
 EMPTY_POLICIES: Final = ("zero", "one", "exclude", "nan")
 #: How a query with no relevant document is weighted in a weighted mean (see aggregate).
 EMPTY_WEIGHTS: Final = ("own", "unweighted", "mean")
@@ -252,6 +254,9 @@ OPTIONS: Final[dict[str, Option]] = {o.name: o for o in (
            "graded measures: labels below it count as 0 (ranx's level suffix on ndcg, dcg)"),
     Option("graded", False, _flag("graded"), _bool_text,
            "RBP: weight each relevant document by its label instead of 1 (ranx's rbp)"),
+    Option("unjudged", "nonrelevant", _choice("unjudged", UNJUDGED), _text,
+           "an unjudged retrieved document: non-relevant (label 0), or removed from the "
+           "ranking (condensed: trec_eval -J, ir_measures judged_only=True)"),
     Option("no_nonrelevant", "one", _choice("no_nonrelevant", ("one", "nan")), _text,
            "bpref of a query with no judged non-relevant document: each retrieved relevant "
            "document counts 1 (trec_eval) or the query is NaN (ranx)"),

@@ -172,6 +172,28 @@ class Prepared:
         twin.__dict__["float32"] = twin
         return twin
 
+    @cached_property
+    def condensed(self) -> Prepared:
+        """These rows less the unjudged ones (``unjudged='condensed'``: trec_eval ``-J``,
+        ir_measures' ``judged_only=True``): each query's judged documents close ranks over
+        the unjudged ones. The judgments, and so R and the ideal, are unchanged. Itself
+        when every row is judged."""
+        if self.early is not None:
+            self._adopt()
+        if self.judged is None or self.judged.all():
+            return self
+        keep = np.flatnonzero(self.judged)
+        sub = Prepared(
+            qids=self.qids, q=self.q[keep], row=self.row[keep], score=self.score[keep],
+            label=self.label[keep], docid=self.docid, qid_values=self.qid_values,
+            judged_q=self.judged_q, judged_label=self.judged_label,
+            n_docs=np.bincount(self.q[keep], minlength=self.n_queries),
+            n_judged=self.n_judged, missing_qids=self.missing_qids,
+            unjudged_qids=self.unjudged_qids, max_label=self.max_label,
+            judged=self.judged[keep])
+        sub.__dict__["condensed"] = sub
+        return sub
+
     def contenders(self, top: int) -> Prepared:
         """The rows scoring at least their query's ``top``-th highest score.
 

@@ -131,8 +131,9 @@ class Measure:
                                         f"{self.kernel!r}")
         if self.binary and "level" not in self.options:
             object.__setattr__(self, "options", (*self.options, "level"))
-        # every measure orders ties; its options in the canonical order of OPTIONS
-        wanted = {*self.options, "ties", "seed"}
+        # every measure orders ties and says what an unjudged document is; its options in
+        # the canonical order of OPTIONS
+        wanted = {*self.options, "ties", "seed", "unjudged"}
         object.__setattr__(self, "options", tuple(o for o in OPTIONS if o in wanted))
 
     @property
