@@ -125,7 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     extra = _named(names)
     try:
         families = select(args.measure or (["official"] if not extra else ["runid", "num_q"]))
-        columns = [c for fam, params in families.items() for c in expand(fam, params)]
+        columns = [c for fam, params in families.items() for c in expand(fam, params)
+                   # a line printed per query only (relstring) is not computed without -q
+                   if args.query_eval_wanted or c.family.summary]
     except MetricDefinitionError as exc:
         raise InputError(str(exc)) from None
     prefs = None

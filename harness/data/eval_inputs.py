@@ -26,6 +26,48 @@ def is_table(path: str | Path) -> bool:
     return Path(path).suffix.lower() in (".parquet", ".pq")
 
 
+def _fast_columns(path: Path, n_fields: int, number: int) -> list[pd.Series] | None:
+    """The file's ``n_fields`` columns as string Series, read by Arrow's CSV reader, when
+    the file is plain (UTF-8, one separator character, exactly ``n_fields`` fields a line, no
+    comment, blank or CR line); None otherwise, and the line-by-line reader takes over (it
+    names the line of any fault)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    if not path.is_file():
+        return None
+    try:
+        with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as fh:
+            data = fh.read()
+    except (OSError, EOFError):
+        return None
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    if not data or data.startswith(b"#") or b"\n#" in data or b"\r" in data or b"\n\n" in data:
+        return None
+    has_tab, has_space = b"\t" in data, b" " in data
+    if has_tab == has_space or (has_space and (b"  " in data or data.startswith(b" ")
+                                               or b"\n " in data or b" \n" in data)):
+        return None  # mixed or repeated separators: trec_eval's whitespace rule, line by line
+    names = [f"c{i}" for i in range(n_fields)]
+    types = {c: pa.string() for c in names}
+    types[names[number]] = pa.float64()  # a bad number: Arrow refuses, the slow path names it
+    try:
+        table = pcsv.read_csv(
+            io.BytesIO(data), read_options=pcsv.ReadOptions(column_names=names),
+            parse_options=pcsv.ParseOptions(delimiter="\t" if has_tab else " ",
+                                            quote_char=False, double_quote=False),
+            convert_options=pcsv.ConvertOptions(column_types=types, strings_can_be_null=False,
+                                                quoted_strings_can_be_null=False))
+    except (pa.ArrowInvalid, UnicodeDecodeError):
+        return None
+    if table.column(names[number]).null_count:
+        return None
+    return [table.column(c).to_pandas() for c in names]
+
+
 def _lines(path: Path, n_fields: int, kind: str) -> tuple[list[list[str]], list[int]]:
     if not path.is_file():
         raise InputError(f"{kind} file not found: {path}")
@@ -94,6 +136,12 @@ def read_eval_qrels(path: str | Path) -> pd.DataFrame:
                             "label": pd.to_numeric(df["label"], errors="raise")
                             .astype(np.float64)})
         return out
+    fast = _fast_columns(p, 4, 3)
+    if fast is not None:
+        qid, it, docid, label = fast
+        values = label.to_numpy(dtype=np.float64)
+        if np.isfinite(values).all():
+            return pd.DataFrame({"qid": qid, "iter": it, "docid": docid, "label": values})
     rows, linenos = _lines(p, 4, "qrels")
     qid, it, docid, label = zip(*rows)
     return pd.DataFrame({"qid": qid, "iter": it, "docid": docid,
@@ -110,6 +158,12 @@ def read_eval_run(path: str | Path) -> tuple[pd.DataFrame, str]:
         runid = str(df["run_id"].iloc[-1]) if "run_id" in df and len(df) else p.stem
         return pd.DataFrame({"qid": df["qid"].astype(str), "docid": df["docid"].astype(str),
                              "score": pd.to_numeric(df["score"]).astype(np.float64)}), runid
+    fast = _fast_columns(p, 6, 4)
+    if fast is not None:
+        values = fast[4].to_numpy(dtype=np.float64)
+        if np.isfinite(values).all():  # a document twice: the engine names its query
+            return (pd.DataFrame({"qid": fast[0], "docid": fast[2], "score": values}),
+                    str(fast[5].iloc[-1]))
     rows, linenos = _lines(p, 6, "run")
     qid, _, docid, _, score, runid = zip(*rows)
     run = pd.DataFrame({"qid": qid, "docid": docid,

@@ -86,24 +86,20 @@ def _summarise(values: np.ndarray, how: str) -> float:
 
 def _relstring(ranked: pd.DataFrame, qrels: pd.DataFrame, qids: list[str],
                length: int) -> list[str]:
-    labels = dict(zip(zip(qrels["qid"], qrels["docid"]), qrels["label"]))
-    out = []
-    groups = {q: g for q, g in ranked.groupby("qid", sort=False)}
-    for q in qids:
-        g = groups.get(q)
-        chars = []
-        for d in ([] if g is None else g["docid"].iloc[:max(length, 0)]):
-            rel = labels.get((q, d))
-            if rel is None:
-                chars.append("-")
-            elif rel > 9:
-                chars.append(">")
-            elif rel >= 0:
-                chars.append(str(int(rel)))
-            else:
-                chars.append(".")
-        out.append("'" + "".join(chars) + "'")
-    return out
+    """Per query, the labels of its first ``length`` ranked documents as one character
+    each: the grade, ``>`` above 9, ``.`` negative, ``-`` unjudged (trec_eval's relstring)."""
+    head = ranked[ranked.groupby("qid", sort=False).cumcount() < max(length, 0)]
+    judged = qrels.drop_duplicates(["qid", "docid"])[["qid", "docid", "label"]]
+    head = head[["qid", "docid"]].merge(judged, on=["qid", "docid"], how="left", sort=False)
+    rel = head["label"].to_numpy(dtype=np.float64)
+    chars = np.full(len(rel), "-", dtype="<U1")
+    known = ~np.isnan(rel)
+    chars[known & (rel < 0)] = "."
+    chars[known & (rel > 9)] = ">"
+    digit = known & (rel >= 0) & (rel <= 9)
+    chars[digit] = rel[digit].astype(np.int64).astype("<U1")
+    joined = pd.Series(chars, index=head["qid"].to_numpy()).groupby(level=0, sort=False).sum()
+    return ["'" + str(joined.get(q, "")) + "'" for q in qids]
 
 
 def _judge_groups(run: pd.DataFrame, qrels: pd.DataFrame, metric: Any,
@@ -139,17 +135,24 @@ def evaluate_trec(run: pd.DataFrame, qrels: pd.DataFrame, columns: list[Column],
     """
     from harness.metrics.evaluate import evaluate
 
-    qrels_q = set(qrels["qid"])
-    ranked = trec_order(run[run["qid"].isin(qrels_q)])
+    qrels_q = set(pd.unique(qrels["qid"]))
+    ranked = run[run["qid"].isin(qrels_q)]
+    # trec_eval's order matters to -M and to relstring only (the engine ranks for itself)
+    ordered = depth is not None or any(c.family.name == "relstring" for c in columns)
+    if ordered:
+        ranked = trec_order(ranked)
     # a query is evaluated when it has results (before -J empties any) and judgments
-    qids = sorted(qrels_q if complete else qrels_q & set(ranked["qid"]))
+    qids = sorted(qrels_q if complete else qrels_q & set(pd.unique(ranked["qid"])))
     if depth is not None:
         ranked = ranked.groupby("qid", sort=False).head(depth)
     if judged_only:
         judged = qrels.loc[qrels["label"] >= 0, ["qid", "docid"]].drop_duplicates()
         ranked = ranked.merge(judged, on=["qid", "docid"], how="inner")
-    absent = sorted(set(qids) - set(ranked["qid"]))  # scored 0 (-c, or -J left nothing)
-    plain_qrels = qrels.drop_duplicates(["qid", "docid"])[["qid", "docid", "label"]]
+    absent = sorted(set(qids) - set(pd.unique(ranked["qid"])))  # scored 0 (-c, or -J left
+    # nothing)
+    plain_qrels = qrels[["qid", "docid", "label"]]
+    if "iter" in qrels and qrels["iter"].nunique() > 1:  # judge groups judge a document again
+        plain_qrels = qrels.drop_duplicates(["qid", "docid"])[["qid", "docid", "label"]]
 
     ev = Evaluation(runid, qids, [])
     wanted: list[tuple[Line, Column | None]] = []
