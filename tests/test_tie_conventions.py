@@ -179,8 +179,8 @@ def test_quicksort_is_numbas_argsort() -> None:
 
 def test_ranx_reads_float_labels_truncated() -> None:
     """ranx's Qrels stores labels as int64 (1.7 -> 1, -1.5 -> -1): its values equal the
-    ranx convention on labels truncated toward zero, which the README asks of users, and
-    differ from the float labels' (the harness does not truncate)."""
+    ranx convention on labels truncated toward zero, which the docs ask of users; given
+    fractional labels, the ranx preset refuses them, naming itself."""
     import warnings
 
     from ranx import Qrels, Run, evaluate
@@ -196,7 +196,9 @@ def test_ranx_reads_float_labels_truncated() -> None:
     m = harness.Metric("ndcg", convention="ranx")
     truncated = harness.evaluate(run.assign(label=np.trunc(run["label"])), metrics=[m])
     assert truncated.iloc[0, -1] == pytest.approx(theirs, abs=1e-15)
-    assert harness.evaluate(run, metrics=[m]).iloc[0, -1] != pytest.approx(theirs, abs=1e-6)
+    # without truncating, the ranx preset would not give ranx's number: it refuses
+    with pytest.raises(harness.InputError, match="convention='ranx'.*not an integer"):
+        harness.evaluate(run, metrics=[m])
 
 
 # -- trec_eval ----------------------------------------------------------------------------

@@ -12,11 +12,11 @@ Users add their own with :func:`register_measure`:
 
 >>> import numpy as np
 >>> from harness.metrics.registry import register_measure, unregister_measure
->>> @register_measure("hits", display="Hits", options=("ties", "level"), binary=True,
+>>> @register_measure("in_top", display="InTop", binary=True,
 ...                   formula="number of relevant documents in the top k")
-... def hits(x):
+... def in_top(x):
 ...     return x.top_k_sum(x.relevant()), x.n_relevant() == 0
->>> unregister_measure("hits")
+>>> unregister_measure("in_top")
 """
 
 from __future__ import annotations
