@@ -238,6 +238,8 @@ def _number(text: str, what: str, value: str) -> float:
 
 
 # -- ranx ---------------------------------------------------------------------------------
+# ranx 0.3.21's metric names (ranx.metrics.metric_switch, read by ranx.meta.evaluate's
+# extract_metric_and_params): name[@k][-lN], rbp.P[-lN] or rbp@P[-lN]
 _RANX = re.compile(r"^([a-z][a-z0-9_-]*?)(?:@(\d+)|\.(\d+))?(?:-l(\d+))?$")
 _RANX_NAMES = {"ndcg": "ndcg", "ndcg_burges": "ndcg", "dcg": "dcg", "dcg_burges": "dcg",
                "map": "ap", "mrr": "rr", "precision": "precision", "recall": "recall",
@@ -259,21 +261,25 @@ def _ranx(text: str, explicit: bool) -> Spec | None:
     if not (explicit or name in _RANX_OWN or level is not None):
         return None
     opts: dict[str, Any] = {"convention": "ranx"}
-    if name == "rbp":
-        if persistence is None:
+    if name == "rbp":  # ranx reads rbp.95 and rbp@95 alike: p = 0.95; rbp takes no k
+        digits = persistence if persistence is not None else cutoff
+        if digits is None:
             raise _refuse("ranx", text, "rbp needs its persistence, e.g. rbp.95 (p=0.95)")
-        opts["p"] = float("0." + persistence)
+        opts["p"] = float("0." + digits)
     elif persistence is not None:
         raise _refuse("ranx", text, "only rbp takes a '.'; write the cut-off as @k")
-    elif cutoff is not None:
-        opts["k"] = int(cutoff)
+    elif cutoff is not None and int(cutoff) > 0:  # ranx's @0 is the whole list
+        opts["k"] = int(cutoff)  # (r-precision and bpref ignore k, as Metric does)
     if name in ("ndcg_burges", "dcg_burges"):
         opts["gain"] = "exp2"
     if name == "rbp":  # ranx weights each document by its label
         opts["graded"] = True
     if name == "bpref":  # ranx: no judged non-relevant document gives NaN
         opts["no_nonrelevant"] = "nan"
-    if level is not None:
+    if level is not None and int(level) == 0 and name not in _RANX_GRADED | {"rbp"}:
+        raise _refuse("ranx", text, "-l0 makes every judged document relevant, label 0 "
+                                    "included; no harness level expresses that")
+    if level is not None and int(level) > 0:  # -l0 on a graded one: label 0 adds nothing
         opts["min_label" if name in _RANX_GRADED else "level"] = int(level)
     return _RANX_NAMES[name], opts
 

@@ -1,0 +1,232 @@
+"""Every metric name ranx 0.3.21 computes (``ranx.metrics.metric_switch``: hits, hit_rate,
+precision, recall, f1, r-precision, mrr, map, dcg, dcg_burges, ndcg, ndcg_burges, bpref,
+rbp), with and without ``@k`` and the level suffix ``-lN``, parsed by
+:func:`harness.parse_metric` and compared per query with ``ranx.evaluate(...,
+return_mean=False)`` itself; then the cases of ranx's own metric unit tests
+(tests/unit/ranx/metrics/*_test.py and tests/unit/ranx/metrics_test.py at ranx commit
+2cae52f) run through :func:`harness.evaluate` with the parsed ranx name.
+
+ranx scores a query the run did not retrieve 0 (its ``Run`` holds it empty): the harness
+does that with ``evaluate(..., missing="zero")``. ranx's batch bpref differs from one query
+at a time (see :func:`test_ranx_batch_bpref_is_zero_everywhere_when_a_query_has_no_relevant`),
+so bpref is compared one query at a time.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import harness
+from harness import parse_metric
+from harness.errors import MetricDefinitionError
+
+RANX_VERSION = "0.3.21"
+
+_BASE = ["hits", "hit_rate", "precision", "recall", "f1", "r-precision", "mrr", "map", "dcg",
+         "dcg_burges", "ndcg", "ndcg_burges", "bpref"]
+NAMES = ([f"{b}{cut}{lvl}" for b in _BASE for cut in ("", "@1", "@5", "@30")
+          for lvl in ("", "-l2")]
+         + [f"{b}@3-l3" for b in _BASE] + [f"{b}@0" for b in _BASE]
+         + [f"{b}-l0" for b in ("dcg", "dcg_burges", "ndcg", "ndcg_burges")]
+         + ["rbp.5", "rbp.8", "rbp.95", "rbp@9", "rbp.8-l2", "rbp@95-l3", "rbp.5-l0"])
+
+
+def _quiet():
+    ctx = warnings.catch_warnings()
+    ctx.__enter__()
+    warnings.simplefilter("ignore")  # numba's type-safety chatter, 0/0 in bpref
+    return ctx
+
+
+def make_data(seed: int, n_queries: int = 45) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Tied scores (half-integers), 10+ character ids, labels 0-3, unjudged retrieved and
+    relevant unretrieved documents, queries the run did not retrieve, queries of one
+    document, a retrieved query with no judgment at all, lists past ranx's 15-document
+    insertion-sort limit."""
+    rng = np.random.default_rng(seed)
+    run, qrels = [], []
+    for qi in range(n_queries):
+        qid = f"query-{seed:03d}-{qi:04d}"
+        n = {0: 0, 1: 1, 2: 1, 3: 0}.get(qi, int(rng.integers(1, 26)))
+        for d in rng.permutation(60)[:n]:
+            doc = f"clueweb-doc-{d:05d}"
+            run.append((qid, doc, float(rng.integers(0, 5)) / 2))
+            if qi != 4 and rng.random() < 0.7:  # query 4: retrieved, judged nothing
+                qrels.append((qid, doc, int(rng.choice(4, p=[.4, .3, .2, .1]))))
+        if qi != 4:
+            for j in range(int(rng.integers(0, 3))):  # judged, never retrieved
+                qrels.append((qid, f"unretrieved-{j:05d}", int(rng.integers(0, 4))))
+            if not any(q == qid for q, _, _ in qrels):
+                qrels.append((qid, "clueweb-doc-judged", 0))
+    return (pd.DataFrame(run, columns=["qid", "docid", "score"]),
+            pd.DataFrame(qrels, columns=["qid", "docid", "label"]))
+
+
+def ranx_scores(run: pd.DataFrame, qrels: pd.DataFrame, names: list[str],
+                qids: list[str] | None = None) -> dict[str, pd.Series]:
+    """ranx's per-query values: Qrels and Run built from dicts holding every query (an
+    empty dict where one side has nothing), no make_comparable (one sort: ties as
+    ``quicksort``)."""
+    from ranx import Qrels, Run, evaluate
+
+    qids = qids or sorted(set(run.qid) | set(qrels.qid))
+    rd: dict[str, dict[str, float]] = {q: {} for q in qids}
+    qd: dict[str, dict[str, int]] = {q: {} for q in qids}
+    for q, d, s in run.itertuples(index=False):
+        if q in rd:
+            rd[q][d] = float(s)
+    for q, d, label in qrels.itertuples(index=False):
+        if q in qd:
+            qd[q][d] = int(label)
+    ctx = _quiet()
+    try:
+        q_obj = Qrels(qd)
+        got = evaluate(q_obj, Run(rd), list(names), return_mean=False)
+    finally:
+        ctx.__exit__(None, None, None)
+    if not isinstance(got, dict):
+        got = {names[0]: got}
+    return {n: pd.Series(np.asarray(v, dtype=float), index=list(q_obj.keys()))
+            for n, v in got.items()}
+
+
+def ranx_one_query_at_a_time(run: pd.DataFrame, qrels: pd.DataFrame, names: list[str]
+                             ) -> dict[str, pd.Series]:
+    """Each query evaluated alone. ranx cannot build a Run or Qrels of one empty query: a
+    query the run did not retrieve or nobody judged scores 0 there, as in a batch."""
+    rows: dict[str, dict[str, float]] = {n: {} for n in names}
+    for q in sorted(set(run.qid) | set(qrels.qid)):
+        if (run.qid == q).any() and (qrels.qid == q).any():
+            got = ranx_scores(run, qrels, names, [q])
+            for n in names:
+                rows[n][q] = float(got[n].iloc[0])
+        else:
+            for n in names:
+                rows[n][q] = 0.0
+    return {n: pd.Series(v, dtype=float) for n, v in rows.items()}
+
+
+def ours(run: pd.DataFrame, qrels: pd.DataFrame, name: str) -> pd.Series:
+    """The harness's values with ``missing="zero"`` (ranx: an unretrieved query scores 0).
+    A retrieved query nobody judged is not evaluated by the harness (it is listed in
+    ``attrs['unjudged_qids']``); ranx, given it as an empty Qrels entry, scores it 0 for
+    every metric, which is written here as 0 after checking the listing."""
+    m = parse_metric(f"ranx:{name}")
+    out = harness.evaluate(run, qrels, [m], missing="zero")
+    values = out[m.display_name]
+    unjudged = sorted(set(run.qid) - set(qrels.qid))
+    assert sorted(out.attrs["unjudged_qids"]) == unjudged
+    return pd.concat([values, pd.Series(0.0, index=unjudged)])
+
+
+def _assert_same(mine: pd.Series, theirs: pd.Series, name: str) -> None:
+    assert set(mine.index) == set(theirs.index), name
+    np.testing.assert_allclose(mine[theirs.index].to_numpy(), theirs.to_numpy(), rtol=0,
+                               atol=1e-12, err_msg=name)
+
+
+@pytest.fixture(scope="module", params=[0, 1, 2])
+def data(request: pytest.FixtureRequest) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    run, qrels = make_data(request.param)
+    batch = [n for n in NAMES if not n.startswith("bpref")]
+    theirs = ranx_scores(run, qrels, batch)
+    theirs.update(ranx_one_query_at_a_time(run, qrels,
+                                           [n for n in NAMES if n.startswith("bpref")]))
+    return run, qrels, theirs
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_ranx_name_gives_ranx_numbers_per_query(data: tuple, name: str) -> None:
+    run, qrels, theirs = data
+    _assert_same(ours(run, qrels, name), theirs[name], name)
+
+
+def test_the_data_has_every_edge() -> None:
+    run, qrels = make_data(0)
+    per_q = run.groupby("qid").size()
+    all_q = set(run.qid) | set(qrels.qid)
+    assert len(all_q - set(run.qid)) >= 2  # not retrieved
+    assert (per_q == 1).sum() >= 2 and (per_q > 15).sum() >= 5
+    assert len(set(run.qid) - set(qrels.qid)) == 1  # retrieved, never judged
+    assert run.duplicated(["qid", "score"]).any()  # ties
+    judged = run.merge(qrels, on=["qid", "docid"], how="left")
+    assert judged.label.isna().any()  # unjudged retrieved
+    assert qrels.docid.str.startswith("unretrieved").any()
+    assert set(qrels.label) == {0, 1, 2, 3}
+    assert min(map(len, all_q)) >= 10 and run.docid.str.len().min() >= 10
+
+
+def test_batch_and_one_query_at_a_time_agree_but_for_bpref() -> None:
+    run, qrels = make_data(5, n_queries=25)
+    names = [n for n in NAMES if not n.startswith("bpref")]
+    batch = ranx_scores(run, qrels, names)
+    alone = ranx_one_query_at_a_time(run, qrels, names)
+    for n in names:
+        _assert_same(alone[n], batch[n], n)
+
+
+def test_ranx_batch_bpref_is_zero_from_a_query_without_relevant_on() -> None:
+    """ranx 0.3.21's bpref divides by R: at a query with no relevant document (at the level)
+    the division raises inside numba's parallel loop, which stops there and leaves 0 for
+    that query and every query after it (in the Qrels' sorted query order). One query at a
+    time, that query scores 0 and the others their bpref, which is what the harness gives."""
+    run = pd.DataFrame({"qid": ["qa", "qa", "qa", "qb", "qc", "qc", "qc"],
+                        "docid": ["a", "b", "c", "x", "a", "b", "c"],
+                        "score": [3.0, 2.0, 1.0, 1.0, 3.0, 2.0, 1.0]})
+    qrels = run[["qid", "docid"]].assign(label=[1, 0, 2, 0, 1, 0, 2])
+    assert ranx_scores(run, qrels, ["bpref"])["bpref"].tolist() == [0.5, 0.0, 0.0]
+    alone = ranx_one_query_at_a_time(run, qrels, ["bpref"])["bpref"]
+    assert alone.tolist() == [0.5, 0.0, 0.5]
+    _assert_same(ours(run, qrels, "bpref"), alone, "bpref")
+
+
+def test_bpref_is_nan_only_when_a_relevant_document_is_retrieved() -> None:
+    """No judged non-relevant document: ranx divides 0 by min(R, N) = 0 for each retrieved
+    relevant document (NaN); with none retrieved the sum is empty and bpref is 0."""
+    run = pd.DataFrame({"qid": ["qa", "qa", "qb"], "docid": ["a", "z", "y"],
+                        "score": [2.0, 1.0, 1.0]})
+    qrels = pd.DataFrame({"qid": ["qa", "qb"], "docid": ["a", "x"], "label": [1, 1]})
+    alone = ranx_one_query_at_a_time(run, qrels, ["bpref"])["bpref"]
+    assert math.isnan(alone["qa"]) and alone["qb"] == 0.0
+    mine = ours(run, qrels, "bpref")
+    assert math.isnan(mine["qa"]) and mine["qb"] == 0.0
+
+
+@pytest.mark.parametrize("name", ["hits-l0", "precision@5-l0", "map-l0", "bpref-l0",
+                                  "r-precision-l0", "mrr-l0", "f1-l0", "recall-l0",
+                                  "hit_rate-l0"])
+def test_level_zero_on_a_binary_measure_is_refused(name: str) -> None:
+    """ranx's -l0 counts every judged document relevant, label 0 included: no harness
+    level says that, so the name is refused rather than given another number."""
+    with pytest.raises(MetricDefinitionError, match="-l0"):
+        parse_metric(f"ranx:{name}")
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("ndcg@10-l2", harness.Metric("ndcg", k=10, min_label=2, convention="ranx")),
+    ("ndcg_burges-l3", harness.Metric("ndcg", gain="exp2", min_label=3, convention="ranx")),
+    ("dcg@0", harness.Metric("dcg", convention="ranx")),
+    ("ndcg-l0", harness.Metric("ndcg", convention="ranx")),
+    ("precision@5-l2", harness.Metric("precision", k=5, level=2, convention="ranx")),
+    ("r-precision@7", harness.Metric("rprec", convention="ranx")),
+    ("bpref@7-l2", harness.Metric("bpref", level=2, no_nonrelevant="nan",
+                                  convention="ranx")),
+    ("rbp@95", harness.Metric("rbp", p=0.95, graded=True, convention="ranx")),
+    ("rbp.95-l2", harness.Metric("rbp", p=0.95, graded=True, level=2, convention="ranx")),
+    ("rbp.5-l0", harness.Metric("rbp", p=0.5, graded=True, convention="ranx")),
+    ("hit_rate@3", harness.Metric("success", k=3, convention="ranx")),
+    ("hits@3", harness.Metric("hits", k=3, convention="ranx")),
+    ("mrr@3", harness.Metric("rr", k=3, convention="ranx")),
+    ("map@3", harness.Metric("ap", k=3, convention="ranx")),
+    ("f1@3", harness.Metric("f1", k=3, convention="ranx")),
+    ("recall@3", harness.Metric("recall", k=3, convention="ranx")),
+])
+def test_what_each_ranx_name_maps_to(name: str, expected: harness.Metric) -> None:
+    got = parse_metric(f"ranx:{name}")
+    assert got == expected
+    assert parse_metric(got.display_name) == got  # round-trips
