@@ -53,10 +53,12 @@ _VALUES: dict[str, list[Any]] = {
     "levels": [(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0), (0.25, 0.5, 0.75)],
     "beta": [1.0, 0.5],
     "recall_cutoff": ["plus_0.9", "nearest"],
+    "target": [1.0, 2.5],
 }
 #: Measures that refuse ties='average' (a maximum over ranks, or terms non-linear in the
 #: documents above: no expectation over tied orders is computed).
-_NO_AVERAGE = {"iprec", "iprec_avg", "infap", "bin_g", "g", "ndcg_rel"}
+_NO_AVERAGE = {"iprec", "iprec_avg", "infap", "bin_g", "g", "ndcg_rel", "inst", "bpm",
+               "nerr8", "nerr9", "nerr10", "nerr11"}
 
 
 @st.composite

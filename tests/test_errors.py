@@ -504,10 +504,13 @@ def test_harness_namespace() -> None:
         "dcg", "ndcg", "mndcg", "ap", "rr", "precision", "recall", "hits", "err", "success",
         "rprec", "f1", "iprec", "judged", "bpref", "rbp", "rbp_residual",
         # trec_eval's others
-        "num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret", "gm_ap", "gm_bpref",
+        "num_ret", "query_count", "num_rel", "num_rel_ret", "num_nonrel_judged_ret", "gm_ap",
+        "gm_bpref",
         "set_p", "set_relative_p", "set_recall", "set_ap", "set_f", "utility", "rprec_mult",
         "relative_precision", "unj", "iprec_avg", "infap", "bin_g", "g", "ndcg_rel", "rndcg",
-        "rbp_scaled", "rbp_resid")
+        "rbp_scaled", "rbp_resid",
+        # cwl_eval's C/W/L measures (ir_measures)
+        "inst", "insq", "bpm", "nerr8", "nerr9", "nerr10", "nerr11")
 
 
 # --------------------------------------------------------------------------------------

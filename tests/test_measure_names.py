@@ -94,7 +94,7 @@ def test_keyword_options_win_over_the_tool_convention() -> None:
     ("trec_eval:nope", "unknown"),
     ("nDCG(judged_only=maybe)@10", "judged_only must be True or False"),
     ("nDCG(dcg=exp)@10", "dcg must be"),
-    ("SDCG(max_rel=4,min_rel=1)@10", "min_rel=0"),
+    ("SDCG(max_rel=4,min_rel=4)@10", "min_rel must be below max_rel"),
     ("AP(rel=2)@ten", "must be an int"),
     ("AP(rel=2,p=3)@10", "'p' is not supported for AP"),
     ("ranx:rbp", "persistence"),

@@ -152,6 +152,9 @@ class Metric:
     beta : float > 0, default 1
         ``set_f``: :math:`(1 + beta) P R / (beta P + R)`, as trec_eval's ``set_F`` (beta
         not squared).
+    target : float > 0, default 1
+        ``inst``, ``insq``, ``bpm``, ``nerr11``: the total gain T the user wants, with gains
+        scaled to [0, 1] by ``min_label`` and ``max_label`` (cwl_eval's and ir_measures' T).
     convention : str or None, default None
         A preset from :data:`CONVENTIONS` (``sklearn``, ``trec_eval``, ``lightgbm``,
         ``xgboost``, ``keras_rs``, ``ranx``, ``catboost``) that sets every option it names;
@@ -201,6 +204,7 @@ class Metric:
     levels: tuple[float, ...]
     recall_cutoff: str
     beta: float
+    target: float
     convention: str | None = field(compare=False, hash=False)
 
     def __init__(self, name: str, *, k: Any = _UNSET, convention: str | None = None,

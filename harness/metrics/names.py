@@ -121,10 +121,34 @@ _IRM = re.compile(r"^([A-Za-z][A-Za-z0-9]*)\s*(?:\((.*)\))?\s*(?:@\s*(\S+))?$", 
 _IRM_NAMES = {"nDCG": "ndcg", "NDCG": "ndcg", "AP": "ap", "MAP": "ap", "P": "precision",
               "R": "recall", "RR": "rr", "MRR": "rr", "SDCG": "mndcg", "ERR": "err",
               "Judged": "judged", "Success": "success", "Rprec": "rprec", "Bpref": "bpref",
-              "BPref": "bpref", "RBP": "rbp", "IPrec": "iprec"}
-_IRM_OWN = {"rel", "dcg", "gains", "max_rel", "min_rel", "judged_only"}
+              "BPref": "bpref", "RBP": "rbp", "IPrec": "iprec",
+              # pytrec_eval's set measures and counts, infAP
+              "SetP": "set_p", "SetRelP": "set_relative_p", "SetR": "set_recall",
+              "SetF": "set_f", "SetAP": "set_ap", "NumRet": "num_ret",
+              "NumRelRet": "num_rel_ret", "NumRel": "num_rel", "NumQ": "query_count",
+              "infAP": "infap",
+              # cwl_eval's C/W/L measures
+              "BPM": "bpm", "INST": "inst", "INSQ": "insq", "NERR8": "nerr8",
+              "NERR9": "nerr9", "NERR10": "nerr10", "NERR11": "nerr11"}
+_IRM_OWN = {"rel", "dcg", "gains", "max_rel", "min_rel", "judged_only", "relative", "T"}
 _IRM_TREC = {"nDCG", "NDCG", "AP", "MAP", "P", "R", "RR", "MRR", "Rprec", "Bpref", "BPref",
-             "Success", "IPrec"}
+             "Success", "IPrec", "SetP", "SetRelP", "SetR", "SetF", "SetAP", "NumRet",
+             "NumRelRet", "NumRel", "NumQ", "infAP"}
+#: cwl_eval's measures: gains (clip(rel, min_rel, max_rel) - min_rel) / (max_rel - min_rel),
+#: max_rel required, ties in the run's order
+_IRM_CWL = {"BPM", "INST", "INSQ", "NERR8", "NERR9", "NERR10", "NERR11"}
+#: ir_measures' parameters of the names added for issue 21 (the others keep their checks)
+_IRM_PARAMS = {"SetP": {"rel", "relative", "judged_only"}, "SetRelP": {"rel", "judged_only"},
+               "SetR": {"rel"}, "SetF": {"rel", "beta", "judged_only"},
+               "SetAP": {"rel", "judged_only"}, "NumRet": {"rel"}, "NumRelRet": {"rel"},
+               "NumRel": {"rel"}, "NumQ": set(), "infAP": {"rel"}, "Bpref": {"rel"},
+               "BPref": {"rel"}, "BPM": {"cutoff", "T", "min_rel", "max_rel"},
+               "INST": {"T", "min_rel", "max_rel"}, "INSQ": {"T", "min_rel", "max_rel"},
+               "NERR8": {"cutoff", "min_rel", "max_rel"},
+               "NERR9": {"cutoff", "min_rel", "max_rel"},
+               "NERR10": {"p", "min_rel", "max_rel"}, "NERR11": {"T", "min_rel", "max_rel"}}
+#: the names whose measures take a cut-off in ir_measures (others refuse @k)
+_IRM_NO_CUTOFF = {n for n, ps in _IRM_PARAMS.items() if "cutoff" not in ps}
 
 
 def _ir_measures(text: str, explicit: bool) -> Spec | None:
@@ -151,6 +175,23 @@ def _ir_measures(text: str, explicit: bool) -> Spec | None:
         opts.update(gain="linear", ties="input")  # the order of the run (a stable sort)
     elif name == "RBP":  # cwl_eval too (it needs rel=: binary RBP), ties in run order
         opts["ties"] = "input"
+    elif name in _IRM_CWL:  # cwl_eval: gains scaled by min_rel..max_rel, run order
+        opts["ties"] = "input"
+        if "max_rel" not in params:
+            raise _refuse("ir_measures", text, f"{name} needs max_rel (the top grade its "
+                          "gains are scaled by), e.g. " + name + "(max_rel=3)")
+        if name == "NERR10":
+            opts["p"] = 0.9  # ir_measures' default persistence of NERR10
+    if name == "NumRet" and "rel" in params:  # NumRet(rel=r) counts the relevant ones
+        measure = _IRM_NAMES["NumRelRet"]
+    if name in _IRM_PARAMS:
+        extra = sorted(params.keys() - _IRM_PARAMS[name])
+        if extra:
+            raise _refuse("ir_measures", text, f"{name} takes no parameter "
+                          f"{', '.join(map(repr, extra))} in ir_measures (its parameters: "
+                          f"{', '.join(sorted(_IRM_PARAMS[name])) or 'none'})")
+    if cutoff is not None and name in _IRM_NO_CUTOFF:
+        raise _refuse("ir_measures", text, f"{name} takes no cut-off @k in ir_measures")
     if cutoff is not None:
         if name == "IPrec":
             opts["at_recall"] = _number(text, "IPrec@", cutoff)
@@ -161,13 +202,20 @@ def _ir_measures(text: str, explicit: bool) -> Spec | None:
             opts["k"] = int(cutoff)
     for key, value in params.items():
         _irm_option(text, name, key, value, opts)
-    return measure, opts
+    if name == "SDCG" and opts.get("min_label", 0) >= opts.get("max_label", float("inf")):
+        raise _refuse("ir_measures", text, "min_rel must be below max_rel")
+    return opts.pop("_measure", measure), opts
 
 
 def _irm_option(text: str, name: str, key: str, value: Any, opts: dict[str, Any]) -> None:
+    if key == "rel" and name == "NumRel" and value != 1:
+        raise _refuse("ir_measures", text, f"rel={value!r}: ir_measures computes NumRel only "
+                      "at rel=1 (pytrec_eval, its provider, ignores the level in num_rel)")
     if key == "rel":
         opts["level"] = value
     elif key == "judged_only":  # unjudged documents leave the ranking
+        if name in ("Judged", "SDCG", "ERR", "RBP"):
+            raise _refuse("ir_measures", text, f"{name} takes no judged_only in ir_measures")
         if value not in (True, False, "True", "False"):
             raise _refuse("ir_measures", text, f"judged_only must be True or False, got "
                           f"{value!r}")
@@ -186,10 +234,25 @@ def _irm_option(text: str, name: str, key: str, value: Any, opts: dict[str, Any]
         opts["gain"] = value
     elif key == "max_rel" and name == "SDCG":
         opts["max_label"] = value
-    elif key == "min_rel" and name == "SDCG":
-        if value != 0:
-            raise _refuse("ir_measures", text, f"only min_rel=0 is supported, got {value!r}")
-    elif key == "p" and name == "RBP":
+    elif key == "max_rel" and name in _IRM_CWL:
+        opts["max_label"] = value
+    elif key == "min_rel" and (name == "SDCG" or name in _IRM_CWL):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise _refuse("ir_measures", text, f"min_rel must be an int >= 0, got {value!r}")
+        if value and name == "SDCG":  # cwl_eval's gain (rel - min_rel) / (max_rel - min_rel)
+            opts.update(min_label=value, gain=f"rel - {value}")  # over max_rel - min_rel
+        elif value:
+            opts["min_label"] = value
+    elif key == "relative" and name == "SetP":
+        if value not in (True, False):
+            raise _refuse("ir_measures", text, f"relative must be True or False, got "
+                          f"{value!r}")
+        opts["_measure"] = "set_relative_p" if value else "set_p"
+    elif key == "beta" and name == "SetF":
+        opts["beta"] = value
+    elif key == "T" and name in _IRM_CWL:
+        opts["target"] = value
+    elif key == "p" and name in ("RBP", "NERR10"):
         opts["p"] = value
     elif key == "cutoff":
         opts["k"] = value

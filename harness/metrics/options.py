@@ -272,6 +272,9 @@ OPTIONS: Final[dict[str, Option]] = {o.name: o for o in (
            "trec_eval 9, pytrec_eval) or x R rounded, halves up (nearest, trec_eval 10)"),
     Option("beta", 1.0, positive("beta"), float,
            "SetF's weight of recall: (1 + beta) P R / (beta P + R), as trec_eval's set_F"),
+    Option("target", 1.0, positive("target"), float,
+           "C/W/L measures (INST, INSQ, BPM, NERR11): the total gain T the user wants, "
+           "gains scaled to [0, 1] (cwl_eval's T)"),
 )}
 
 #: Options that set how a query with no relevant document counts.

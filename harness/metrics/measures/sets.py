@@ -36,6 +36,14 @@ def _num_ret(x: MeasureInput) -> Result:
     return depth(x), _none(x)
 
 
+@register_measure("query_count", display="NumQ", options=(), cutoff=False,
+                  aggregate="sum", builtin=True, matches="ir_measures `NumQ`; trec_eval `num_q`",
+                  formula="1 for each query evaluated (summary: the sum, the number of "
+                          "queries)")
+def _num_q(x: MeasureInput) -> Result:
+    return np.ones(x.n_queries), _none(x)
+
+
 @register_measure("num_rel", display="NumRel", options=(), binary=True, cutoff=False,
                   aggregate="sum", builtin=True, matches="trec_eval `num_rel`",
                   formula="$R$, the judged documents with $rel \\ge level$, retrieved or "

@@ -1,0 +1,209 @@
+"""C/W/L measures of cwl_eval (Azzopardi, Thomas and Moffat 2019), as ir_measures computes
+them with cwl-eval 1.0.12: INST, INSQ, BPM and the four NERR variants.
+
+A user examines rank 1, and continues from rank ``i`` to ``i + 1`` with probability
+``c_i``; ``S_i = \\prod_{j<i} c_j`` is the chance of reaching rank ``i``. The measure is
+the expected gain per document examined, ``\\sum_i S_i g_i / \\sum_i S_i``, read over
+cwl_eval's fixed depth of ``N = 1000`` ranks: a list shorter than that is padded with
+documents of gain 0 (the user may go on reading them), a longer one is cut there. Gains
+are the labels scaled to [0, 1]: ``g = (clip(rel, min_label, max_label) - min_label) /
+(max_label - min_label)``; an unjudged document has gain 0 (cwl_eval's lower bound).
+
+The ranks past the longest list read here hold gain 0, so their part of ``\\sum_i S_i`` has
+a closed form (a geometric, harmonic or inverse-square tail); the ranks before it are one
+``(queries, ranks)`` array, cumulated along the ranks as cwl_eval does. INSQ's ``c_i`` does
+not depend on the gains, so it is a sum of per-rank terms and takes ``ties="average"``
+(each tied document's gain replaced by its group's mean); the others read the gains above
+each rank and refuse it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import polygamma
+
+from harness.errors import InputError, MetricDefinitionError
+from harness.metrics.measures.rank_points import refuse_average
+from harness.metrics.measures.top_grade import check_top_grade, top_grade
+from harness.metrics.registry import MeasureInput, register_measure
+
+__all__ = ["CWL_DEPTH"]
+
+#: cwl_eval's depth (``max_n``): every list is read as exactly this many ranks.
+CWL_DEPTH = 1000
+
+Result = tuple[np.ndarray, np.ndarray]
+_SCALE = ("max_label", "min_label")
+_MATCH = "ir_measures `{}` (cwl_eval 1.0.12)"
+_GAIN = ("$g_i = (\\mathrm{clip}(rel_i, min, max) - min) / (max - min)$ "
+         "(`min_label`, `max_label`), 0 if unjudged; $N = 1000$ ranks, padded with $g = 0$")
+
+
+def _scaled(x: MeasureInput) -> np.ndarray:
+    """Per ranked row, the gain scaled to [0, 1] by min_label and max_label."""
+    prep, metric = x.prep, x.metric
+    check_top_grade(prep, metric)
+    top, low = float(top_grade(prep, metric)), float(metric.min_label)
+    if not low < top:
+        text = (f"{metric.display_name}: min_label ({low:g}) must be below the top grade "
+                f"({top:g}); the gains are (clip(rel, min_label, max_label) - min_label) / "
+                "(max_label - min_label)")
+        if metric.max_label is None:  # the top grade is the data's highest label
+            raise InputError(text + ", and max_label=None takes the highest label evaluated",
+                             column="label")
+        raise MetricDefinitionError(text)
+    return (np.clip(x.label, low, top) - low) / (top - low)
+
+
+def _matrix(x: MeasureInput, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The scaled gains of the first ``width`` ranks, one row per query (0 past a list's
+    end), and the width read: at most the longest list, ``width`` and N."""
+    r = x.ranking
+    cols = int(min(width, CWL_DEPTH, x.prep.max_len))
+    gain = _scaled(x)
+    out = np.zeros((x.n_queries, cols))
+    keep = r.pos < cols
+    out[r.q[keep], r.pos[keep]] = gain[keep]
+    return out, np.arange(1, cols + 1, dtype=np.float64)
+
+
+def _reach(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``S_i = prod_{j<i} c_j`` for the ranks of ``c`` (ranks along axis 1), and the
+    chance ``S_L`` of reaching the first rank past them."""
+    prod = np.cumprod(c, axis=1)
+    reach = np.ones_like(c)
+    reach[:, 1:] = prod[:, :-1]
+    last = prod[:, -1] if c.shape[1] else np.ones(c.shape[0])
+    return reach, last
+
+
+def _expected(g: np.ndarray, reach: np.ndarray, tail: np.ndarray) -> Result:
+    """``sum_i S_i g_i / (sum_i S_i + tail)`` per query; no query is empty."""
+    value = (reach * g).sum(axis=1) / (reach.sum(axis=1) + tail)
+    return value, np.zeros(len(value), dtype=bool)
+
+
+def _inverse_squares(start: np.ndarray | float, shift: np.ndarray | float) -> np.ndarray:
+    """``sum_{i=start}^{N-1} (i + shift)^{-2}`` (trigamma differences)."""
+    start = np.asarray(start, dtype=np.float64)
+    return np.asarray(polygamma(1, start + shift) - polygamma(1, CWL_DEPTH + shift))
+
+
+def _cutoff(x: MeasureInput) -> int:
+    return CWL_DEPTH if x.metric.k is None else min(x.metric.k, CWL_DEPTH)
+
+
+@register_measure("inst", display="INST", options=(*_SCALE, "target"), graded=True,
+                  top_grade=True, cutoff=False, builtin=True, matches=_MATCH.format("INST"),
+                  formula="$\\sum_i S_i g_i / \\sum_{i=1}^{N} S_i$, $S_i = \\prod_{j<i} c_j$, "
+                          "$c_j = \\left(\\frac{j + T + T_j - 1}{j + T + T_j}\\right)^2$, "
+                          "$T_j = T - \\sum_{m \\le j} g_m$ (`target` = T); " + _GAIN)
+def _inst(x: MeasureInput) -> Result:
+    refuse_average(x, "INST's continuation reads the gains above each rank")
+    g, rank = _matrix(x, CWL_DEPTH)
+    shift = 2.0 * x.metric.target - np.cumsum(g, axis=1)  # T + T_i
+    reach, last = _reach(((rank + shift - 1.0) / (rank + shift)) ** 2)
+    # past the last column the gains are 0: c telescopes, S_i = S_L ((L + A) / (i + A))^2
+    cols = g.shape[1]
+    a = shift[:, -1] if cols else np.full(x.n_queries, 2.0 * x.metric.target)
+    tail = last * (cols + a) ** 2 * _inverse_squares(cols, a) if cols < CWL_DEPTH else 0.0
+    return _expected(g, reach, tail)
+
+
+@register_measure("insq", display="INSQ", options=(*_SCALE, "target"), graded=True,
+                  top_grade=True, cutoff=False, builtin=True, matches=_MATCH.format("INSQ"),
+                  formula="$\\sum_i S_i g_i / \\sum_{i=1}^{N} S_i$, "
+                          "$S_i = \\prod_{j<i} \\left(\\frac{j + 2T - 1}{j + 2T}\\right)^2$ "
+                          "(`target` = T); " + _GAIN)
+def _insq(x: MeasureInput) -> Result:
+    t2 = 2.0 * x.metric.target
+    rank = np.arange(1, CWL_DEPTH + 1, dtype=np.float64)
+    reach, _ = _reach((((rank + t2 - 1.0) / (rank + t2)) ** 2)[None, :])
+    weight = reach[0] / reach[0].sum()
+    r = x.ranking
+    keep = r.pos < CWL_DEPTH
+    gain = r.group_mean(_scaled(x))
+    value = np.bincount(r.q[keep], weights=gain[keep] * weight[r.pos[keep]],
+                        minlength=x.n_queries)
+    return value, np.zeros(x.n_queries, dtype=bool)
+
+
+@register_measure("bpm", display="BPM", options=(*_SCALE, "target"), graded=True,
+                  top_grade=True, builtin=True, matches=_MATCH.format("BPM@k"),
+                  formula="$\\frac{1}{m} \\sum_{i=1}^{m} g_i$, $m = \\min(k, N, "
+                          "\\min\\{i : \\sum_{j \\le i} g_j \\ge T\\})$: the user reads until "
+                          "the gain reaches T (`target`) or k documents (static BPM, unit "
+                          "costs; $k = N$ without a cut-off); " + _GAIN)
+def _bpm(x: MeasureInput) -> Result:
+    refuse_average(x, "BPM stops where the gain above reaches T")
+    depth = _cutoff(x)
+    g, _ = _matrix(x, depth)
+    cum = np.cumsum(g, axis=1)
+    reached = cum >= x.metric.target
+    stop = np.where(reached.any(axis=1), reached.argmax(axis=1) + 1, depth)
+    m = np.minimum(stop, depth)  # documents read
+    cols = g.shape[1]
+    gained = cum[np.arange(x.n_queries), np.minimum(m, cols) - 1] if cols else \
+        np.zeros(x.n_queries)
+    return gained / m, np.zeros(x.n_queries, dtype=bool)
+
+
+def _nerr_truncated(x: MeasureInput, weighted: bool) -> Result:
+    """NERR8 (``c_i = 1 - g_i``) and NERR9 (``c_i = i/(i+1) (1 - g_i)``) over the top k."""
+    refuse_average(x, "NERR's continuation reads the gains above each rank")
+    depth = _cutoff(x)
+    g, rank = _matrix(x, depth)
+    c = (1.0 - g) * (rank / (rank + 1.0) if weighted else 1.0)
+    reach, last = _reach(c)
+    cols = g.shape[1]
+    rest = np.arange(cols, depth, dtype=np.float64)  # ranks past the matrix, 0-based
+    # past it the gains are 0: S_i = S_L (NERR8) or S_L (L + 1) / (i + 1) (NERR9)
+    tail = last * ((cols + 1.0) * (1.0 / (rest + 1.0)).sum() if weighted else len(rest))
+    return _expected(g, reach, tail)
+
+
+@register_measure("nerr8", display="NERR8", options=_SCALE, graded=True, top_grade=True,
+                  builtin=True, matches=_MATCH.format("NERR8@k"),
+                  formula="$\\sum_{i \\le k} S_i g_i / \\sum_{i \\le k} S_i$, "
+                          "$S_i = \\prod_{j<i} (1 - g_j)$ (Azzopardi et al. 2021, eq. 8; "
+                          "$k = N$ without a cut-off); " + _GAIN)
+def _nerr8(x: MeasureInput) -> Result:
+    return _nerr_truncated(x, weighted=False)
+
+
+@register_measure("nerr9", display="NERR9", options=_SCALE, graded=True, top_grade=True,
+                  builtin=True, matches=_MATCH.format("NERR9@k"),
+                  formula="$\\sum_{i \\le k} S_i g_i / \\sum_{i \\le k} S_i$, "
+                          "$S_i = \\prod_{j<i} \\frac{j}{j+1} (1 - g_j)$ (eq. 9); " + _GAIN)
+def _nerr9(x: MeasureInput) -> Result:
+    return _nerr_truncated(x, weighted=True)
+
+
+@register_measure("nerr10", display="NERR10", options=(*_SCALE, "p"), graded=True,
+                  top_grade=True, cutoff=False, builtin=True,
+                  matches=_MATCH.format("NERR10(p=...)"),
+                  formula="$\\sum_i S_i g_i / \\sum_{i=1}^{N} S_i$, "
+                          "$S_i = \\prod_{j<i} p (1 - g_j)$ (eq. 10); " + _GAIN)
+def _nerr10(x: MeasureInput) -> Result:
+    refuse_average(x, "NERR's continuation reads the gains above each rank")
+    p = x.metric.p
+    g, _ = _matrix(x, CWL_DEPTH)
+    reach, last = _reach(p * (1.0 - g))
+    rest = CWL_DEPTH - g.shape[1]  # past the matrix S_i = S_L p^(i - L)
+    return _expected(g, reach, last * (1.0 - p ** rest) / (1.0 - p))
+
+
+@register_measure("nerr11", display="NERR11", options=(*_SCALE, "target"), graded=True,
+                  top_grade=True, cutoff=False, builtin=True,
+                  matches=_MATCH.format("NERR11(T=...)"),
+                  formula="$\\sum_i S_i g_i / \\sum_{i=1}^{N} S_i$, $S_i = \\prod_{j<i} "
+                          "\\left(\\frac{j + 2T - 1}{j + 2T}\\right)^2 (1 - g_j)$ (eq. 11, "
+                          "`target` = T); " + _GAIN)
+def _nerr11(x: MeasureInput) -> Result:
+    refuse_average(x, "NERR's continuation reads the gains above each rank")
+    t2 = 2.0 * x.metric.target
+    g, rank = _matrix(x, CWL_DEPTH)
+    reach, last = _reach(((rank + t2 - 1.0) / (rank + t2)) ** 2 * (1.0 - g))
+    cols = g.shape[1]  # past the matrix S_i = S_L ((L + 2T) / (i + 2T))^2
+    tail = last * (cols + t2) ** 2 * _inverse_squares(cols, t2) if cols < CWL_DEPTH else 0.0
+    return _expected(g, reach, tail)
