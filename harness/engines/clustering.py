@@ -34,15 +34,15 @@ def cluster_parquet(src: str | os.PathLike[str], dst: str | os.PathLike[str], *,
         paths = [Path(tmp) / f"bucket{i}.parquet" for i in range(n_buckets)]
         writers: list[Any] = [None] * n_buckets
         try:
+            # Arrow tables throughout: every column is kept as stored, the index pandas
+            # wrote (``__index_level_0__``) and the schema's pandas metadata included
             for batch in reader.iter_batches(batch_size=int(batch_rows)):
-                frame = batch.to_pandas()
-                bucket = pd.util.hash_array(frame["qid"].to_numpy()) % np.uint64(n_buckets)
+                table = pa.Table.from_batches([batch], schema=schema)
+                bucket = pd.util.hash_array(_qids(table)) % np.uint64(n_buckets)
                 for b in np.unique(bucket):
-                    part = pa.Table.from_pandas(frame[bucket == b], schema=schema,
-                                                preserve_index=False)
                     if writers[b] is None:
                         writers[b] = pq.ParquetWriter(paths[b], schema)
-                    writers[b].write_table(part)
+                    writers[b].write_table(table.filter(pa.array(bucket == b)))
         finally:
             for w in writers:
                 if w is not None:
@@ -50,8 +50,12 @@ def cluster_parquet(src: str | os.PathLike[str], dst: str | os.PathLike[str], *,
         with pq.ParquetWriter(target, schema) as out:
             for path in paths:
                 if path.is_file():
-                    frame = pq.read_table(path).to_pandas()
-                    order = np.argsort(pd.factorize(frame["qid"])[0], kind="stable")
-                    out.write_table(pa.Table.from_pandas(frame.iloc[order], schema=schema,
-                                                         preserve_index=False))
+                    table = pq.read_table(path, schema=schema)
+                    order = np.argsort(pd.factorize(_qids(table))[0], kind="stable")
+                    out.write_table(table.take(pa.array(order)))
     return target
+
+
+def _qids(table: Any) -> np.ndarray:
+    """The ``qid`` column as a NumPy array of its values (a dictionary column decoded)."""
+    return np.asarray(table.column("qid").to_pandas())
