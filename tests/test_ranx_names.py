@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -230,3 +231,149 @@ def test_what_each_ranx_name_maps_to(name: str, expected: harness.Metric) -> Non
     got = parse_metric(f"ranx:{name}")
     assert got == expected
     assert parse_metric(got.display_name) == got  # round-trips
+
+
+# -- ranx's own metric unit tests, through harness.evaluate ------------------------------
+# Inputs and expected values of tests/unit/ranx/metrics/{bpref,f1,rank_biased_precision,
+# zero_division_error}_test.py and tests/unit/ranx/metrics_test.py (ranx commit 2cae52f).
+# A run given as a list is ranked in that order (metrics_test.py hands ranx's metric
+# functions ranked arrays, every score 1): it gets decreasing scores here. ``expected`` is
+# per query, or ("mean", value). metrics_test.py's precision and average-precision tests
+# expect the mean of ranx's own single-query values: those are computed with ranx.metrics.
+_Q4 = {"q1": {"d2": 1, "d5": 1, "d1": 0, "d4": 0}, "q2": {"d2": 1, "d5": 1, "d1": 0, "d6": 0},
+       "q3": {"d2": 1, "d5": 1, "d7": 1, "d1": 0, "d6": 0, "d8": 0},
+       "q4": {"d2": 1, "d4": 1, "d6": 1, "d9": 1, "d1": 0, "d3": 0, "d7": 0, "d8": 0}}
+_R4 = {"q1": {"d1": 10, "d2": 9, "d3": 8, "d4": 7},
+       "q2": {"d1": 10, "d2": 9, "d3": 8, "d4": 7, "d5": 6, "d6": 5},
+       "q3": {"d1": 10, "d2": 9, "d3": 8, "d4": 7, "d5": 6, "d6": 5, "d7": 4, "d8": 3}}
+_R_BPREF = {**_R4, "q4": {"d1": 10, "d2": 9, "d3": 8, "d4": 7, "d6": 5, "d7": 4, "d8": 3}}
+_R_F1 = {**_R4, "q4": {"d1": 10, "d12": 9, "d3": 8, "d14": 7, "d16": 5, "d7": 4, "d8": 3}}
+_P_F1 = [1 / 4, 2 / 6, 3 / 8, 0.0]  # precision, recall of f1_test's run
+_R_F1S = [1 / 2, 2 / 2, 3 / 3, 0.0]
+_RBP_Q = {"q1": {f"d{i}": 1 for i in (1, 2, 6, 11, 17)}}
+_RBP_R = {"q1": {f"d{i}": 21 - i for i in range(1, 21)}}
+_ZQ = {"q_1": {"doc_a": 1}, "q_2": {"doc_b": 1}, "q_3": {"doc_c": 1}, "q_4": {"doc_d": 1}}
+_ZR = {"q_1": {"doc_a": 1.0}, "q_2": {"doc_b": 1.0}, "q_3": {}, "q_4": {"doc_d": 1.0}}
+_PRED7 = [4, 5, 6, 2, 1, 7, 3]
+_PA_Q = {"1": {1: 1, 2: 1, 3: 1}, "2": {4: 1, 5: 1, 6: 1, 7: 1}, "3": {8: 1, 9: 1}}
+_PA_R = {"1": _PRED7, "2": _PRED7, "3": _PRED7}
+_RP_R = [2, 4, 3, 1, 5, 6, 7]
+_G_Q = {"1": {2: 5, 4: 4, 5: 3, 10: 2}}
+_G_RUNS = [[1, 2, 3, 4, 5], [10, 5, 2, 4, 3], [1, 3, 6, 7, 8]]
+_L2 = np.log2
+_IDCG = 5 / _L2(2) + 4 / _L2(3) + 3 / _L2(4) + 2 / _L2(5)
+_IDCG_B = 31 / _L2(2) + 15 / _L2(3) + 7 / _L2(4) + 3 / _L2(5)
+_DCG = [5 / _L2(3) + 4 / _L2(5) + 3 / _L2(6),
+        2 / _L2(2) + 3 / _L2(3) + 5 / _L2(4) + 4 / _L2(5), 0.0]
+_DCG_B = [31 / _L2(3) + 15 / _L2(5) + 7 / _L2(6),
+          3 / _L2(2) + 7 / _L2(3) + 31 / _L2(4) + 15 / _L2(5), 0.0]
+
+
+def _ranx_single_means(fn: str, k: int) -> float:
+    """metrics_test.py's expected value: the mean of ranx's single-query values."""
+    import ranx.metrics as rm
+    from numba.typed import List
+
+    vals = []
+    for q in ("1", "2", "3"):
+        t = np.array([[d, lab] for d, lab in _PA_Q[q].items()], dtype=np.float64)
+        p = np.array([[d, 1] for d in _PA_R[q]], dtype=np.float64)
+        vals.append(getattr(rm, fn)(List([t]), List([p]), k)[0])
+    return float(np.mean(vals))
+
+
+UNIT_CASES: list[tuple[str, str, dict, dict, Any]] = [
+    ("bpref_test::test_bpref", "bpref", _Q4, _R_BPREF,
+     [1 / 2 * (1 - 1 / 2), 1 / 2 * ((1 - 1 / 2) + (1 - 1 / 2)),
+      1 / 3 * ((1 - 1 / 3) + (1 - 1 / 3) + (1 - 2 / 3)),
+      1 / 4 * ((1 - 1 / 4) + (1 - 2 / 4) + (1 - 2 / 4))]),
+    ("f1_test::test_f1", "f1", _Q4, _R_F1,
+     [2 * p * r / (p + r) if p + r else 0.0 for p, r in zip(_P_F1, _R_F1S)]),
+    ("rank_biased_precision_test (p=0.5)", "rbp.5", _RBP_Q, _RBP_R, ("round4", 0.7661)),
+    ("rank_biased_precision_test (p=0.8)", "rbp.8", _RBP_Q, _RBP_R, ("round4", 0.4526)),
+    ("rank_biased_precision_test (p=0.95)", "rbp.95", _RBP_Q, _RBP_R, ("round4", 0.1881)),
+    ("zero_division_error_test::test_precision", "precision", _ZQ, _ZR, ("mean", 0.75)),
+    ("zero_division_error_test::test_recall", "recall", _ZQ, _ZR, ("mean", 0.75)),
+    ("zero_division_error_test::test_f1", "f1", _ZQ, _ZR, ("mean", 0.75)),
+    ("metrics_test::test_hits", "hits@5",
+     {"1": {1: 1, 4: 1, 5: 1, 6: 1}, "2": {1: 1, 4: 1, 6: 1}},
+     {"1": [1, 2, 3, 4, 5, 7], "2": [1, 2, 4, 3, 5, 7]}, ("mean", 2.5)),
+    # y_t_1 judges document 6 twice: the harness refuses a duplicate (qid, docid)
+    ("metrics_test::test_hit_rate", "hit_rate@5",
+     {"1": [(9, 1), (6, 1), (8, 1), (6, 1)], "2": {1: 1, 2: 1, 4: 1}},
+     {"1": [1, 2, 3, 4, 5, 7], "2": [1, 2, 4, 3, 5, 7]}, ("mean", 0.5)),
+    ("metrics_test::test_precision", "precision@5", _PA_Q, _PA_R,
+     ("mean_of", "precision", 5)),
+    ("metrics_test::test_average_precision", "map@7", _PA_Q, _PA_R,
+     ("mean_of", "average_precision", 7)),
+    ("metrics_test::test_reciprocal_rank_single", "mrr@5", {"1": {3: 1}},
+     {"1": [2, 3, 1, 4, 5]}, [0.5]),
+    ("metrics_test::test_reciprocal_rank_single_no_match", "mrr@5", {"1": {3: 1}},
+     {"1": [2, 1, 4, 5]}, [0.0]),
+    # the third run retrieves document 1 three times: a duplicate (qid, docid)
+    ("metrics_test::test_reciprocal_rank", "mrr@5",
+     {"1": {3: 1}, "2": {1: 1}, "3": {3: 1}},
+     {"1": [2, 3, 1, 4, 5], "2": [1, 2, 3, 4, 5], "3": [1, 1, 1, 4, 5]}, ("mean", 0.5)),
+    ("metrics_test::test_r_precision_single", "r-precision", {"1": {1: 1, 2: 1, 3: 1}},
+     {"1": _RP_R}, [2 / 3]),
+    ("metrics_test::test_r_precision", "r-precision",
+     {"1": {1: 1, 2: 1, 3: 1}, "2": {1: 1, 2: 1}}, {"1": _RP_R, "2": _RP_R},
+     ("mean", (2 / 3 + 1 / 2) / 2)),
+    ("metrics_test::test_recall_single", "recall@2", {"1": {1: 1, 2: 1, 3: 1}},
+     {"1": _RP_R}, [1 / 3]),
+    ("metrics_test::test_recall", "recall@2", {"1": {1: 1, 2: 1, 3: 1}, "2": {1: 1, 2: 1}},
+     {"1": _RP_R, "2": _RP_R}, ("mean", (1 / 3 + 1 / 2) / 2)),
+    *[(f"metrics_test::test_dcg_jarvelin #{i + 1}", "dcg@10", _G_Q, {"1": r}, [v])
+      for i, (r, v) in enumerate(zip(_G_RUNS, _DCG))],
+    *[(f"metrics_test::test_ndcg_jarvelin #{i + 1}", "ndcg@10", _G_Q, {"1": r}, [v / _IDCG])
+      for i, (r, v) in enumerate(zip(_G_RUNS, _DCG))],
+    *[(f"metrics_test::test_dcg_burges #{i + 1}", "dcg_burges@10" if i < 2 else "dcg@10",
+       _G_Q, {"1": r}, [v]) for i, (r, v) in enumerate(zip(_G_RUNS, _DCG_B))],
+    *[(f"metrics_test::test_ndcg_burges #{i + 1}", "ndcg_burges@10" if i < 2 else "ndcg@10",
+       _G_Q, {"1": r}, [v / _IDCG_B]) for i, (r, v) in enumerate(zip(_G_RUNS, _DCG_B))],
+]
+
+
+def _frames(qrels: dict, run: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    q_rows = [(q, str(d), lab) for q, docs in qrels.items()
+              for d, lab in (docs if isinstance(docs, list) else docs.items())]
+    r_rows = []
+    for q, docs in run.items():
+        items = ([(d, float(len(docs) - i)) for i, d in enumerate(docs)]
+                 if isinstance(docs, list) else list(docs.items()))
+        r_rows += [(q, str(d), float(s)) for d, s in items]
+    return (pd.DataFrame(r_rows, columns=["qid", "docid", "score"]),
+            pd.DataFrame(q_rows, columns=["qid", "docid", "label"]))
+
+
+def run_unit_case(name: str, qrels: dict, run: dict, expected: Any) -> str:
+    """'pass', 'fail' or 'not expressible' (the harness refuses the input)."""
+    run_df, qrels_df = _frames(qrels, run)
+    m = parse_metric(f"ranx:{name}")
+    try:
+        got = harness.evaluate(run_df, qrels_df, [m], missing="zero")[m.display_name]
+    except harness.InputError:
+        return "not expressible"
+    got = got.reindex(list(qrels)).to_numpy(dtype=float)
+    if isinstance(expected, list):
+        ok = np.allclose(got, expected, rtol=0, atol=1e-12)
+    elif expected[0] == "round4":
+        ok = round(float(got[0]), 4) == expected[1]
+    elif expected[0] == "mean":
+        ok = math.isclose(float(np.mean(got)), expected[1], rel_tol=0, abs_tol=1e-12)
+    else:
+        ok = math.isclose(float(np.mean(got)), _ranx_single_means(*expected[1:]), rel_tol=0,
+                          abs_tol=1e-12)
+    return "pass" if ok else "fail"
+
+
+#: the counts docs/measures.md records (section "ranx's metrics")
+UNIT_COUNTS = {"pass": 29, "fail": 0, "not expressible": 2}
+
+
+def test_ranx_unit_test_cases_through_harness_evaluate() -> None:
+    results = {src: run_unit_case(n, q, r, e) for src, n, q, r, e in UNIT_CASES}
+    counts = {k: sum(v == k for v in results.values()) for k in UNIT_COUNTS}
+    assert counts == UNIT_COUNTS, results
+    assert {s for s, v in results.items() if v == "not expressible"} == {
+        "metrics_test::test_hit_rate", "metrics_test::test_reciprocal_rank"}
