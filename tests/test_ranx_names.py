@@ -377,3 +377,9 @@ def test_ranx_unit_test_cases_through_harness_evaluate() -> None:
     assert counts == UNIT_COUNTS, results
     assert {s for s, v in results.items() if v == "not expressible"} == {
         "metrics_test::test_hit_rate", "metrics_test::test_reciprocal_rank"}
+
+
+def test_the_ranx_checked_against_is_the_one_installed() -> None:
+    from importlib.metadata import version
+
+    assert version("ranx") == RANX_VERSION
