@@ -32,3 +32,135 @@ def test_cluster_keeps_the_index_pandas_wrote(tmp_path: Path) -> None:
     assert back.sort_index().equals(frame)
     for _, group in back.groupby("qid"):
         assert group.index.is_monotonic_increasing
+
+
+def _harness(args: list[str], tmp_path: Path, columns: int = 64,
+             **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {**os.environ, "COLUMNS": str(columns), "NO_COLOR": "1", **env}
+    environ.pop("LINES", None)
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
+                          text=True, cwd=ROOT, env=environ, timeout=600)
+
+
+GOLDEN = """\
+Study 'default' done in <s>s: 5 ranker(s) x 5 variant(s) x 12
+queries. Mean per query, * the best of each column; after each
+mean its difference from 'random':
+
+  ranker             nDCG@10          nDCG@10
+                                      gain=linear
+  random (baseline)  0.2786           0.3651
+  noisy_oracle       0.8588  +0.5802  0.8888  +0.5237
+  feature_f0         0.9549  +0.6764  0.9600* +0.5949
+  top_grades         0.9564* +0.6778  0.9349  +0.5697
+  relevance          0.7744  +0.4959  0.8394  +0.4743
+
+  ranker             mnDCG@10         mnDCG@10
+                                      gain=linear
+  random (baseline)  0.0778           0.1877
+  noisy_oracle       0.3204  +0.2427  0.5106  +0.3229
+  feature_f0         0.3589  +0.2811  0.5523* +0.3646
+  top_grades         0.3635* +0.2858  0.5391  +0.3514
+  relevance          0.2735  +0.1957  0.4695  +0.2818
+
+  ranker             RR
+  random (baseline)  0.8287
+  noisy_oracle       1.0000* +0.1713
+  feature_f0         1.0000* +0.1713
+  top_grades         1.0000* +0.1713
+  relevance          1.0000* +0.1713
+
+A variant's name lists only what differs from the defaults: gain
+exp2 (2^rel - 1), discount log2 (1 / log2(rank + 1)), ideal
+judged (IDCG over every judged document), ties average (tied
+scores averaged over their orders), empty zero (a query without
+relevant documents scores 0).
+95% CIs and more statistics: <out>/summary.csv
+
+Files: <out>
+MLflow: not logged (tracking off).
+"""
+
+
+def test_closing_table_golden_at_a_fixed_width(tmp_path: Path) -> None:
+    """Every variant the study computed, the best of each column starred, the differences
+    from the baseline, in blocks of columns that fit 64 characters."""
+    import re
+
+    out = tmp_path / "job"
+    done = _harness(["study=default", "dataset.n_queries=12", "dataset.n_train_queries=12", "metric.k=[10]",
+                     "metric.ties=[average]", "metric.gain=[exp2,linear]", "metric.extra=[rr]",
+                     "baseline=random", "tracking=off", "tracking.figures=off",
+                     f"hydra.run.dir={out}"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    text = done.stdout[done.stdout.index("Study 'default'"):]
+    text = re.sub(r"done in [0-9.]+s", "done in <s>s", text).replace(str(out), "<out>")
+    assert text == GOLDEN
+    assert "Warnings:" not in text  # the synthetic features vary within every query
+
+
+def _lightgbm_sample():  # type: ignore[no-untyped-def]
+    from harness.datasets import load_dataset
+    from tests.shared import shared_data_dir
+
+    folder = shared_data_dir() / "lightgbm_lambdarank"
+    return load_dataset("letor", name="lightgbm_sample", test_path=str(folder / "rank.test"),
+                        train_path=str(folder / "rank.train"), n_features=300)
+
+
+def test_constant_scores_and_a_feature_other_than_the_name_are_warned() -> None:
+    """On lightgbm_sample f4 and f5 are 0 everywhere, so top_grades and relevance tie every
+    document; feature_f0 scores f1 there (dataset.default_feature, no f0 in SVMlight)."""
+    from harness.app.notes import ranker_description, study_description
+    from harness.app.study import score_warnings
+    from harness.metrics import parse_metric
+    from harness.rankers import RankerSpec, score
+
+    ds = _lightgbm_sample()
+    record = {"dataset": {"default_feature": "f1"}}
+    said = {}
+    for name, feature in (("feature_f0", "f1"), ("top_grades", "f4"), ("relevance", "f5"),
+                          ("feature_f1", "f1")):
+        spec = RankerSpec(name, "feature", {"feature": feature})
+        run, _, _ = score(spec, ds)
+        said[name] = score_warnings(spec, run, ds, record)
+    assert said["feature_f1"] == []
+    assert said["feature_f0"] == [
+        "ranker feature_f0 scores feature f1, not f0 as its name says (its feature is "
+        "dataset.default_feature, f1 on dataset 'lightgbm_sample'; the dataset has no feature "
+        "f0); set ranker.feature_f0.feature to choose"]
+    for name, feature in (("top_grades", "f4"), ("relevance", "f5")):
+        assert said[name] == [
+            f"ranker {name}: feature {feature} is constant within each of its 50 queries, 0 "
+            "on every document: every document ties, so its values are decided by the tie "
+            "rule (metric.ties) alone, not by the ranker"]
+    # a ranker whose scores vary is not warned about
+    spec = RankerSpec("noisy", "noisy_oracle", {"sigma": 1.0})
+    assert score_warnings(spec, score(spec, ds)[0], ds, record) == []
+    # the runs' descriptions (MLflow's note) carry them, read from the summaries' attrs
+    metric = parse_metric("ndcg@10")
+    summaries = {}
+    for name in ("feature_f0", "top_grades"):
+        summary = pd.DataFrame({"mean": [0.5831], "ci_low": [0.5], "ci_high": [0.6],
+                                "n_queries": [50]}, index=[metric.display_name])
+        summary.attrs["warnings"] = said[name]
+        summaries[name] = summary
+    note = ranker_description("top_grades", summaries["top_grades"], [metric], study="s",
+                              dataset="lightgbm_sample")
+    assert "**Warnings**" in note and said["top_grades"][0] in note
+    note = study_description(summaries, [metric], study="s", dataset="lightgbm_sample",
+                             title="")
+    assert said["feature_f0"][0] in note and said["top_grades"][0] in note
+
+
+def test_the_warnings_are_printed_by_a_job(tmp_path: Path) -> None:
+    done = _harness(["study=default", "dataset=lightgbm_sample", "metric=ndcg10", "check.sklearn=off",
+                     "tracking=off", "tracking.figures=off", f"hydra.run.dir={tmp_path / 'job'}"],
+                    tmp_path, columns=200)
+    assert done.returncode == 0, done.stderr
+    summary = done.stdout[done.stdout.index("Warnings:"):]
+    for text in ("ranker feature_f0 scores feature f1, not f0 as its name says",
+                 "ranker top_grades: feature f4 is constant within each of its 50 queries",
+                 "ranker relevance: feature f5 is constant within each of its 50 queries"):
+        assert text in summary  # in the closing summary
+        assert f"[WARNING] - {text}" in done.stdout + done.stderr  # and in the job's log

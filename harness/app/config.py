@@ -186,6 +186,8 @@ class Config:
     explain: ExplainConfig = field(default_factory=ExplainConfig)
     engine: EngineConfig = field(default_factory=EngineConfig)
     cache_dir: str = "runs/cache/scores"
+    # a ranker's name: the closing table adds each other ranker's difference from it
+    baseline: Optional[str] = None
 
 
 #: Six hex digits drawn once per process: output folders of jobs started in the same second

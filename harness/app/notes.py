@@ -13,10 +13,10 @@ from pathlib import Path
 import pandas as pd
 
 from harness.metrics import Metric
-from harness.reporting.figures import headline_variants
+from harness.metrics.options import display_value
 
 __all__ = ["DEFAULTS_LINE", "ranker_description", "study_description", "closing_summary",
-           "interval"]
+           "results_table", "interval"]
 
 _MEANING = {
     "gain": {"exp2": "2^rel - 1", "linear": "rel"},
@@ -76,7 +76,12 @@ def ranker_description(name: str, summary: pd.DataFrame, metrics: Sequence[Metri
                      f"{int(row['n_queries'])} |")
     lines += ["", DEFAULTS_LINE, "", "Per-query values: `per_query.csv` (viewable here) and "
               "the exact `*.parquet` among the artifacts."]
-    return "\n".join(lines)
+    return "\n".join(lines + _warning_lines(summary.attrs.get("warnings", [])))
+
+
+def _warning_lines(warnings: Sequence[str]) -> list[str]:
+    """Markdown: the study's warnings (``summary.attrs["warnings"]``, set by the study)."""
+    return ["", "**Warnings**", ""] + [f"- ⚠ {w}" for w in warnings] if warnings else []
 
 
 def study_description(summaries: Mapping[str, pd.DataFrame], metrics: Sequence[Metric], *,
@@ -91,27 +96,115 @@ def study_description(summaries: Mapping[str, pd.DataFrame], metrics: Sequence[M
         cells = [f"{summaries[n].at[m.display_name, 'mean']:.4f}" for n in names]
         lines.append(f"| `{m.display_name}` | " + " | ".join(cells) + " |")
     lines += ["", DEFAULTS_LINE]
-    return "\n".join(lines)
+    warnings = [w for n in names for w in summaries[n].attrs.get("warnings", [])]
+    return "\n".join(lines + _warning_lines(warnings))
+
+
+def _header(metric: Metric) -> list[str]:
+    """A column's header lines: the measure and cut-off, then each option off its default."""
+    head = metric.measure.display + (f"@{metric.k}" if metric.k is not None else "")
+    return [head] + [f"{o}={display_value(v)}" for o, v in metric.options().items()]
+
+
+def results_table(summaries: Mapping[str, pd.DataFrame], metrics: Sequence[Metric], *,
+                  baseline: str | None = None, width: int | None = None,
+                  bold: bool = False) -> list[str]:
+    """The rankers x variants table of means, in the style of PyTerrier's ``pt.Experiment``.
+
+    One row per ranker, one column per variant (the measure on the first header line, the
+    options that differ from the defaults below it); ``*`` marks the best mean of each
+    column (bold as well when ``bold``); with a ``baseline``, every other ranker's mean is
+    followed by its difference from the baseline's. Columns that do not fit in ``width``
+    characters (default: the terminal's, ``shutil.get_terminal_size``) continue in further
+    blocks, each repeating the ranker column.
+    """
+    import shutil
+
+    width = width or shutil.get_terminal_size((100, 24)).columns
+    names = list(summaries)
+    label = [n + (" (baseline)" if n == baseline else "") for n in names]
+    first = max([len(s) for s in label] + [len("ranker")])
+    columns = []  # (header lines, cells, bold flags)
+    for m in metrics:
+        means = [float(summaries[n].at[m.display_name, "mean"]) for n in names]
+        finite = [v for v in means if v == v]
+        best = max(finite) if finite else None
+        base = means[names.index(baseline)] if baseline in names else None
+        cells, marks = [], []
+        for n, v in zip(names, means):
+            top = best is not None and v == best
+            text = ("nan" if v != v else f"{v:.4f}") + ("*" if top else " ")
+            if base is not None and n != baseline:
+                text += " " + ("   n/a " if v != v or base != base else f"{v - base:+.4f}")
+            cells.append(text)
+            marks.append(top)
+        columns.append((_header(m), cells, marks))
+    blocks: list[list[tuple[list[str], list[str], list[bool]]]] = [[]]
+    used = 2 + first
+    for col in columns:
+        w = max(len(s) for s in col[0] + col[1])
+        if blocks[-1] and used + 2 + w > width:
+            blocks.append([])
+            used = 2 + first
+        blocks[-1].append(col)
+        used += 2 + w
+    out: list[str] = []
+    for block in blocks:
+        if out:
+            out.append("")
+        widths = [max(len(s) for s in head + cells) for head, cells, _ in block]
+        depth = max(len(head) for head, _, _ in block)
+        for line in range(depth):
+            left = "ranker" if line == 0 else ""
+            out.append(("  " + left.ljust(first) + "".join(
+                "  " + (head[line] if line < len(head) else "").ljust(w)
+                for (head, _, _), w in zip(block, widths))).rstrip())
+        for i, n in enumerate(label):
+            row = "  " + n.ljust(first)
+            for (_, cells, marks), w in zip(block, widths):
+                cell = cells[i].ljust(w)
+                row += "  " + (f"\033[1m{cell}\033[0m" if bold and marks[i] else cell)
+            out.append(row.rstrip())
+    return out
+
+
+def _bold_ok() -> bool:
+    """Bold on a terminal unless ``NO_COLOR`` is set."""
+    import os
+    import sys
+
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR") and \
+        os.environ.get("TERM") != "dumb"
 
 
 def closing_summary(*, study: str, seconds: float, summaries: Mapping[str, pd.DataFrame],
                     metrics: Sequence[Metric], n_queries: int, output_dir: Path,
                     run_ids: Mapping[str, str], tracking_uri: str | None,
-                    experiment: str | None) -> str:
-    """The text printed when a job ends: headline table, run ids, files, next commands."""
-    heads = headline_variants(metrics)
-    heads = ([m for m in heads if m.k in (10, None)] + [m for m in heads if m.k not in (10, None)])[:4]
+                    experiment: str | None, baseline: str | None = None,
+                    warnings: Sequence[str] = (), width: int | None = None,
+                    bold: bool | None = None) -> str:
+    """The text printed when a job ends: the rankers x variants table (:func:`results_table`),
+    warnings, run ids, files, next commands."""
+    import shutil
+    import textwrap
+
     names = list(summaries)
-    width = max([len(n) for n in names] + [6])
-    cols = [m.display_name for m in heads]
-    colw = [max(len(c), 26) for c in cols]
-    out = [f"Study {study!r} done in {seconds:.1f}s: {len(names)} ranker(s) x "
-           f"{len(metrics)} variant(s) x {n_queries} queries. Mean [95% CI]:", "",
-           "  " + "ranker".ljust(width) + "  " + "  ".join(c.ljust(w) for c, w in
-                                                          zip(cols, colw))]
-    for n in names:
-        cells = [interval(summaries[n].loc[c]).ljust(w) for c, w in zip(cols, colw)]
-        out.append("  " + n.ljust(width) + "  " + "  ".join(cells))
+    pad = max([len(n) for n in names] + [6])
+    cols = width or shutil.get_terminal_size((100, 24)).columns
+    say = (f"; after each mean its difference from {baseline!r}" if baseline else "")
+    out = textwrap.wrap(f"Study {study!r} done in {seconds:.1f}s: {len(names)} ranker(s) x "
+                        f"{len(metrics)} variant(s) x {n_queries} queries. Mean per query, * "
+                        f"the best of each column{say}:", width=max(cols, 40),
+                        break_on_hyphens=False, break_long_words=False) + [""]
+    out += results_table(summaries, metrics, baseline=baseline, width=cols,
+                         bold=_bold_ok() if bold is None else bold)
+    out += [""] + textwrap.wrap(DEFAULTS_LINE, width=max(cols, 40), break_on_hyphens=False,
+                                break_long_words=False)
+    out.append(f"95% CIs and more statistics: {output_dir / 'summary.csv'}")
+    if warnings:
+        out += ["", "Warnings:"] + [line for w in warnings for line in textwrap.wrap(
+            w, width=max(cols - 2, 40), initial_indent="  ! ", subsequent_indent="    ",
+            break_on_hyphens=False, break_long_words=False)]
     out += ["", f"Files: {output_dir}"]
     job = run_ids.get("job")
     if not run_ids or not tracking_uri:
@@ -119,10 +212,10 @@ def closing_summary(*, study: str, seconds: float, summaries: Mapping[str, pd.Da
         return "\n".join(out)
     out.append(f"MLflow: {tracking_uri}, experiment {experiment!r}")
     if job:
-        out.append(f"  {'job run'.ljust(width)}   {job}")
+        out.append(f"  {'job run'.ljust(pad)}   {job}")
     for n in names:
         if run_ids.get(f"ranker:{n}"):
-            out.append(f"  {n.ljust(width)}   {run_ids[f'ranker:{n}']}")
+            out.append(f"  {n.ljust(pad)}   {run_ids[f'ranker:{n}']}")
     from harness.tracking import resolve_tracking_uri
 
     default = tracking_uri == resolve_tracking_uri(None)
@@ -131,7 +224,7 @@ def closing_summary(*, study: str, seconds: float, summaries: Mapping[str, pd.Da
     out += ["", "Next:"]
     if job and len(names) > 1:
         out.append(f"  {python_command().removesuffix('python')}harness compare {job} "
-                   f"--baseline {'random' if 'random' in names else names[0]}{uri}")
+                   f"--baseline {baseline or ('random' if 'random' in names else names[0])}{uri}")
     if first:
         out.append(f"  {python_command().removesuffix('python')}harness reproduce {first}{uri}")
     mlflow = python_command().removesuffix("python") + "mlflow" if python_command() != \

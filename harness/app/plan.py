@@ -6,6 +6,7 @@ dataclasses of :mod:`harness.app.config`."""
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import itertools
 import re
 from collections.abc import Mapping
@@ -66,6 +67,7 @@ class StudyPlan:
     tracking: TrackingConfig
     explain: ExplainPlan
     record: dict[str, Any]
+    baseline: str | None = None  # the ranker the closing table's differences are against
 
     @property
     def experiment(self) -> str:
@@ -228,11 +230,17 @@ def build_plan(cfg: DictConfig | Mapping[str, Any], *, store: str | None = None
             raise InputError(f"metric.{key} must be one of {choices}; got {value!r}",
                              key=f"metric.{key}")
     explain = explain_plan(typed.explain.metric, typed.explain.pairs)
+    names = [s.name for s in specs]
+    if typed.baseline is not None and typed.baseline not in names:
+        close = difflib.get_close_matches(str(typed.baseline), names, n=1)
+        raise InputError(f"baseline {typed.baseline!r} is not a ranker of this study"
+                         + (f" (did you mean {close[0]!r}?)" if close else "")
+                         + f"; rankers: {', '.join(names)}", key="baseline")
     return StudyPlan(study=typed.study, seed=typed.seed, cache_dir=project_path(typed.cache_dir),
                      dataset=dataset, rankers=specs, metrics=metrics, metric=typed.metric,
                      engine=engine, check=typed.check, figures=figures,
                      tracking=typed.tracking, explain=explain,
-                     record=_record(record, dataset, specs))
+                     record=_record(record, dataset, specs), baseline=typed.baseline)
 
 
 def validate(cfg: DictConfig | Mapping[str, Any], *, store: str | None = None

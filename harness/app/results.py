@@ -30,6 +30,7 @@ class RankerResult:
     per_query: pd.DataFrame
     checks: list[CheckResult]
     seconds: float
+    warnings: list[str] = field(default_factory=list)  # see harness.app.study.score_warnings
 
 
 @dataclass
@@ -46,6 +47,8 @@ class StudyResult:
     seconds: float = 0.0
     tracking_uri: str | None = None
     experiment: str | None = None
+    baseline: str | None = None  # the ranker the closing table's differences are against
+    warnings: list[str] = field(default_factory=list)  # e.g. a ranker with constant scores
 
     def closing_summary(self, study: str) -> str:
         """What to print when the job ends (see :func:`harness.app.notes.closing_summary`)."""
@@ -55,7 +58,8 @@ class StudyResult:
         return closing_summary(study=study, seconds=self.seconds, summaries=self.summaries,
                                metrics=self.metrics, n_queries=n_queries,
                                output_dir=self.output_dir, run_ids=self.run_ids,
-                               tracking_uri=self.tracking_uri, experiment=self.experiment)
+                               tracking_uri=self.tracking_uri, experiment=self.experiment,
+                               baseline=self.baseline, warnings=self.warnings)
 
 
 def metric_key_map(metrics: list[Metric]) -> dict[str, str]:

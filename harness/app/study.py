@@ -107,6 +107,9 @@ def _run_job(job: _Job) -> StudyResult:
     results, explained = _evaluate_rankers(job, dataset)
     failures = check_failures(results, float(job.plan.check.tolerance))
     written = _write(job, dataset, results, explained)
+    warnings = [w for r in results.values() for w in r.warnings]
+    for name, summary in written["summary"].items():  # read by the runs' descriptions
+        summary.attrs["warnings"] = list(results[name].warnings)
     incomplete.unlink(missing_ok=True)
     log.info("results written to %s", job.out)
     run_ids = _log(job, dataset, results, written,
@@ -116,7 +119,8 @@ def _run_job(job: _Job) -> StudyResult:
     result = StudyResult(dataset, plan.metrics, results, job.out, run_ids, failures,
                          summaries=written["summary"], seconds=time.perf_counter() - t0,
                          tracking_uri=resolve_tracking_uri(plan.tracking.uri) if run_ids
-                         else None, experiment=plan.experiment)
+                         else None, experiment=plan.experiment, baseline=plan.baseline,
+                         warnings=warnings)
     if failures:
         message = "sklearn cross-check: " + "; ".join(failures)
         if plan.check.sklearn == "fail":
@@ -190,6 +194,7 @@ def _evaluate_ranker(job: _Job, engine: Engine, dataset: Dataset | ParquetRun,
     plan, phases, t = job.plan, job.phases, time.perf_counter()
     check = plan.check if plan.check_on else None
     files = None
+    warnings: list[str] = []
     if isinstance(dataset, ParquetRun):
         with phases("evaluate"):
             per_query, checks = evaluate_in_place(engine, dataset, spec, plan.metrics,
@@ -198,6 +203,9 @@ def _evaluate_ranker(job: _Job, engine: Engine, dataset: Dataset | ParquetRun,
     else:
         with phases("score"):
             run, key, hit = score(spec, dataset, plan.cache_dir)
+        warnings = score_warnings(spec, run, dataset, plan.record)
+        for text in warnings:
+            log.warning("%s", text)
         with phases("evaluate"):
             per_query = engine.evaluate(run, dataset.qrels, plan.metrics,
                                         **plan.evaluate_options)
@@ -210,7 +218,39 @@ def _evaluate_ranker(job: _Job, engine: Engine, dataset: Dataset | ParquetRun,
             checks = (check_against_sklearn(run, dataset.qrels, plan.metrics, per_query,
                                             **sample_options(check, plan.seed))
                       if check is not None else [])
-    return RankerResult(spec, key, hit, per_query, checks, time.perf_counter() - t), files
+    return (RankerResult(spec, key, hit, per_query, checks, time.perf_counter() - t,
+                         warnings), files)
+
+
+def score_warnings(spec: RankerSpec, run: Any, dataset: Dataset,
+                   record: Mapping[str, Any] | None = None) -> list[str]:
+    """What a reader of the table must know about a ranker's scores: a ranker named
+    ``feature_<x>`` that scores another feature (``dataset.default_feature`` on a dataset
+    without ``<x>``), and scores that are constant within every query, so that each value
+    is decided by the tie rule alone."""
+    out = []
+    feature = spec.options.get("feature") if spec.kind == "feature" else None
+    named = spec.name.removeprefix("feature_") if spec.name.startswith("feature_") else None
+    if feature is not None and named and str(feature) != named:
+        default = ((record or {}).get("dataset") or {}).get("default_feature")
+        why = (f"its feature is dataset.default_feature, {feature} on dataset "
+               f"{dataset.name!r}" if default is not None and str(default) == str(feature)
+               else f"ranker.{spec.name}.feature={feature}")
+        missing = "" if named in map(str, dataset.features) else \
+            f"; the dataset has no feature {named}"
+        out.append(f"ranker {spec.name} scores feature {feature}, not {named} as its name "
+                   f"says ({why}{missing}); set ranker.{spec.name}.feature to choose")
+    if len(run):
+        spread = run.groupby("qid", sort=False)["score"].agg(["min", "max", "size"])
+        spread = spread[spread["size"] > 1]
+        if len(spread) and bool((spread["min"] == spread["max"]).all()):
+            what = f"feature {feature}" if feature is not None else "its score"
+            one = spread["min"].iloc[0]
+            value = (f", {one:g} on every document" if (spread["min"] == one).all() else "")
+            out.append(f"ranker {spec.name}: {what} is constant within each of its "
+                       f"{len(spread)} queries{value}: every document ties, so its values "
+                       "are decided by the tie rule (metric.ties) alone, not by the ranker")
+    return out
 
 
 def _write(job: _Job, dataset: Dataset | ParquetRun, results: dict[str, RankerResult],
