@@ -164,3 +164,38 @@ def test_the_warnings_are_printed_by_a_job(tmp_path: Path) -> None:
                  "ranker relevance: feature f5 is constant within each of its 50 queries"):
         assert text in summary  # in the closing summary
         assert f"[WARNING] - {text}" in done.stdout + done.stderr  # and in the job's log
+
+
+def test_a_misspelt_group_option_suggests_the_closest(tmp_path: Path) -> None:
+    done = _harness(["ranker=oracel", "tracking=off", f"hydra.run.dir={tmp_path / 'job'}"],
+                    tmp_path)
+    assert done.returncode == 1
+    assert "hint: ranker=oracel: there is no ranker config 'oracel'; did you mean " \
+        "ranker=oracle?" in done.stderr
+    assert not (tmp_path / "job").exists()
+
+
+def test_an_unknown_key_lists_the_valid_keys(tmp_path: Path) -> None:
+    done = _harness(["metric.kk=5", "tracking=off", f"hydra.run.dir={tmp_path / 'job'}"],
+                    tmp_path)
+    assert done.returncode == 1
+    assert "hint: metric.kk: metric has no key 'kk'; did you mean metric.k? Valid keys: " \
+        "name, gain, discount, k, ties, ideal, empty, max_label, extra, nan_scores, " \
+        "missing" in done.stderr
+    assert not (tmp_path / "job").exists()
+
+
+def test_a_job_failing_validation_leaves_no_folder(tmp_path: Path) -> None:
+    done = _harness(["metric.k=0", "tracking=off", f"hydra.run.dir={tmp_path / 'job'}"],
+                    tmp_path)
+    assert done.returncode == 2
+    assert "k must be an int" in done.stdout + done.stderr
+    assert not (tmp_path / "job").exists()
+    # nor a baseline that is not a ranker of the study, with the ranker it meant
+    done = _harness(["baseline=randon", "tracking=off", f"hydra.run.dir={tmp_path / 'b'}"],
+                    tmp_path)
+    assert done.returncode == 2
+    assert "baseline 'randon' is not a ranker of this study (did you mean 'random'?)" \
+        in done.stdout + done.stderr
+    assert not (tmp_path / "b").exists()
+    assert list(tmp_path.iterdir()) == []

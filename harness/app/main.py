@@ -55,6 +55,7 @@ def _main(cfg: DictConfig) -> None:
         log.error("%s", exc)
         code = getattr(exc, "exit_code", 2)
         if hc.mode != RunMode.MULTIRUN:
+            _drop_if_empty(Path(hc.runtime.output_dir))
             sys.exit(code)
         # let the other jobs of the sweep run; the sweep callback exits non-zero at the end
         failed_job_file(hc.sweep.dir, hc.job.num).write_text(f"{code}\n{exc}\n")
@@ -75,6 +76,15 @@ class _JobPrefix(logging.Filter):
         return True
 
 
+def _drop_if_empty(out: Path) -> None:
+    """Remove a job's output folder that holds nothing but what Hydra put there (``.hydra``,
+    ``main.log``): the job failed before any work (its error is on the console)."""
+    import shutil
+
+    if out.is_dir() and {p.name for p in out.iterdir()} <= {".hydra", "main.log"}:
+        shutil.rmtree(out, ignore_errors=True)
+
+
 def main() -> None:
     """Console-script entry point (``harness``).
 
@@ -87,7 +97,15 @@ def main() -> None:
     from harness.app.help import main as help_main
 
     help_main()
-    _main()
+    try:
+        _main()
+    except SystemExit as exc:
+        if exc.code == 1:  # Hydra could not compose the config: say what was meant
+            from harness.app.hints import override_hints
+
+            for line in override_hints(sys.argv[1:]):
+                print(line, file=sys.stderr)
+        raise
     if threading.active_count() > 1:  # e.g. the joblib launcher's pool: the interpreter's
         return  # own shutdown joins its threads before the exit handlers stop the workers
     atexit._run_exitfuncs()  # flushes logging, closes a sweep's parent run, ...
