@@ -242,17 +242,34 @@ def test_logged_means_equal_the_independent_computation(baseline: Job, store: St
             values = pq[m.display_name].to_numpy(dtype=float)
             assert not np.isnan(values).any(), (name, m)
             mean = float(values.mean())
-            assert abs(logged[f"{m.key}.mean"] - mean) <= TOL, (name, m, logged[f"{m.key}.mean"],
-                                                                 mean)
+            assert abs(logged[m.key] - mean) <= TOL, (name, m, logged[m.key], mean)
             assert abs(job.data.metrics[f"{name}.{m.key}.mean"] - mean) <= TOL
-            assert abs(logged[f"{m.key}.std"] - float(np.std(values, ddof=1))) <= 1e-9
-            assert abs(logged[f"{m.key}.median"] - float(np.median(values))) <= TOL
-            assert abs(logged[f"{m.key}.frac_zero"] - float(np.mean(values == 0))) <= TOL
-            assert logged[f"{m.key}.n_queries"] == N_QUERIES
-            assert logged[f"{m.key}.n_excluded"] == 0
-            assert logged[f"{m.key}.ci_low"] <= mean <= logged[f"{m.key}.ci_high"]
+            assert abs(logged[f"stats.{m.key}.std"] - float(np.std(values, ddof=1))) <= 1e-9
+            assert abs(logged[f"stats.{m.key}.median"] - float(np.median(values))) <= TOL
+            assert abs(logged[f"stats.{m.key}.frac_zero"] - float(np.mean(values == 0))) <= TOL
+            assert logged[f"stats.{m.key}.n_queries"] == N_QUERIES
+            assert logged[f"stats.{m.key}.n_excluded"] == 0
+            assert logged[f"stats.{m.key}.ci_low"] <= mean <= logged[f"stats.{m.key}.ci_high"]
             checked += 1
     assert checked == len(expected.runs) * 29
+
+
+def test_ranker_metric_keys_put_the_means_first(baseline: Job, store: Store,
+                                                 expected: Expected) -> None:
+    """A ranker run's metrics: one key per variant for its mean (``ndcg_at_10``), the check
+    counts, and every other statistic under ``stats.`` (``stats.ndcg_at_10.std``), logged
+    in that order so the run's page lists the means first."""
+    from harness.reporting import STATS
+
+    assert baseline.proc.returncode == 0, _explain(baseline.proc)
+    keys = [m.key for m in expected.metrics]
+    stats = {f"stats.{k}.{s}" for k in keys for s in STATS if s != "mean"}
+    for run in _role(store.runs(baseline.experiment), "ranker"):
+        logged = set(run.data.metrics)
+        checks = {k for k in logged if k.startswith("sklearn_check.")}
+        assert logged == set(keys) | checks | stats, run.info.run_name
+        assert checks and not any(k.endswith(".mean") for k in logged)
+        assert max(set(keys) | checks) < min(stats)  # sorted, the statistics come after
 
 
 def test_per_query_artifacts(baseline: Job, store: Store, expected: Expected,
@@ -366,7 +383,7 @@ def test_second_identical_run_reuses_the_score_cache(baseline: Job, store: Store
     for r in _role(store.runs("e2e_d"), "ranker"):
         m = r.data.metrics
         for key, value in first_runs[r.info.run_name].items():
-            if key.endswith(".mean"):
+            if not key.startswith(("stats.", "sklearn_check.")):  # the means
                 assert m[key] == value, key
 
 
@@ -389,7 +406,13 @@ def test_multirun_2x2_parallel_logs_every_job(store: Store, shared_data: Path,
     assert len(sweeps) == 1 and len(rankers) == 4 and len(runs) == 5
     parent = sweeps[0]
     assert parent.info.status == "FINISHED"
+    # named by the sweep's overrides, without the ones that only say where runs go
+    assert parent.info.run_name == (
+        "synthetic sweep: dataset.n_queries=60 dataset.n_train_queries=60 metric=ndcg10 "
+        "tracking.figures=false ranker=oracle,random metric.k=5,10"), parent.info.run_name
     client = store.client()
+    exp = client.get_experiment_by_name("e2e_b")
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
     combos = set()
     for r in rankers:
         assert r.info.status == "FINISHED"
@@ -403,7 +426,7 @@ def test_multirun_2x2_parallel_logs_every_job(store: Store, shared_data: Path,
         assert len(table) == N_QUERIES
         m = Metric("ndcg", k=k)
         mine = evaluate(expected.runs[name], expected.dataset.qrels, [m])[m.display_name]
-        assert abs(r.data.metrics[f"{m.key}.mean"] - float(mine.mean())) <= TOL
+        assert abs(r.data.metrics[m.key] - float(mine.mean())) <= TOL
         np.testing.assert_allclose(table.set_index("qid").loc[mine.index, m.display_name],
                                    mine.to_numpy(), rtol=0, atol=TOL)
     assert combos == {("oracle", 5), ("oracle", 10), ("random", 5), ("random", 10)}

@@ -163,7 +163,7 @@ def test_a_study_explains_each_ranker_and_logs_the_files(tmp_path: Path) -> None
         assert set(table["option"]) >= {"gain", "ties"}
         gap = table["mean_to"].iloc[0] - table["mean_from"].iloc[0]
         assert table["contribution"].sum() == pytest.approx(gap, abs=1e-12)
-        (run,) = client.search_runs(client.get_experiment_by_name("default").experiment_id,
+        (run,) = client.search_runs(client.get_experiment_by_name("synthetic").experiment_id,
                                     f"tags.`ranker.name` = '{ranker}'")
         logged = {a.path for a in client.list_artifacts(run.info.run_id, "explain")}
         assert logged == {f"explain/{ranker}.csv", f"explain/{ranker}.png"}

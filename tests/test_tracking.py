@@ -159,7 +159,7 @@ def _check_logged_job(client: MlflowClient, experiment: str, out: Path, expected
     job, ranker = roles["job"], roles["ranker"]
     assert job.info.status == ranker.info.status == "FINISHED"
     assert ranker.data.tags["mlflow.parentRunId"] == job.info.run_id
-    assert abs(ranker.data.metrics["ndcg_at_10.mean"] - float(expected.mean())) <= 1e-12
+    assert abs(ranker.data.metrics["ndcg_at_10"] - float(expected.mean())) <= 1e-12
     assert abs(job.data.metrics["oracle.ndcg_at_10.mean"] - float(expected.mean())) <= 1e-12
     tmp.mkdir(parents=True, exist_ok=True)
     remote = Path(client.download_artifacts(ranker.info.run_id, "oracle.parquet", str(tmp)))
@@ -427,3 +427,69 @@ def test_the_viewable_per_query_csv_reads_back_as_the_rounded_table(tmp_path: Pa
         VIEWABLE_ROWS).round(6)
     assert list(back.columns) == list(expected.columns)  # the values open the preview
     pd.testing.assert_frame_equal(back, expected, check_exact=True)
+
+
+# --------------------------------------------------------------------------------------
+# issue 22: MLflow pages that explain themselves
+
+
+def _compose(overrides: list[str]) -> Any:
+    from hydra import compose, initialize_config_dir
+
+    from harness.app.config import register_configs
+
+    register_configs()
+    with initialize_config_dir(version_base="1.3", config_dir=str(PROJECT / "conf")):
+        return compose("config", overrides=overrides, return_hydra_config=True)
+
+
+@pytest.mark.parametrize(("overrides", "study"), [
+    ([], "synthetic"), (["dataset=lightgbm_sample"], "lightgbm_sample"),
+    (["dataset=cast2021_bm25"], "cast2021_bm25"), (["dataset=parquet_run"], "parquet_run"),
+    (["study=mine"], "mine"), (["dataset=lightgbm_sample", "study=mine"], "mine"),
+    (["experiment=cast2021"], "cast2021")])
+def test_the_default_study_is_the_dataset_s_name(overrides: list[str], study: str) -> None:
+    """The study (and so the MLflow experiment) is by default named after the dataset; an
+    explicit ``study=`` or an experiment bundle's name wins."""
+    cfg = _compose(overrides)
+    assert cfg.study == study
+    assert f"/runs/hydra/{study}/" in cfg.hydra.run.dir
+
+
+def test_experiments_are_marked_as_model_development(tmp_path: Path) -> None:
+    """A new experiment carries ``mlflow.experimentKind=custom_model_development``; one made
+    before (without it) gets it on first use; a kind set by hand is kept."""
+    from harness.tracking.store import ensure_experiment, open_client
+
+    client = open_client(f"sqlite:///{tmp_path}/m.db")
+    new = ensure_experiment(client, "new", str(tmp_path / "art"))
+    assert client.get_experiment(new).tags["mlflow.experimentKind"] == \
+        "custom_model_development"
+    old = client.create_experiment("old")
+    assert "mlflow.experimentKind" not in client.get_experiment(old).tags
+    assert ensure_experiment(client, "old", str(tmp_path / "art")) == old
+    assert client.get_experiment(old).tags["mlflow.experimentKind"] == \
+        "custom_model_development"
+    chosen = client.create_experiment("chosen", tags={"mlflow.experimentKind": "forecasting"})
+    ensure_experiment(client, "chosen", str(tmp_path / "art"))
+    assert client.get_experiment(chosen).tags["mlflow.experimentKind"] == "forecasting"
+
+
+def test_a_sweep_parent_is_named_by_its_overrides() -> None:
+    from omegaconf import OmegaConf
+
+    from harness.app.callbacks import sweep_run_name
+
+    def config(task: list[str], study: str = "synthetic") -> Any:
+        return OmegaConf.create({"study": study, "hydra": {
+            "overrides": {"task": task},
+            "job": {"config": {"override_dirname": {"exclude_keys": [
+                "tracking.uri", "cache_dir", "hydra.sweep.dir"]}}}}})
+
+    assert sweep_run_name(config(["ranker=oracle,random", "metric.k=5,10",
+                                  "tracking.uri=sqlite:///x.db", "+cache_dir=/tmp/c"])) == \
+        "synthetic sweep: ranker=oracle,random metric.k=5,10"
+    assert sweep_run_name(config(["tracking.uri=sqlite:///x.db"], "cast")) == "cast sweep"
+    assert sweep_run_name(OmegaConf.create({"study": "s"})) == "s sweep"
+    long = sweep_run_name(config([f"+ranker.r{i}={{kind:random,seed:{i}}}" for i in range(20)]))
+    assert len(long) == 200 and long.endswith("…")

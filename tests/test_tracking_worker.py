@@ -138,7 +138,7 @@ def test_a_study_logs_the_same_runs_through_a_worker_or_in_process(
     by_name = {r.data.tags.get("ranker.name"): r for r in runs}
     metric = result.metrics[0]
     for name, ranker in result.rankers.items():  # the mean of the per-query table on disk
-        assert by_name[name].data.metrics[f"{metric.key}.mean"] == pytest.approx(
+        assert by_name[name].data.metrics[metric.key] == pytest.approx(
             ranker.per_query[metric.display_name].mean(), abs=1e-12)
     assert not list((tmp_path / "pending").glob("*.json"))
 

@@ -11,7 +11,8 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-__all__ = ["SweepParentRun", "PARENT_ENV", "parent_run_file", "failed_job_file"]
+__all__ = ["SweepParentRun", "PARENT_ENV", "parent_run_file", "failed_job_file",
+           "sweep_run_name"]
 
 log = logging.getLogger("harness")
 PARENT_ENV = "HARNESS_PARENT_RUN_ID"
@@ -37,6 +38,7 @@ class SweepParentRun(Callback):
     def __init__(self) -> None:
         self.run_id: str | None = None
         self.uri: str | None = None
+        self.experiment_id: str | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         if not config.tracking.enabled:
@@ -50,8 +52,9 @@ class SweepParentRun(Callback):
         client = open_client(self.uri)
         experiment = config.tracking.experiment or config.study
         exp_id = ensure_experiment(client, experiment, config.tracking.artifact_root)
+        self.experiment_id = exp_id
         overrides = " ".join(config.hydra.overrides.task) if "hydra" in config else ""
-        run = client.create_run(exp_id, run_name=f"{config.study} sweep", tags={
+        run = client.create_run(exp_id, run_name=sweep_run_name(config), tags={
             "harness.role": "sweep", "sweep.overrides": overrides, "git.commit": git_commit(),
             "study": str(config.study)})
         self.run_id = run.info.run_id
@@ -68,7 +71,8 @@ class SweepParentRun(Callback):
         self._close("FAILED" if failed else "FINISHED")
         if parent:
             print("\n" + sweep_summary(parent, uri or "", str(config.hydra.sweep.dir),
-                                       experiment=config.tracking.experiment or config.study),
+                                       experiment=config.tracking.experiment or config.study,
+                                       experiment_id=self.experiment_id),
                   flush=True)
         if failed:
             codes = {int(p.read_text().split()[0]) for p in failed}
@@ -92,14 +96,35 @@ class SweepParentRun(Callback):
             log.error("could not close sweep parent run %s: %s", run_id, exc)
 
 
-def sweep_summary(parent: str, uri: str, sweep_dir: str, *, experiment: str) -> str:
+#: Longest sweep parent run name: MLflow keeps 250 characters of a run name.
+_NAME_LIMIT = 200
+
+
+def sweep_run_name(config: DictConfig) -> str:
+    """``<study> sweep: <overrides>``, the command line's overrides as Hydra names its jobs
+    (``override_dirname``'s excluded keys, where runs and logs go, left out), so that the
+    parents of different sweeps of one study are told apart in the runs table."""
+    study = str(config.study)
+    if "hydra" not in config:
+        return f"{study} sweep"
+    excluded = set(config.hydra.job.config.override_dirname.exclude_keys or ())
+    shown = [o for o in config.hydra.overrides.task
+             if o.split("=", 1)[0].lstrip("+~") not in excluded]
+    name = f"{study} sweep: {' '.join(shown)}" if shown else f"{study} sweep"
+    return name if len(name) <= _NAME_LIMIT else name[:_NAME_LIMIT - 1] + "…"
+
+
+def sweep_summary(parent: str, uri: str, sweep_dir: str, *, experiment: str,
+                  experiment_id: str | None = None) -> str:
     """What a sweep prints at its end: the parent run, where the jobs' files are, and the
-    follow-up commands with the id filled in."""
+    follow-up commands with the id filled in (the UI's address opens the runs table)."""
     import shlex
 
     from harness.app.notes import python_command
     from harness.tracking import resolve_tracking_uri
+    from harness.tracking.store import ui_url
 
+    page = ui_url(experiment_id) if experiment_id else "http://127.0.0.1:5000"
     flag = "" if uri == resolve_tracking_uri(None) else f" --tracking-uri {shlex.quote(uri)}"
     return "\n".join([
         f"Sweep done. MLflow: {uri}, experiment {experiment!r}",
@@ -108,5 +133,5 @@ def sweep_summary(parent: str, uri: str, sweep_dir: str, *, experiment: str) -> 
         "Next:",
         f"  {python_command().removesuffix('python')}harness compare {parent}{flag}",
         f"  {python_command().removesuffix('python')}harness reproduce {parent}{flag}",
-        "  make ui    # then open http://127.0.0.1:5000" if not flag else
-        f"  mlflow ui --backend-store-uri {shlex.quote(uri)}"])
+        f"  make ui    # then open {page}" if not flag else
+        f"  mlflow ui --backend-store-uri {shlex.quote(uri)}    # then open {page}"])

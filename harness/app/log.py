@@ -29,7 +29,8 @@ from harness.tracking import LogPlan, RunRecord, configure_requests, execute, re
 from harness.tracking.log_plan import PARAM_LIMIT, close_open_runs, refused
 from harness.tracking.worker import TrackingWorker, WorkerFailed, WorkerGone
 
-__all__ = ["RunLog", "study_runs", "log_study", "start_tracking", "VIEWABLE_ROWS"]
+__all__ = ["RunLog", "study_runs", "log_study", "start_tracking", "VIEWABLE_ROWS",
+           "ranker_metric_key", "ranker_metrics", "STATS_PREFIX"]
 
 log = logging.getLogger("harness")
 
@@ -182,13 +183,16 @@ def _ranker_run(plan: StudyPlan, dataset: Dataset, name: str, r: Any,
     a viewable excerpt), the study's figures and its convention-diff files."""
     from harness.app.notes import ranker_description
 
-    metrics = _stat_metrics(written["summary"][name], plan.metrics, STATS)
+    stats = ranker_metrics(written["summary"][name], plan.metrics)
+    # logged (and listed on the run's page) in this order: means, check counts, statistics
+    metrics = {k: v for k, v in stats.items() if not k.startswith(STATS_PREFIX)}
     checked = [c for c in r.checks if c.status == "checked"]
     metrics["sklearn_check.n_variants_checked"] = float(len(checked))
     metrics["sklearn_check.n_variants_not_checked"] = float(len(r.checks) - len(checked))
     if checked:
         metrics["sklearn_check.max_abs_diff"] = max(c.max_abs_diff for c in checked)
         metrics["sklearn_check.n_queries_checked"] = float(sum(c.n_checked for c in checked))
+    metrics |= {k: v for k, v in stats.items() if k.startswith(STATS_PREFIX)}
     files = [(written["per_query"][name], ""), (written["config_yaml"], "config"),
              (written["environment_json"], ""), (written["keys_json"], "")]
     if overflow is not None:
@@ -291,6 +295,26 @@ def _write_csv(frame: pd.DataFrame, path: Path) -> None:
     body = io.BytesIO()
     pa_csv.write_csv(table, body, pa_csv.WriteOptions(include_header=False))
     path.write_bytes(header.getvalue().encode() + body.getvalue())
+
+
+#: Where a ranker run's distribution statistics go: ``stats.<key>.<stat>``, after the means
+#: (``<key>``) in MLflow's alphabetical column lists.
+STATS_PREFIX = "stats."
+
+
+def ranker_metric_key(key: str, stat: str) -> str:
+    """The MLflow key of statistic ``stat`` of variant ``key`` in a ranker run: the mean is
+    the bare key (``ndcg_at_10``), the others ``stats.<key>.<stat>`` (``stats.ndcg_at_10.std``).
+    Runs logged before issue 22 hold ``<key>.<stat>`` for every statistic, the mean included."""
+    return key if stat == "mean" else f"{STATS_PREFIX}{key}.{stat}"
+
+
+def ranker_metrics(summary: pd.DataFrame, metrics: list[Metric]) -> dict[str, float]:
+    """A ranker run's summary statistics under :func:`ranker_metric_key`: one key per variant
+    for the means, the rest (std, median, percentiles, CI, counts) under ``stats.``."""
+    values = _stat_metrics(summary, metrics, STATS)
+    return {ranker_metric_key(m.key, stat): values[f"{m.key}.{stat}"]
+            for stat in STATS for m in metrics}  # the means first
 
 
 def _stat_metrics(summary: pd.DataFrame, metrics: list[Metric], stats: Sequence[str], *,

@@ -8,7 +8,7 @@ Every pair of rankers of a sweep, Holm-corrected t-tests, report under runs/repo
 
 Each ranker against a baseline, Benjamini-Hochberg, only the runs with k = 10::
 
-    harness compare --experiment default --filter "params.`metric.k` = '10'" \\
+    harness compare --experiment synthetic --filter "params.`metric.k` = '10'" \\
         --baseline random --correction bh
 
 Bad input (an unknown run, runs of several datasets, no overlapping queries, a single

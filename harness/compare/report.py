@@ -266,7 +266,11 @@ def log_report(paths: ReportPaths, tracking_uri: str, run_id: str,
 
     from harness.compare.load import mlflow_call
 
+    from harness.tracking.store import mark_experiment
+
     client = MlflowClient(tracking_uri=tracking_uri)
     mlflow_call(lambda: client.log_artifacts(run_id, str(paths.directory), artifact_dir),
                 tracking_uri, f"log the report to run {run_id}")
+    mlflow_call(lambda: mark_experiment(client, client.get_experiment(
+        client.get_run(run_id).info.experiment_id)), tracking_uri, "tag the experiment")
 

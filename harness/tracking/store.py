@@ -10,7 +10,13 @@ from typing import Any
 from harness.errors import TrackingUnavailable
 from harness.paths import project_path
 
-__all__ = ["resolve_tracking_uri", "configure_requests", "ensure_experiment", "project_path"]
+__all__ = ["resolve_tracking_uri", "configure_requests", "ensure_experiment", "project_path",
+           "EXPERIMENT_KIND_TAG", "EXPERIMENT_KIND", "mark_experiment", "ui_url"]
+
+#: The experiment tag MLflow's UI (3.x) reads for an experiment's kind, and the kind of the
+#: project's experiments: model development (runs and their metrics), not GenAI (traces).
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+EXPERIMENT_KIND = "custom_model_development"
 
 
 def resolve_tracking_uri(configured: str | None) -> str:
@@ -34,7 +40,9 @@ def configure_requests(timeout_s: int, max_retries: int) -> None:
 
 
 def ensure_experiment(client: object, name: str, artifact_root: str) -> str:
-    """Id of experiment ``name``, created if absent.
+    """Id of experiment ``name``, created if absent, tagged as a model-development
+    experiment (:data:`EXPERIMENT_KIND_TAG`) so MLflow's UI opens on its runs; an existing
+    experiment without the tag gets it, one whose kind was set already keeps it.
 
     With a local store (SQLite or files) artifacts go under ``artifact_root``; a tracking
     server keeps its own artifact store. Safe when several processes race: a loser of the
@@ -47,14 +55,34 @@ def ensure_experiment(client: object, name: str, artifact_root: str) -> str:
     for attempt in range(5):
         exp = client.get_experiment_by_name(name)  # type: ignore[attr-defined]
         if exp is not None:
+            mark_experiment(client, exp)
             return str(exp.experiment_id)
         location = None if remote else (project_path(artifact_root) / name).as_uri()
         try:
             return str(client.create_experiment(  # type: ignore[attr-defined]
-                name, artifact_location=location))
+                name, artifact_location=location,
+                tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND}))
         except MlflowException:
             time.sleep(0.2 * (attempt + 1))
     raise RuntimeError(f"could not create or find MLflow experiment {name!r}")
+
+
+def mark_experiment(client: object, experiment: Any) -> None:
+    """Tag ``experiment`` (an MLflow ``Experiment``) as model development unless it has a
+    kind already: one made before issue 22, or by hand, opens on its runs too."""
+    if EXPERIMENT_KIND_TAG not in (experiment.tags or {}):
+        client.set_experiment_tag(  # type: ignore[attr-defined]
+            experiment.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
+
+
+def ui_url(experiment_id: str, run_id: str | None = None, *,
+           base: str = "http://127.0.0.1:5000") -> str:
+    """The page of an experiment (or of one of its runs) in MLflow's UI, in its "Model
+    training" view: MLflow 3.17 opens an experiment by the GenAI / Model training switch of
+    the browser (default GenAI: traces and tokens), not by :data:`EXPERIMENT_KIND_TAG`;
+    ``workflowType=machine_learning`` in the address selects the runs table."""
+    page = f"{base}/#/experiments/{experiment_id}"
+    return f"{page}{f'/runs/{run_id}' if run_id else ''}?workflowType=machine_learning"
 
 
 def sqlite_path(uri: str) -> Path | None:
