@@ -49,6 +49,9 @@ def test_notebook_executes_against_a_sweep(small_sweep: SmallSweep,  # noqa: F81
     client.execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
+    stderr = "".join(o.get("text", "") for o in outputs
+                     if o.output_type == "stream" and o.get("name") == "stderr")
+    assert "Warning" not in stderr, stderr  # e.g. tqdm's red "IProgress not found"
     html = "".join(o.get("data", {}).get("text/html", "") for o in outputs)
     assert "W/T/L" in html and "noisy_oracle [sigma=0.5]" in html  # the comparison table
     assert "discriminative_power" in html and "feature_f0" in html
