@@ -409,7 +409,7 @@ def test_multirun_2x2_parallel_logs_every_job(store: Store, shared_data: Path,
     # named by the sweep's overrides, without the ones that only say where runs go
     assert parent.info.run_name == (
         "synthetic sweep: dataset.n_queries=60 dataset.n_train_queries=60 metric=ndcg10 "
-        "tracking.figures=false ranker=oracle,random metric.k=5,10"), parent.info.run_name
+        "ranker=oracle,random metric.k=5,10"), parent.info.run_name
     client = store.client()
     exp = client.get_experiment_by_name("e2e_b")
     assert exp.tags["mlflow.experimentKind"] == "custom_model_development"

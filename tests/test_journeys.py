@@ -75,7 +75,7 @@ def test_a_job_ends_with_its_ids_and_next_steps_and_mlflow_explains_itself(
                                                                           "figures"))
     job_note = job.data.tags["mlflow.note.content"]
     assert "| variant | oracle | coin |" in job_note
-    assert job.info.run_name.startswith("default · ranker=oracle +ranker.coin={kind:random,"
+    assert job.info.run_name.startswith("synthetic · ranker=oracle +ranker.coin={kind:random,"
                                         "seed:3} metric=ndcg10 metric.extra=[ap@10] "
                                         "dataset.n_queries=30 · ")
     assert "tracking.uri" not in job.info.run_name
