@@ -86,7 +86,7 @@ def test_slurm_preset_composes_with_the_partition_left_to_the_user() -> None:
     assert launcher.timeout_min > 0 and launcher.cpus_per_task >= 1 and launcher.mem_gb >= 1
     assert launcher.array_parallelism >= 1
     assert launcher.submitit_folder == "/shared/sweeps/s1/.submitit/%j"
-    assert launcher.name == "harness-default"
+    assert launcher.name == "harness-synthetic"
 
     cfg = _compose(["hydra/launcher=slurm", "hydra.launcher.partition=cpu_long",
                     "hydra.launcher.timeout_min=30", "study=big"])
@@ -147,7 +147,7 @@ def test_slurm_sweep_reaches_sbatch_with_pickled_jobs(store: Store, shared_data:
     assert {"#SBATCH --partition=test_part", "#SBATCH --array=0-1%2",
             "#SBATCH --cpus-per-task=4", "#SBATCH --mem=16GB", "#SBATCH --time=120",
             "#SBATCH --nodes=1", "#SBATCH --ntasks-per-node=1",
-            "#SBATCH --job-name=harness-default",
+            "#SBATCH --job-name=harness-synthetic",
             f"#SBATCH --output={folder}/%A_%a/%A_%a_0_log.out"} <= flags, script
     assert f"-m submitit.core._submit {folder}/%j" in script
     assert shlex.quote(sys.executable) in script  # the nodes run this same interpreter
