@@ -182,17 +182,22 @@ class Prepared:
             self._adopt()
         if self.judged is None or self.judged.all():
             return self
-        keep = np.flatnonzero(self.judged)
-        sub = Prepared(
+        sub = self._subset(np.flatnonzero(self.judged))
+        sub.__dict__["condensed"] = sub
+        return sub
+
+    def _subset(self, keep: np.ndarray) -> Prepared:
+        """These rows' subset ``keep`` (grouped-row indices, in order) with the same
+        queries and judgments (a top k's contenders, the judged rows)."""
+        return Prepared(
             qids=self.qids, q=self.q[keep], row=self.row[keep], score=self.score[keep],
             label=self.label[keep], docid=self.docid, qid_values=self.qid_values,
             judged_q=self.judged_q, judged_label=self.judged_label,
             n_docs=np.bincount(self.q[keep], minlength=self.n_queries),
             n_judged=self.n_judged, missing_qids=self.missing_qids,
             unjudged_qids=self.unjudged_qids, max_label=self.max_label,
-            judged=self.judged[keep])
-        sub.__dict__["condensed"] = sub
-        return sub
+            judged=None if self.judged is None else self.judged[keep],
+            negative=None if self.negative is None else self.negative[keep])
 
     def contenders(self, top: int) -> Prepared:
         """The rows scoring at least their query's ``top``-th highest score.
@@ -220,16 +225,7 @@ class Prepared:
             m = m.reshape(len(qidx), width)
             m.partition(top - 1, axis=1)  # in place: the matrix is ours
             threshold[qidx] = m[:, top - 1]
-        keep = np.flatnonzero(neg <= threshold[self.q])
-        sub = Prepared(
-            qids=self.qids, q=self.q[keep], row=self.row[keep], score=self.score[keep],
-            label=self.label[keep], docid=self.docid, qid_values=self.qid_values,
-            judged_q=self.judged_q, judged_label=self.judged_label,
-            n_docs=np.bincount(self.q[keep], minlength=self.n_queries),
-            n_judged=self.n_judged, missing_qids=self.missing_qids,
-            unjudged_qids=self.unjudged_qids, max_label=self.max_label,
-            judged=None if self.judged is None else self.judged[keep],
-            negative=None if self.negative is None else self.negative[keep])
+        sub = self._subset(np.flatnonzero(neg <= threshold[self.q]))
         self._contenders[top] = sub
         return sub
 
