@@ -2,7 +2,9 @@
 
 Figures are built with :class:`matplotlib.figure.Figure` directly (no pyplot state, no
 backend switch), so they work the same in scripts, tests and notebooks; :func:`png_bytes`
-renders one. Per-ranker distributions reuse :func:`harness.reporting.ecdf_figure`.
+renders one at :data:`harness.reporting.figures.DPI` (150), about 1,650 px wide, every text
+at least :data:`harness.reporting.figures.FONT` (10) pt. Per-ranker distributions reuse
+:func:`harness.reporting.ecdf_figure`.
 """
 
 from __future__ import annotations
@@ -16,11 +18,15 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from harness.compare.stats import TIE_TOLERANCE, align_pair, per_query_frame
+from harness.reporting.figures import DPI, FONT
+
+#: Okabe-Ito vermillion: the mean differences and their intervals.
+_MEAN_COLOR = "#D55E00"
 
 __all__ = ["distribution_figure", "paired_difference_figure", "tau_heatmap", "png_bytes"]
 
 
-def png_bytes(fig: Figure, *, dpi: int = 90) -> bytes:
+def png_bytes(fig: Figure, *, dpi: int = DPI) -> bytes:
     """The figure as PNG bytes."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
@@ -35,7 +41,7 @@ def distribution_figure(per_query: Mapping[str, pd.DataFrame], variant: str,
 
     frames = {label: per_query_frame(f) for label, f in per_query.items()}
     return ecdf_figure({label: f[variant] for label, f in frames.items()
-                        if variant in f.columns}, variant, Path(path))
+                        if variant in f.columns}, variant, Path(path), rankers=frames)
 
 
 def paired_difference_figure(per_query: Mapping[str, pd.DataFrame], comparison: pd.DataFrame,
@@ -56,7 +62,7 @@ def paired_difference_figure(per_query: Mapping[str, pd.DataFrame], comparison: 
         d[np.abs(d) <= TIE_TOLERANCE] = 0.0
         diffs.append(d)
     n = len(rows)
-    fig = Figure(figsize=(8.5, 1.4 + 0.42 * n))
+    fig = Figure(figsize=(11, 1.9 + 0.5 * n), dpi=DPI)
     ax = fig.add_subplot()
     positions = np.arange(n)[::-1]
     if n:
@@ -74,21 +80,25 @@ def paired_difference_figure(per_query: Mapping[str, pd.DataFrame], comparison: 
         mean = rows["mean_diff"].to_numpy(dtype=np.float64)
         err = np.vstack([mean - rows["ci_low"].to_numpy(dtype=np.float64),
                          rows["ci_high"].to_numpy(dtype=np.float64) - mean])
-        ax.errorbar(mean, positions, xerr=np.nan_to_num(err), fmt="none", ecolor="C3",
-                    capsize=3, zorder=3)
-        ax.scatter(mean[sig], positions[sig], color="C3", zorder=4, label="mean, significant")
-        ax.scatter(mean[~sig], positions[~sig], facecolor="white", edgecolor="C3", zorder=4,
-                   label="mean, not significant")
+        ax.errorbar(mean, positions, xerr=np.nan_to_num(err), fmt="none",
+                    ecolor=_MEAN_COLOR, capsize=3, zorder=3)
+        ax.scatter(mean[sig], positions[sig], color=_MEAN_COLOR, zorder=4,
+                   label="mean, significant")
+        ax.scatter(mean[~sig], positions[~sig], facecolor="white", edgecolor=_MEAN_COLOR,
+                   zorder=4, label="mean, not significant")
         labels = [f"{v}  ({w}/{t}/{lo})" for v, w, t, lo in
                   zip(rows["variant"], rows["wins"], rows["ties"], rows["losses"])]
-        ax.set_yticks(positions, labels, fontsize=8)
+        ax.set_yticks(positions, labels, fontsize=FONT)
         # above the plot, right of the title: it never hides a row
-        ax.legend(fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=2,
+        ax.legend(fontsize=FONT, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=2,
                   frameon=False, borderaxespad=0.2)
     ax.axvline(0, color="0.2", linewidth=0.8)
+    ax.tick_params(axis="x", labelsize=FONT)
+    ax.grid(True, axis="x", color="0.88", lw=0.6)
+    ax.set_axisbelow(True)
     ax.set_xlabel(f"per-query difference: {ranker_a} - {ranker_b}  (mean with 95% bootstrap "
-                  "interval; W/T/L)", fontsize=8)
-    ax.set_title(f"{ranker_a} vs {ranker_b}", fontsize=10, loc="left")
+                  "interval; W/T/L)", fontsize=FONT + 1)
+    ax.set_title(f"{ranker_a} vs {ranker_b}", fontsize=FONT + 2, loc="left")
     fig.tight_layout()
     return fig
 
@@ -96,20 +106,22 @@ def paired_difference_figure(per_query: Mapping[str, pd.DataFrame], comparison: 
 def tau_heatmap(tau: pd.DataFrame) -> Figure:
     """Kendall's tau between the ranker orderings under each pair of variants."""
     n = len(tau)
-    size = min(3.0 + 0.42 * n, 16.0)
-    fig = Figure(figsize=(size + 1.5, size))
+    size = min(4.0 + 0.55 * n, 11.0)  # at most 13 in (1,950 px) wide
+    fig = Figure(figsize=(size + 2.0, size), dpi=DPI)
     ax = fig.add_subplot()
     image = ax.imshow(tau.to_numpy(dtype=np.float64), vmin=-1, vmax=1, cmap="RdBu")
-    ax.set_xticks(range(n), tau.columns, rotation=60, ha="right", fontsize=7)
-    ax.set_yticks(range(n), tau.index, fontsize=7)
+    ax.set_xticks(range(n), tau.columns, rotation=60, ha="right", fontsize=FONT)
+    ax.set_yticks(range(n), tau.index, fontsize=FONT)
     if n <= 16:
         for i in range(n):
             for j in range(n):
                 value = tau.iat[i, j]
                 ax.text(j, i, "-" if value != value else f"{value:.2f}", ha="center",
-                        va="center", fontsize=6,
+                        va="center", fontsize=FONT,
                         color="white" if value == value and abs(value) > 0.6 else "black")
-    fig.colorbar(image, ax=ax, shrink=0.8, label="Kendall's tau-b of the ranker orderings")
-    ax.set_title("Do the variants order the rankers alike?", fontsize=10)
+    bar = fig.colorbar(image, ax=ax, shrink=0.8)
+    bar.set_label("Kendall's tau-b of the ranker orderings", fontsize=FONT + 1)
+    bar.ax.tick_params(labelsize=FONT)
+    ax.set_title("Do the variants order the rankers alike?", fontsize=FONT + 2)
     fig.tight_layout()
     return fig

@@ -7,9 +7,13 @@ figure of one variant (ECDF and histogram, :func:`ecdf_figure`) is drawn for the
 variants, or for all variants on request (``mode="all"``).
 
 All figures are :class:`matplotlib.figure.Figure` objects (no pyplot state), laid out with
-fixed margins (no ``tight_layout``), rendered by Agg at a low DPI; ECDFs are drawn through
-at most :data:`PANEL_POINTS` order statistics per line, exact at each of them. matplotlib
-is imported only when a figure is drawn.
+fixed margins (no ``tight_layout``), rendered by Agg at :data:`DPI`. They are sized to be
+read where they are shown (MLflow's artifact view, the compare report): about 1,650-1,910
+px wide, every text at least :data:`FONT` pt at the saved size, ticks at 0, 0.25, 0.5, 0.75
+and 1 on a [0, 1] axis with a light grid, one colour-blind-safe colour per ranker
+(:func:`harness.reporting.colors.ranker_colors`). ECDFs are drawn through at most
+:data:`PANEL_POINTS` order statistics per line, exact at each of them. matplotlib is
+imported only when a figure is drawn.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ if TYPE_CHECKING:
     from harness.metrics import Metric
 
 __all__ = ["FIGURE_MODES", "figure_mode", "headline_variants", "study_figures",
-           "overview_figure", "family_figure", "ecdf_figure", "ecdf_steps"]
+           "overview_figure", "family_figure", "ecdf_figure", "ecdf_steps", "axis_ticks"]
 
 #: ``tracking.figures``: headline (overview, families, headline variants) | all (every
 #: variant's own figure too) | off. ``true`` means headline, ``false`` off.
@@ -39,9 +43,15 @@ FIGURE_MODES = ("headline", "all", "off")
 ECDF_POINTS = 4000
 #: Order statistics per ECDF line in a small-multiples panel.
 PANEL_POINTS = 256
-DPI = 72
-_PANEL, _GAP = (2.3, 1.5), (0.25, 0.45)  # inches per small-multiples panel, between panels
-_MARGIN = {"left": 0.55, "right": 0.15, "top": 0.75, "bottom": 0.3}  # inches
+#: Pixels per inch of the saved PNGs: a 4-column small-multiples figure is 1,912 px wide.
+DPI = 150
+#: The smallest text (tick labels, legend) in points; titles are larger.
+FONT = 10
+#: Ticks of an axis spanning [0, 1].
+UNIT_TICKS = (0.0, 0.25, 0.5, 0.75, 1.0)
+_PANEL, _GAP = (2.6, 1.9), (0.4, 0.75)  # inches per small-multiples panel, between panels
+_MARGIN = {"left": 0.85, "right": 0.3, "top": 1.05, "bottom": 0.4}  # inches
+_GRID = {"color": "0.88", "lw": 0.6}  # the light grid behind the curves
 _YPAD = 0.04  # share of a panel's height kept free below 0 and above 1
 
 
@@ -145,7 +155,7 @@ def _small_multiples(per_query: Mapping[str, pd.DataFrame], variants: Sequence[s
 
     colors = list(ranker_colors(per_query).items())
     lines: dict[str, list[np.ndarray]] = {r: [] for r in per_query}
-    frames, marks, mark_colors = [], [], []
+    frames, grid, marks, mark_colors = [], [], [], []
     for n, variant in enumerate(variants):
         r, c = divmod(n, cols)
         x0 = _MARGIN["left"] + c * (pw + gx)
@@ -170,27 +180,50 @@ def _small_multiples(per_query: Mapping[str, pd.DataFrame], variants: Sequence[s
                 mark_colors.append(color)
         frames.append(np.array([[x0, y0], [x0 + pw, y0], [x0 + pw, y0 + ph], [x0, y0 + ph],
                                 [x0, y0]]))
-        put(x0 + pw / 2, y0 + ph + 0.03, variant, fontsize=7, ha="center", va="bottom")
-        for value in (lo, hi):  # the x range of this panel
-            put(at(value), y0 - 0.03, f"{value:g}", fontsize=6, ha="center", va="top")
-        if c == 0:
-            for value in (0, 0.5, 1):
-                put(x0 - 0.04, up(value), f"{value:g}", fontsize=6, ha="right",
+        put(x0 + pw / 2, y0 + ph + 0.05, variant, fontsize=FONT, ha="center", va="bottom")
+        tick = 0.05  # inches: tick marks outside the frame
+        for value in axis_ticks(lo, hi):  # x: the range of this panel
+            grid.append(np.array([[at(value), y0], [at(value), y0 + ph]]))
+            frames.append(np.array([[at(value), y0], [at(value), y0 - tick]]))
+            put(at(value), y0 - tick - 0.03, f"{value:g}", fontsize=FONT, ha="center",
+                va="top")
+        for value in UNIT_TICKS:  # y: the share of queries, in every panel
+            grid.append(np.array([[x0, up(value)], [x0 + pw, up(value)]]))
+            if c == 0:
+                frames.append(np.array([[x0, up(value)], [x0 - tick, up(value)]]))
+                put(x0 - tick - 0.03, up(value), f"{value:g}", fontsize=FONT, ha="right",
                     va="center")
+    xy = _joined(grid)
+    ax.plot(xy[:, 0], xy[:, 1], zorder=0, **_GRID)
     for name, color in colors:
         if lines[name]:
             xy = _joined(lines[name])
-            ax.plot(xy[:, 0], xy[:, 1], drawstyle="steps-post", color=color, lw=1)
+            ax.plot(xy[:, 0], xy[:, 1], drawstyle="steps-post", color=color, lw=1.6)
     xy = _joined(frames)
-    ax.plot(xy[:, 0], xy[:, 1], color="0.3", lw=0.6)
+    ax.plot(xy[:, 0], xy[:, 1], color="0.3", lw=0.8)
     if mark_means and marks:
-        ax.scatter(*np.array(marks).T, c=mark_colors, marker="^", s=14, zorder=3)
-    fig.text(0.12 / width, 0.5, "share of queries <= x", rotation=90, fontsize=7,
+        ax.scatter(*np.array(marks).T, c=mark_colors, marker="^", s=45, zorder=3,
+                   edgecolors="white", linewidths=0.5)
+    fig.text(0.12 / width, 0.5, "share of queries <= x", rotation=90, fontsize=FONT + 1,
              va="center", ha="left")
     fig.legend(handles=_handles(dict(colors)), loc="upper center", ncol=min(len(per_query), 6),
-               fontsize=7, frameon=False, bbox_to_anchor=(0.5, 1 - 0.28 / height))
-    fig.suptitle(title, fontsize=8, y=1 - 0.05 / height, va="top")
+               fontsize=FONT + 1, frameon=False, bbox_to_anchor=(0.5, 1 - 0.4 / height),
+               handlelength=2.5, columnspacing=2.0)
+    fig.suptitle(title, fontsize=FONT + 3, y=1 - 0.08 / height, va="top")
     return _save(fig, path)
+
+
+def axis_ticks(lo: float, hi: float) -> list[float]:
+    """Tick values of an axis from ``lo`` to ``hi``: :data:`UNIT_TICKS` on [0, 1], else
+    about five round values within the range (its ends included when they are round). A
+    range off [0, 1] by rounding error only (an nDCG of 1.0000000000000002) counts as [0, 1]."""
+    if abs(lo) <= 1e-9 and abs(hi - 1.0) <= 1e-9:
+        return list(UNIT_TICKS)
+    from matplotlib.ticker import MaxNLocator
+
+    values = MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]).tick_values(lo, hi)
+    span = hi - lo
+    return [round(float(v), 12) for v in values if lo - 1e-9 * span <= v <= hi + 1e-9 * span]
 
 
 def _joined(parts: list[np.ndarray]) -> np.ndarray:
@@ -208,34 +241,52 @@ def ecdf_steps(data: np.ndarray, points: int = ECDF_POINTS) -> tuple[np.ndarray,
     return np.r_[x[0], at], np.r_[0.0, np.searchsorted(x, at, side="right") / len(x)]
 
 
-def ecdf_figure(values: Mapping[str, pd.Series], title: str, path: Path) -> Path:
+def ecdf_figure(values: Mapping[str, pd.Series], title: str, path: Path, *,
+                rankers: Iterable[str] | None = None) -> Path:
     """Save a PNG with the ECDF (left) and histogram (right) of each ranker's per-query
-    values of one metric variant."""
+    values of one metric variant. ``rankers``: every ranker of the study or comparison
+    (default: those in ``values``), so that a ranker keeps its colour in a figure of a
+    variant only some rankers hold."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(9, 3.6), dpi=DPI)
-    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.15, top=0.74, wspace=0.2)
+    ncol = min(len(values), 3)
+    legend_rows = max(1, -(-len(values) // ncol))
+    width, top = 11.0, 0.75 + 0.25 * legend_rows  # inches: title and legend above the axes
+    height = top + 3.8 + 0.65
+    fig = Figure(figsize=(width, height), dpi=DPI)
+    fig.subplots_adjust(left=0.75 / width, right=1 - 0.2 / width, bottom=0.65 / height,
+                        top=1 - top / height, wspace=0.22)
     ax_ecdf, ax_hist = fig.subplots(1, 2)
     finite = [_finite(v) for v in values.values()]
     upper = max((float(f.max()) for f in finite if len(f)), default=1.0)
     bins = np.linspace(0, max(upper, 1.0), 21)
-    colors = ranker_colors(values)
+    colors = ranker_colors([*values, *(rankers or ())])
     handles = []
     for name, data in zip(values, finite):
         if not len(data):
             continue
-        (line,) = ax_ecdf.step(*ecdf_steps(data), where="post", color=colors[name], lw=1.2,
+        (line,) = ax_ecdf.step(*ecdf_steps(data), where="post", color=colors[name], lw=1.6,
                                label=f"{name} (mean {data.mean():.4f})")
         handles.append(line)
-        ax_hist.hist(data, bins=bins, histtype="step", color=colors[name], label=name)
-    ax_ecdf.set(xlabel=title, ylabel="share of queries <= x", title="ECDF", ylim=(-0.02, 1.04))
-    ax_hist.set(xlabel=title, ylabel="queries", title="histogram")
-    for ax in (ax_ecdf, ax_hist):  # a step at the range's end stays inside the frame
-        ax.margins(x=0.03)
+        ax_hist.hist(data, bins=bins, histtype="step", color=colors[name], label=name, lw=1.6)
+    lower = min((float(f.min()) for f in finite if len(f)), default=0.0)
+    xticks = axis_ticks(min(lower, 0.0), max(upper, 1.0))
+    ax_ecdf.set_ylim(-0.02, 1.04)
+    ax_ecdf.set_yticks(UNIT_TICKS, [f"{v:g}" for v in UNIT_TICKS])
+    ax_ecdf.set_ylabel("share of queries <= x", fontsize=FONT + 1)
+    ax_hist.set_ylabel("queries", fontsize=FONT + 1)
+    for ax, name in ((ax_ecdf, "ECDF"), (ax_hist, "histogram")):
+        ax.set_title(name, fontsize=FONT + 1)
+        ax.set_xlabel(title, fontsize=FONT + 1)
+        ax.set_xticks(xticks, [f"{v:g}" for v in xticks])
+        ax.tick_params(labelsize=FONT)
+        ax.grid(True, **_GRID)
+        ax.set_axisbelow(True)
+        ax.margins(x=0.03)  # a step at the range's end stays inside the frame
     # the legend above the panels, where it cannot hide a curve
-    fig.legend(handles=handles, loc="upper center", ncol=min(len(handles), 4), fontsize=7,
-               frameon=False, bbox_to_anchor=(0.5, 0.92))
-    fig.suptitle(title, fontsize=10, y=0.99)
+    fig.legend(handles=handles, loc="upper center", ncol=ncol, fontsize=FONT, frameon=False,
+               bbox_to_anchor=(0.5, 1 - 0.5 / height), handlelength=2.5)
+    fig.suptitle(title, fontsize=FONT + 3, y=1 - 0.08 / height, va="top")
     return _save(fig, path)
 
 
@@ -245,7 +296,7 @@ def ecdf_figure(values: Mapping[str, pd.Series], title: str, path: Path) -> Path
 def _handles(colors: Mapping[str, str]) -> list[Any]:
     from matplotlib.lines import Line2D
 
-    return [Line2D([], [], color=c, lw=1.5, label=r) for r, c in colors.items()]
+    return [Line2D([], [], color=c, lw=2.0, label=r) for r, c in colors.items()]
 
 
 def _finite(values: pd.Series) -> np.ndarray:
