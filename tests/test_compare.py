@@ -282,7 +282,9 @@ def test_kendall_tau_is_one_for_the_same_order_and_minus_one_reversed() -> None:
     assert s.tau.loc["nDCG@5", "nDCG@5(gain=linear)"] == pytest.approx(-1.0)
     assert list(s.winners["winner"]) == ["a", "a", "c"]
     assert s.winner_changes
-    assert any(n.startswith("the winner changes with the variant: a under 2") for n in s.notes)
+    # no comparison table: the winners are by mean and said to be untested
+    assert any(n.startswith("the winner by mean changes with the variant (significance not "
+                            "tested: no comparison table given): a under 2") for n in s.notes)
     assert any(n.startswith("tie-sensitivity interval not available") and
                "metric.ties=[optimistic,pessimistic]" in n for n in s.notes)
     assert s.ties.empty
@@ -429,11 +431,27 @@ def test_cli_end_to_end(small_sweep: SmallSweep, tmp_path: Path) -> None:
     proc = subprocess.run(args, cwd=PROJECT_ROOT, env=clean_env(), capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    header = next(line for line in proc.stdout.splitlines() if "W/T/L" in line)
-    assert "p adj (ttest, bh)" in header and "95% CI" in header
+    # the console: the headline variants x rankers with marks and the winner, not the
+    # 100-row pairwise table, which goes to a file whose path is printed
+    lines = proc.stdout.splitlines()
+    assert not any("95% CI" in line for line in lines)
+    assert "(ttest p adj < 0.05, bh per variant)" in " ".join(lines)
+    header = next(i for i, line in enumerate(lines) if line.split()[:1] == ["variant"])
+    assert lines[header].split() == ["variant", "a", "b", "c", "d", "e", "winner"]
+    end = next(i for i, line in enumerate(lines) if line.startswith("queries dropped"))
+    # one row per headline variant: per metric family the default conventions, else its
+    # first variant (the sweep's nDCG variants all name a tie rule)
+    assert [r.split()[0] for r in lines[header + 1:end]] == [
+        "nDCG@5(ties=optimistic)", "AP@10", "RR"], lines[:end]
+    assert max(len(line) for line in lines[1:end]) <= 120
     for label in VERSIONS:
         assert label in proc.stdout
     assert "queries dropped in 0 of 100 comparisons" in proc.stdout
+    pairwise = Path(re.search(r"^the 100 paired comparisons \(CIs, W/T/L, every p-value\): "
+                              r"(\S+comparison\.txt)$", proc.stdout, re.M).group(1))
+    table_header = pairwise.read_text().splitlines()[0]
+    assert "p adj (ttest, bh)" in table_header and "95% CI" in table_header
+    assert len(pairwise.read_text().splitlines()) == 1 + 100
     # a non-default selection gets its own folder, on disk and in MLflow
     report = Path(re.search(r"^report: (\S+)report\.html$", proc.stdout, re.M).group(1))
     assert report.parent == out / "compare_test" / small_sweep.parent_run_id

@@ -188,3 +188,16 @@ def test_permutation_p_at_its_floor_is_shown_as_a_bound() -> None:
     table = compare_table({"a": a, "b": b}, resamples=2000)
     assert table["p_permutation"].iloc[0] == pytest.approx(2 / 2001)
     assert comparison_display(table)["p perm"].iloc[0] == "< 0.001"
+
+
+def test_winners_csv_says_whether_each_lead_is_significant(
+        built: tuple[Sweep, pd.DataFrame, ReportPaths]) -> None:
+    _, comparison, paths = built
+    winners = pd.read_csv(paths.directory / "winners.csv", index_col=0)
+    assert list(winners.columns) == ["winner", "mean", "margin", "order", "significant",
+                                     "p_adj", "top"]
+    assert set(winners["significant"]) <= {True, False}
+    for variant, row in winners.iterrows():
+        # significant: the leader alone at the top; else a tie of several
+        assert (row["top"] == row["winner"] if row["significant"] else " = " in row["top"]), \
+            variant

@@ -11,6 +11,12 @@ Each ranker against a baseline, Benjamini-Hochberg, only the runs with k = 10::
     harness compare --experiment synthetic --filter "params.`metric.k` = '10'" \\
         --baseline random --correction bh
 
+The console shows the headline variants x rankers: each mean with the letters of the rankers
+it is significantly better than, and the variant's winner (its leader when significantly
+better than every other ranker, else a tie); the full pairwise table (CIs, W/T/L, every
+p-value) goes to ``comparison.txt`` in the report folder, whose path is printed. With
+``--baseline`` the winners and the discriminative power are still over every ranker pair.
+
 Bad input (an unknown run, runs of several datasets, no overlapping queries, a single
 ranker) prints one line and exits 2; an unreachable tracking server exits 3.
 """
@@ -18,6 +24,7 @@ ranker) prints one line and exits 2; an unreachable tracking server exits 3.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import sys
 from typing import Any
@@ -121,6 +128,31 @@ def _run(args: argparse.Namespace) -> int:
         steps.close()
 
 
+def _print_headline(sens: Any, comparison: Any) -> None:
+    """The headline variants x rankers, with significance marks and the winner."""
+    import textwrap
+
+    from harness.compare.report import headline_display
+
+    table, letters = headline_display(sens.means, comparison, sens.winners)
+    against = comparison.attrs.get("baseline")
+    test, correction = comparison.attrs.get("test"), comparison.attrs.get("correction")
+    print("\n".join(textwrap.wrap(
+        f"Mean per query under the {len(table)} headline variants (of {len(sens.means)}); "
+        f"^letters: the rankers it is significantly better than ({test} p adj < "
+        f"{comparison.attrs.get('alpha')}, {correction} per {comparison.attrs.get('family')}"
+        + (f"; compared with {against} only" if against else "") + "); winner: the leader "
+        "when significantly better than every other ranker, else a tie"
+        + ("" if sens.rule else " (untested)") + ":", width=100, break_on_hyphens=False,
+        break_long_words=False)))
+    print("  " + "  ".join(f"{letter} {label}" for label, letter in letters.items()))
+    rows = [["variant", *table.columns]] + [[str(v), *map(str, r)]
+                                            for v, r in zip(table.index, table.values)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+
+
 def _steps(args: argparse.Namespace, steps: Any) -> int:
     import pandas as pd
 
@@ -131,19 +163,24 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
         sweep = load_sweep(args.tracking_uri, parent_run_id=args.parent_run_id,
                            experiment=args.experiment, filter_string=args.filter_string)
     baseline = sweep.resolve(args.baseline) if args.baseline else None
+    options = dict(correction=args.correction, alpha=args.alpha, test=args.test,
+                   seed=args.seed, resamples=args.resamples, family=args.family,
+                   max_queries=args.max_queries or None)
     with steps(f"compare pairs ({args.resamples} resamples)"):
-        comparison = compare_table(sweep.per_query, args.variants, baseline,
-                                   correction=args.correction, alpha=args.alpha,
-                                   test=args.test, seed=args.seed, resamples=args.resamples,
-                                   family=args.family, max_queries=args.max_queries or None)
-        sens = sensitivity(sweep.per_query, comparison, variants=args.variants)
+        comparison = compare_table(sweep.per_query, args.variants, baseline, **options)
+        # the winners and the discriminative power are over every ranker pair
+        every_pair = comparison if baseline is None else compare_table(
+            sweep.per_query, args.variants, None, **options)
+        sens = sensitivity(sweep.per_query, every_pair, variants=args.variants)
+    if baseline is not None:
+        sens = dataclasses.replace(sens, notes=(*sens.notes, (
+            f"winners and discriminative power over every ranker pair ({len(every_pair)} "
+            f"comparisons); the marks and the pairwise table against {baseline} only")))
     n_queries = max(len(f) for f in sweep.per_query.values())
     print(f"{sweep.experiment}: {len(sweep.versions)} ranker versions "
           f"({', '.join(sweep.versions)}), {len(sweep.variants)} variants, up to {n_queries} "
           f"queries of {sweep.dataset_name} ({sweep.dataset_digest[:12]})")
-    with pd.option_context("display.width", 250, "display.max_rows", None,
-                           "display.max_columns", None, "display.max_colwidth", 60):
-        print(comparison_display(comparison).to_string(index=False))
+    _print_headline(sens, comparison)
     dropped = comparison[comparison["n_dropped"] > 0]
     print(f"queries dropped in {len(dropped)} of {len(comparison)} comparisons"
           + "".join(f"\n  {r.variant}, {r.ranker_a} vs {r.ranker_b}: {r.dropped}"
@@ -154,6 +191,12 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
     out = report_dir(sweep, args.out_dir) / (slug or "")
     with steps("write report and figures"):
         paths = build_report(sweep, comparison, sens, out)
+        pairwise = paths.directory / "comparison.txt"
+        with pd.option_context("display.width", 250, "display.max_rows", None,
+                               "display.max_columns", None, "display.max_colwidth", 60):
+            pairwise.write_text(comparison_display(comparison).to_string(index=False) + "\n")
+    print(f"every variant's means: {paths.directory / 'means.csv'}\n"
+          f"the {len(comparison)} paired comparisons (CIs, W/T/L, every p-value): {pairwise}")
     print(f"report: {paths.html}\n        {paths.markdown}\n        {paths.latex}")
     if args.no_log:
         return 0

@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from harness.compare.load import Sweep
     from harness.compare.sensitivity import Sensitivity
 
-__all__ = ["ReportPaths", "build_report", "comparison_display", "means_display", "report_dir",
-           "log_report"]
+__all__ = ["ReportPaths", "build_report", "comparison_display", "means_display",
+           "headline_display", "report_dir", "log_report"]
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,44 @@ def means_display(means: pd.DataFrame, comparison: pd.DataFrame) -> tuple[pd.Dat
     return table, letters
 
 
+def _verdict(winner: str, significant: object, top: str, letters: dict[str, str]) -> str:
+    if significant is None or significant != significant:
+        return f"{winner} (untested)"
+    return winner if significant else "tie: " + " = ".join(letters.get(t, t)
+                                                           for t in top.split(" = "))
+
+
+def headline_display(means: pd.DataFrame, comparison: pd.DataFrame, winners: pd.DataFrame
+                     ) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The console's headline table: the headline variants (rows; per metric family the
+    variants with every convention at its default) x the rankers (columns, by letter), each
+    mean followed by the letters of the rankers it is significantly better than
+    (:func:`means_display`), and the ``winner``: the leader when its lead is significant
+    (``winners`` of :func:`harness.compare.sensitivity`), else ``tie: a = b`` (the letters
+    of the leader and of the rankers the test cannot separate from it). Returns it and the
+    letters."""
+    from harness.errors import MetricDefinitionError
+    from harness.metrics import parse_metric
+    from harness.reporting.figures import headline_variants
+
+    table, letters = means_display(means, comparison)
+    metrics = []
+    for variant in means.index:
+        try:
+            metrics.append(parse_metric(variant))
+        except MetricDefinitionError:
+            continue
+    heads = [m.display_name for m in headline_variants(metrics)
+             if m.display_name in means.index] or list(means.index)
+    out = table[heads].T
+    out.columns = [letters[label] for label in means.columns]
+    out["winner"] = [_verdict(winners.at[v, "winner"], winners.at[v, "significant"],
+                              winners.at[v, "top"], letters)
+                     if v in winners.index else ""
+                     for v in heads]
+    return out.rename_axis("variant"), letters
+
+
 def report_dir(sweep: Sweep, root: str | Path = "runs/reports") -> Path:
     """``<root>/<experiment>/<parent run id, or a timestamp>``; a relative root resolves
     against the project (:func:`harness.paths.project_path`). A compare whose selection
@@ -158,7 +196,11 @@ def _tables(sweep: Sweep, comparison: pd.DataFrame, sens: Sensitivity
                               "ranker": v.ranker, "kind": v.kind, "runs": len(v.run_ids),
                               "cache key": v.cache_key[:12]} for v in sweep.versions.values()])
     winners = sens.winners.assign(mean=sens.winners["mean"].map("{:.4f}".format),
-                                  margin=sens.winners["margin"].map(_p))
+                                  margin=sens.winners["margin"].map(_p),
+                                  significant=[{True: "yes", False: "no: tie"}.get(
+                                      v if v == v else None, "untested")
+                                      for v in sens.winners["significant"]],
+                                  p_adj=sens.winners["p_adj"].map(_p))
     power = sens.power.assign(discriminative_power=sens.power["discriminative_power"].map(
         "{:.2f}".format)) if len(sens.power) else sens.power
     return {

@@ -1,9 +1,11 @@
 """Does the metric definition change which ranker wins? Sensitivity of a sweep's variants.
 
 For every pair of variants, Kendall's tau between the ranker orderings (by mean); for every
-variant, the winner and its discriminative power (share of compared ranker pairs found
-significantly different after correction); and, where the sweep holds both tie extremes,
-each ranker's tie-sensitivity interval (optimistic - pessimistic).
+variant, the leader by mean, whether its lead is significant (the chosen test, after the
+chosen correction, finds it better than every other ranker; otherwise the variant is a tie at
+the top), and its discriminative power (share of compared ranker pairs found significantly
+different after correction); and, where the sweep holds both tie extremes, each ranker's
+tie-sensitivity interval (optimistic - pessimistic).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from harness.errors import MetricDefinitionError
 from harness.metrics import parse_metric
 from harness.metrics.evaluate import metric_columns
 
-__all__ = ["Sensitivity", "sensitivity", "kendall_matrix", "tie_intervals", "TIES_HOWTO"]
+__all__ = ["Sensitivity", "sensitivity", "kendall_matrix", "tie_intervals", "TIES_HOWTO",
+           "significance_rule"]
 
 #: What to do when the sweep has no optimistic/pessimistic pair of variants.
 TIES_HOWTO = ("tie-sensitivity interval not available: no two variants of the sweep differ "
@@ -42,7 +45,13 @@ class Sensitivity:
         ranker lacks the variant.
     winners : DataFrame
         Per variant: ``winner`` (rankers sharing the top mean joined by " = "), its
-        ``mean``, the ``margin`` to the runner-up and the full ``order``.
+        ``mean``, the ``margin`` to the runner-up and the full ``order``; ``significant``:
+        True when the comparison table finds the leader significantly better than every
+        other ranker of the variant (its ``significant`` column: the chosen test, corrected),
+        False when not (a tie at the top), None when untested (no table, or the table lacks
+        one of the leader's pairs, as a table against a baseline does); ``p_adj``: the
+        corrected p-value of the deciding test, leader vs runner-up; ``top``: the leader and
+        the rankers not significantly worse than it, joined by " = ".
     tau : DataFrame
         Kendall's tau-b between the orderings under two variants, over the rankers holding
         both (NaN with fewer than two, or when an ordering is all ties).
@@ -55,7 +64,10 @@ class Sensitivity:
         ``n_affected`` (queries whose value depends on the tie rule). Empty when the sweep
         has no such pair; ``notes`` then says how to get it.
     notes : tuple of str
-        Plain-language findings: whether the winner changes, what is missing.
+        Plain-language findings: whether the winner changes (counting only significant
+        leads), what is missing.
+    rule : str
+        The significance rule of the winners ("" when untested).
     """
 
     means: pd.DataFrame
@@ -64,10 +76,15 @@ class Sensitivity:
     power: pd.DataFrame
     ties: pd.DataFrame
     notes: tuple[str, ...]
+    rule: str = ""
 
     @property
     def winner_changes(self) -> bool:
-        """True when no ranker is at the top (alone or tied) under every variant."""
+        """True when two variants have different significant winners; untested (no
+        comparison table): when no ranker is at the top by mean (alone or tied) under every
+        variant."""
+        if self.rule:
+            return len(set(_significant_winners(self.winners).values())) > 1
         return not _always_top(self.winners)
 
 
@@ -107,31 +124,125 @@ def _always_top(winners: pd.DataFrame) -> list[str]:
     return [label for label in tops[0] if all(label in t for t in tops[1:])] if tops else []
 
 
-def _winner_note(winners: pd.DataFrame) -> str:
-    """Plain-language answer to: does the variant change which ranker wins?"""
+def _state(value: object) -> bool | None:
+    """A ``significant`` cell as True, False or None (untested)."""
+    return None if value is None or value != value else bool(value)
+
+
+def _significant_winners(winners: pd.DataFrame) -> dict[str, str]:
+    """Variant -> winner, for the variants whose leader's lead is significant."""
+    return {v: w for v, w, sig in zip(winners.index, winners["winner"], winners["significant"])
+            if _state(sig) is True}
+
+
+def _listed(names: Sequence[str], at_most: int = 4) -> str:
+    return ", ".join(names[:at_most]) + (", ..." if len(names) > at_most else "")
+
+
+def _untested_note(winners: pd.DataFrame) -> str:
+    """The winners by mean, said to be untested (no comparison table)."""
     always = _always_top(winners)
     tied = [v for v, w in winners["winner"].items() if " = " in w]
+    untested = "significance not tested: no comparison table given"
     if always:
-        text = f"{' and '.join(always)} wins under every variant ({len(winners)})"
-        return text + (f", tied at the top under {len(tied)} ({', '.join(tied[:4])}"
-                       f"{', ...' if len(tied) > 4 else ''})" if tied else "")
+        text = f"{' and '.join(always)} wins under every variant ({len(winners)}) by mean"
+        return text + (f", tied at the top under {len(tied)} ({_listed(tied)})"
+                       if tied else "") + f"; {untested}"
     counts = winners["winner"].value_counts()
-    parts = [f"{w} under {n} ({', '.join(winners.index[winners['winner'] == w][:4])}"
-             f"{', ...' if n > 4 else ''})" for w, n in counts.items()]
-    return "the winner changes with the variant: " + "; ".join(parts)
+    parts = [f"{w} under {n} ({_listed(list(winners.index[winners['winner'] == w]))})"
+             for w, n in counts.items()]
+    return f"the winner by mean changes with the variant ({untested}): " + "; ".join(parts)
 
 
-def _winners(means: pd.DataFrame) -> pd.DataFrame:
+def _winner_note(winners: pd.DataFrame, has_table: bool = True) -> str:
+    """Plain-language answer to: does the variant change which ranker wins? A variant has a
+    winner only when its leader's lead is significant; otherwise it is a tie at the top."""
+    if not has_table:
+        return _untested_note(winners)
+    decided = _significant_winners(winners)
+    ties = [f"{v} ({top})" for v, top, sig in zip(winners.index, winners["top"],
+                                                   winners["significant"])
+            if _state(sig) is False]
+    untested = [v for v, sig in winners["significant"].items() if _state(sig) is None]
+    rest = ([f"no significant winner (a tie at the top) under {len(ties)} ({_listed(ties)})"]
+            if ties else []) + ([f"untested under {len(untested)} ({_listed(untested)}): the "
+                                 "comparison table lacks a pair of the leader"]
+                                if untested else [])
+    names = list(dict.fromkeys(decided.values()))
+    if len(names) == 1 and not rest:
+        return f"{names[0]} wins under every variant ({len(winners)})"
+    if not names and not ties:
+        return (f"the leads are untested under every variant ({len(winners)}): the "
+                "comparison table lacks a pair of each leader (a table against a baseline?); "
+                "pass one of every ranker pair")
+    if not names:
+        return f"no ranker wins significantly under any variant ({len(winners)}): " + \
+            "; ".join(rest)
+    parts = [f"{w} under {sum(x == w for x in decided.values())} "
+             f"({_listed([v for v, x in decided.items() if x == w])})" for w in names]
+    if len(names) == 1:
+        return f"{names[0]} wins under {len(decided)} of {len(winners)} variants " \
+            f"({_listed(list(decided))}); " + "; ".join(rest)
+    return "the winner changes with the variant: " + "; ".join(parts + rest)
+
+
+def _pair_lookup(comparison: pd.DataFrame | None) -> dict[tuple[str, str, str], tuple]:
+    """(variant, ranker, other) -> (significant, mean difference ranker - other, p adj)."""
+    if comparison is None or not len(comparison):
+        return {}
+    column = f"p_{comparison.attrs.get('test', 'ttest')}_adj"
+    out = {}
+    for v, a, b, sig, diff, p in zip(comparison["variant"], comparison["ranker_a"],
+                                     comparison["ranker_b"], comparison["significant"],
+                                     comparison["mean_diff"], comparison[column]):
+        out[(v, a, b)] = (bool(sig), float(diff), float(p))
+        out[(v, b, a)] = (bool(sig), -float(diff), float(p))
+    return out
+
+
+def _lead(variant: str, row: pd.Series, pairs: Mapping[tuple[str, str, str], tuple]
+          ) -> tuple[bool | None, float, str]:
+    """Whether the leader of ``row`` (means sorted descending) is significantly better than
+    every other ranker; the corrected p-value against the runner-up; the top group."""
+    leader = str(row.index[0])
+    if not pairs:
+        return None, np.nan, ""
+    top, missing = [leader], False
+    for other in row.index[1:]:
+        found = pairs.get((variant, leader, str(other)))
+        if found is None:
+            missing = True
+        elif not (found[0] and found[1] > 0):
+            top.append(str(other))
+    runner_up = pairs.get((variant, leader, str(row.index[1])))
+    p_adj = runner_up[2] if runner_up else np.nan
+    return (None if missing else len(top) == 1), p_adj, " = ".join(top)
+
+
+def _winners(means: pd.DataFrame, comparison: pd.DataFrame | None = None) -> pd.DataFrame:
+    pairs = _pair_lookup(comparison)
     rows = {}
     for variant, row in means.iterrows():
         row = row.dropna().sort_values(ascending=False, kind="stable")
         top = row[row == row.iloc[0]]
         rest = row[row < row.iloc[0]]
+        significant, p_adj, group = _lead(str(variant), row, pairs)
         rows[variant] = {"winner": " = ".join(top.index), "mean": float(row.iloc[0]),
                          "margin": float(row.iloc[0] - rest.iloc[0]) if len(rest) else np.nan,
-                         "order": _order(row)}
-    return pd.DataFrame.from_dict(rows, orient="index", columns=["winner", "mean", "margin",
-                                                                  "order"])
+                         "order": _order(row), "significant": significant, "p_adj": p_adj,
+                         "top": group}
+    out = pd.DataFrame.from_dict(rows, orient="index", columns=[
+        "winner", "mean", "margin", "order", "significant", "p_adj", "top"])
+    out["significant"] = pd.Series([r["significant"] for r in rows.values()],
+                                   index=out.index, dtype=object)
+    return out
+
+
+def significance_rule(comparison: pd.DataFrame) -> str:
+    """The rule deciding ``significant`` in a comparison table, in words."""
+    a = comparison.attrs
+    return (f"{a.get('test', 'ttest')} p adj < {a.get('alpha', 0.05)}, "
+            f"{a.get('correction', 'holm')} per {a.get('family', 'variant')}")
 
 
 def tie_intervals(per_query: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
@@ -178,9 +289,12 @@ def sensitivity(per_query: Mapping[str, pd.DataFrame], comparison: pd.DataFrame 
     per_query : mapping of ranker label -> DataFrame
         Per-query tables, as for :func:`harness.compare.compare_table`.
     comparison : DataFrame, optional
-        A :func:`~harness.compare.compare_table` result; its ``significant`` column gives the
-        discriminative power of each variant (at its alpha, after its correction). Use an
-        all-pairs table (no baseline) for the classic definition over ranker pairs.
+        A :func:`~harness.compare.compare_table` result; its ``significant`` column (its test,
+        alpha and correction) decides whether each variant's leader wins or the top is a tie,
+        and gives the discriminative power of each variant. Pass an all-pairs table (no
+        baseline): with a table against a baseline the leads are untested wherever the
+        leader's pairs are missing, and the power is over the baseline's comparisons only
+        (a note says so). Without a table the winners are by mean, said to be untested.
     variants : sequence of str, optional
         Default: every variant column of any table.
 
@@ -201,14 +315,19 @@ def sensitivity(per_query: Mapping[str, pd.DataFrame], comparison: pd.DataFrame 
                                   for v in variants] for label, f in frames.items()},
                          index=list(variants), dtype=np.float64)
     compared = means.notna().sum(axis=1) >= 2  # a variant one ranker has proves nothing
-    winners = _winners(means[compared])
+    winners = _winners(means[compared], comparison)
+    rule = significance_rule(comparison) if comparison is not None and len(comparison) else ""
     notes = []
     if not compared.all():
         lone = list(means.index[~compared])
         notes.append(f"{len(lone)} variant(s) computed for fewer than two rankers left out of "
                      f"the winners: {', '.join(lone[:4])}{', …' if len(lone) > 4 else ''}")
     if len(winners):
-        notes.append(_winner_note(winners))
+        notes.append(_winner_note(winners, bool(rule)))
+        if rule:
+            notes.append("a variant has a winner only when its leader is significantly "
+                         f"better than every other ranker ({rule}); otherwise its top is a "
+                         "tie")
     tau = kendall_matrix(means)
     off = tau.to_numpy()[~np.eye(len(tau), dtype=bool)]
     off = off[~np.isnan(off)]
@@ -220,6 +339,9 @@ def sensitivity(per_query: Mapping[str, pd.DataFrame], comparison: pd.DataFrame 
         power = pd.DataFrame({"n_comparisons": grouped.size(),
                               "n_significant": grouped.sum().astype(int)})
         power["discriminative_power"] = power["n_significant"] / power["n_comparisons"]
+        if comparison.attrs.get("baseline") is not None:
+            notes.append(f"discriminative power over the comparisons with the baseline "
+                         f"{comparison.attrs['baseline']} only, not over every ranker pair")
     else:
         power = pd.DataFrame(columns=["n_comparisons", "n_significant",
                                       "discriminative_power"])
@@ -228,5 +350,5 @@ def sensitivity(per_query: Mapping[str, pd.DataFrame], comparison: pd.DataFrame 
                           for label, f in frames.items()})
     if ties.empty:
         notes.append(TIES_HOWTO)
-    return Sensitivity(means, winners, tau, power, ties, tuple(notes))
+    return Sensitivity(means, winners, tau, power, ties, tuple(notes), rule)
 
