@@ -12,10 +12,11 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["progress", "Phases", "Steps", "bars_on", "quiet_logs_while_bars"]
+__all__ = ["progress", "progress_sized", "Phases", "Steps", "bars_on",
+           "quiet_logs_while_bars"]
 
 T = TypeVar("T")
 
@@ -36,6 +37,28 @@ def progress(iterable: Iterable[T], *, desc: str, total: int | None = None,
 
     return tqdm(iterable, desc=desc, total=total, unit=unit, disable=None, leave=False,
                 file=sys.stderr, dynamic_ncols=True)
+
+
+def progress_sized(iterable: Iterable[T], *, desc: str, size: Callable[[T], int],
+                   total: int | None = None, unit: str = "it") -> Iterable[T]:
+    """``iterable`` with a tqdm bar on stderr that advances by ``size(item)`` once the
+    consumer is done with each item (e.g. rows per batch: the rate and ETA are in rows),
+    counts scaled (``110M/110M``); the iterable itself when stderr is not a terminal."""
+    if not bars_on():
+        return iterable
+    from tqdm.auto import tqdm
+
+    def advance() -> Iterator[T]:
+        bar = tqdm(desc=desc, total=total, unit=unit, unit_scale=True, disable=None,
+                   leave=False, file=sys.stderr, dynamic_ncols=True)
+        try:
+            for item in iterable:
+                yield item
+                bar.update(size(item))
+        finally:
+            bar.close()
+
+    return advance()
 
 
 class Steps:

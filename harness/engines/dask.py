@@ -42,6 +42,7 @@ from harness.engines.parts import (
     top_label,
 )
 from harness.engines.stream import iter_query_batches
+from harness.progress import bars_on, progress
 
 __all__ = ["evaluate_dask", "dask_client", "query_ranges"]
 
@@ -144,6 +145,22 @@ def _meta(qid: Any, qrels: pd.DataFrame | None, metrics: list[Metric],
     return out.iloc[:0]
 
 
+def _partitions_bar(client: Any, frame: Any, name: str) -> Any:
+    """``frame`` persisted on the cluster, returned once every partition has finished, with
+    a bar over the partitions completed (rate and ETA) on stderr meanwhile. The caller then
+    computes the persisted frame exactly as it would have computed ``frame``: same graph,
+    same partitions in the same order, so the result is unchanged. A failed partition ends
+    its wait too; the compute then raises its error."""
+    from distributed import as_completed, futures_of
+
+    persisted = client.persist(frame)
+    futures = futures_of(persisted)
+    for _ in progress(as_completed(futures), desc=f"evaluate {name}", total=len(futures),
+                      unit="part"):
+        pass
+    return persisted
+
+
 def evaluate_dask(run: str | os.PathLike[str] | pd.DataFrame, qrels: pd.DataFrame | None = None,
                   metrics: MetricLike | Iterable[MetricLike] = ("ndcg@10",), *,
                   address: str | None = None, client: Any = None,
@@ -217,6 +234,8 @@ def evaluate_dask(run: str | os.PathLike[str] | pd.DataFrame, qrels: pd.DataFram
         per_query = frame.map_partitions(_evaluate_partition, judged, mlist, options, name,
                                          meta, meta=meta, enforce_metadata=False,
                                          align_dataframes=False)
+        if bars_on():
+            per_query = _partitions_bar(c, per_query, name)
         frames = [per_query.compute()]
     if qrels is None:
         unjudged: list[Any] = []
