@@ -14,8 +14,9 @@ import pytest
 
 from harness.data.trec import read_qrels, read_run
 from harness.errors import InputError, MetricDefinitionError
+from harness.data.trec import read_prefs
 from harness.metrics.prefs import (PREFS_MEASURES, PREFS_SUMMARY, prefs_from_qrels,
-                                   prefs_measures, prefs_summary, read_prefs)
+                                   prefs_measures, prefs_summary)
 from tests.shared import shared_data_dir
 
 DATA = shared_data_dir() / "trec_eval_test"

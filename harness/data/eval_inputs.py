@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from harness.data.trec import read_prefs as read_text_prefs
 from harness.errors import InputError
 
 __all__ = ["read_eval_qrels", "read_eval_run", "read_prefs", "read_zscores", "is_table"]
@@ -182,10 +183,7 @@ def read_prefs(path: str | Path) -> pd.DataFrame:
     p = Path(path)
     if is_table(p):
         return _parquet(p, ("qid", "jg", "jsg", "docid", "label"), "prefs")
-    rows, linenos = _lines(p, 5, "prefs")
-    qid, jg, jsg, docid, label = zip(*rows)
-    return pd.DataFrame({"qid": qid, "jg": jg, "jsg": jsg, "docid": docid,
-                         "label": _numbers(list(label), linenos, p, "relevance")})
+    return read_text_prefs(p).rename(columns={"rel": "label"})
 
 
 def read_zscores(path: str | Path) -> dict[tuple[str, str], tuple[float, float]]:

@@ -13,16 +13,18 @@ judgments). Bytes that are not UTF-8 raise an error naming the file and line.
 from __future__ import annotations
 
 import codecs
+import gzip
 import logging
 from collections.abc import Iterable
 from os import PathLike
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from harness.errors import InputError
 
-__all__ = ["read_qrels", "read_run", "warn_on_few_judged"]
+__all__ = ["read_qrels", "read_run", "read_prefs", "warn_on_few_judged"]
 
 log = logging.getLogger("harness")
 #: Below this share of run queries that have a judgment, :func:`warn_on_few_judged` warns.
@@ -93,6 +95,53 @@ def read_run(path: str | PathLike[str]) -> pd.DataFrame:
     df = df.drop(columns="q0")[["qid", "docid", "score", "rank", "run_id"]]
     _to_number(df, "score", path, "run", integer=False)
     df["score"] = df["score"].astype("float64")
+    return df
+
+
+def read_prefs(path: str | PathLike[str]) -> pd.DataFrame:
+    """Read a trec_eval preferences file (``qid jg jsg docno rel_level`` per line).
+
+    Lines starting with ``#`` and blank lines are skipped (a docno may contain ``#``).
+    Every other line must hold exactly five whitespace-separated fields, the last a number.
+
+    Returns
+    -------
+    DataFrame with columns ``qid``, ``jg``, ``jsg``, ``docid`` (str) and ``rel`` (float64),
+    in file order.
+
+    Raises
+    ------
+    InputError
+        A missing file, a line with another number of fields or a level that is not a
+        number; the message names the file (``table``) and the 1-based line (``row``).
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"prefs file not found: {p}")
+    rows: list[list[str]] = []
+    with (gzip.open(p, "rb") if p.suffix == ".gz" else p.open("rb")) as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            text = _decoded(raw, lineno, p, "prefs")
+            if text.startswith("#") or not text.strip():
+                continue
+            fields = text.split()
+            if len(fields) != 5:
+                raise InputError(
+                    f"prefs line {lineno} has {len(fields)} fields, expected 5 "
+                    f"(qid jg jsg docno rel_level): {text.strip()!r}",
+                    table=p.name, row=lineno)
+            try:
+                level = float(fields[4])
+            except ValueError:
+                level = float("nan")
+            if not np.isfinite(level):
+                raise InputError(f"prefs line {lineno}: rel_level {fields[4]!r} is not a finite "
+                                 "number", table=p.name, row=lineno, column="rel")
+            rows.append(fields)
+    if not rows:
+        raise InputError(f"prefs file {p} holds no data line", table=p.name)
+    df = pd.DataFrame(rows, columns=["qid", "jg", "jsg", "docid", "rel"])
+    df["rel"] = df["rel"].astype("float64")
     return df
 
 

@@ -31,10 +31,10 @@ import pandas as pd
 
 from harness.errors import InputError, MetricDefinitionError
 from harness.metrics.prefs_counts import add_ec_pairs, ec_counts, ec_rnonrel, pa_group
-from harness.metrics.prefs_input import checked_prefs, prefs_from_qrels, read_prefs
+from harness.metrics.prefs_input import checked_prefs, prefs_from_qrels
 
 __all__ = ["PREFS_MEASURES", "PREFS_SUMMARY", "prefs_measures", "prefs_summary",
-           "read_prefs", "prefs_from_qrels"]
+           "prefs_from_qrels"]
 
 #: trec_eval's prefs measures, in the order ``-m all_prefs`` prints them.
 PREFS_MEASURES: tuple[str, ...] = (
@@ -61,7 +61,7 @@ def prefs_measures(run: pd.DataFrame, prefs: pd.DataFrame, *,
     Parameters
     ----------
     run : columns ``qid``, ``docid``, ``score`` (other columns, e.g. ``rank``, are ignored).
-    prefs : the table of :func:`read_prefs` or :func:`prefs_from_qrels`.
+    prefs : the table of :func:`harness.data.trec.read_prefs` or :func:`prefs_from_qrels`.
     names : the measures to return (default: all of :data:`PREFS_MEASURES`), returned in
         trec_eval's order.
 
