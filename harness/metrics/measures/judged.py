@@ -26,7 +26,7 @@ def depth(x: MeasureInput) -> np.ndarray:
 
 
 @register_measure("judged", display="Judged", options=(), reads_judged=True, builtin=True,
-    matches="ir_measures `Judged@k`",
+                  matches="ir_measures `Judged@k`",
                   formula="$\\frac{1}{\\min(k, n)} \\sum_{i=1}^{k} [d_i \\text{ judged}]$")
 def _judged(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     r = x.ranking
@@ -37,7 +37,7 @@ def _judged(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
 @register_measure("bpref", display="Bpref", options=("empty", "empty_weight", "no_nonrelevant"),
                   binary=True,
                   reads_judged=True, cutoff=False, builtin=True,
-    matches="trec_eval `bpref`; ir_measures `Bpref`; ranx `bpref`",
+                  matches="trec_eval `bpref`; ir_measures `Bpref`; ranx `bpref`",
                   formula="$\\frac{1}{R} \\sum_{rel_i \\ge level} 1 - "
                           "\\frac{\\min(n_i, R)}{\\min(R, N)}$, $n_i$ judged non-relevant "
                           "above $i$")

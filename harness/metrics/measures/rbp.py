@@ -26,7 +26,7 @@ def _rbp_sum(x: MeasureInput, values: np.ndarray) -> np.ndarray:
 @register_measure("rbp", display="RBP", options=("empty", "empty_weight", "p", "graded"),
                   binary=True,
                   builtin=True,
-    matches="ir_measures `RBP(rel=...)` (cwl_eval); ranx `rbp.p`",
+                  matches="ir_measures `RBP(rel=...)` (cwl_eval); ranx `rbp.p`",
                   formula="$(1 - p) \\sum_{i=1}^{k} p^{i-1} [rel_i \\ge level]$ (weighted by "
                           "$rel_i$ itself with `graded=True`)")
 def _rbp(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
@@ -37,7 +37,7 @@ def _rbp(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
 
 @register_measure("rbp_residual", display="RBPres", options=("p",), reads_judged=True,
                   builtin=True,
-    matches="RBP residual (Moffat & Zobel 2008)",
+                  matches="RBP residual (Moffat & Zobel 2008)",
                   formula="$(1 - p) \\sum_{i=1}^{k} p^{i-1} [d_i \\text{ unjudged}] + "
                           "p^{\\min(k, n)}$")
 def _rbp_residual(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
