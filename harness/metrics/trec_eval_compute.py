@@ -18,13 +18,13 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import MetricDefinitionError
+from harness.metrics.registry import GMEAN_FLOOR
 from harness.metrics.tool_names.trec_eval_measures import Column
 
 __all__ = ["Evaluation", "Line", "evaluate_trec", "trec_order", "MISSING_ZSCORE"]
 
 #: What trec_eval prints for a query or measure the -Z file does not have.
 MISSING_ZSCORE = -1000000.0
-GMEAN_FLOOR = 1e-5
 
 
 @dataclass
