@@ -13,6 +13,7 @@ from harness.metrics.definition import Metric, parse_metric
 from harness.metrics.kernels import Cache, compute
 from harness.metrics.prepare import prepare
 from harness.metrics.weighting import empty_mask, record_empty, weighted_mean
+from harness.metrics.registry import GMEAN_FLOOR
 
 __all__ = ["evaluate", "evaluate_dense", "aggregate", "tie_interval", "as_metrics",
            "negative_policy"]
@@ -232,7 +233,9 @@ def aggregate(per_query: pd.DataFrame, weights: Mapping[Any, float] | pd.Series 
     Returns
     -------
     DataFrame
-        Indexed by metric display name, columns ``mean``, ``n_queries`` (used) and
+        Indexed by metric display name, columns ``mean`` (the measure's declared summary:
+        the mean, or the sum for counts such as ``num_ret``, or the geometric mean for
+        ``gm_ap`` and ``gm_bpref``), ``n_queries`` (used) and
         ``n_excluded`` (left out by ``empty='exclude'``, plus queries judged but not run and
         queries run but not judged). With ``empty='nan'`` a NaN value makes the mean NaN.
         A query without relevant document is weighted by its metric's ``empty_weight``
@@ -268,15 +271,28 @@ def aggregate(per_query: pd.DataFrame, weights: Mapping[Any, float] | pd.Series 
                     "to 0, so their weighted mean is undefined; give at least one of them a "
                     "positive weight", column="weight")
             empty = empty_mask(per_query, column, metric.empty_weight, w[keep])
-            numerator, total = weighted_mean(values[keep], w[keep],
-                                             None if empty is None else empty[keep],
-                                             metric.empty_weight)
-            mean = numerator / total if total > 0 else float("nan")
+            mean = _summary(metric, values[keep], w[keep],
+                            None if empty is None else empty[keep])
             rows[column] = (mean, int(keep.sum()), int(nan.sum()) + outside)
         else:
             rows[column] = (float("nan"), len(values), outside)
     return pd.DataFrame.from_dict(rows, orient="index",
                                   columns=["mean", "n_queries", "n_excluded"])
+
+
+def _summary(metric: Any, values: np.ndarray, weights: np.ndarray,
+             empty: np.ndarray | None) -> float:
+    """The measure's declared summary of its per-query values (:attr:`Measure.aggregate`):
+    the weighted mean; the weighted sum for counts; the weighted geometric mean, each value
+    floored at :data:`GMEAN_FLOOR`, for geometric means (trec_eval's ``gm_map``)."""
+    how = getattr(metric.measure, "aggregate", "mean")
+    if how == "gmean":
+        values = np.log(np.maximum(values, GMEAN_FLOOR))
+    numerator, total = weighted_mean(values, weights, empty, metric.empty_weight)
+    if how == "sum":
+        return numerator
+    mean = numerator / total if total > 0 else float("nan")
+    return float(np.exp(mean)) if how == "gmean" else mean
 
 
 def evaluate_dense(
