@@ -20,7 +20,6 @@ each rank and refuse it.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import polygamma
 
 from harness.errors import InputError, MetricDefinitionError
 from harness.metrics.measures.rank_points import refuse_average
@@ -85,6 +84,8 @@ def _expected(g: np.ndarray, reach: np.ndarray, tail: np.ndarray) -> Result:
 
 def _inverse_squares(start: np.ndarray | float, shift: np.ndarray | float) -> np.ndarray:
     """``sum_{i=start}^{N-1} (i + shift)^{-2}`` (trigamma differences)."""
+    from scipy.special import polygamma  # here: scipy.special takes 0.2 s to import
+
     start = np.asarray(start, dtype=np.float64)
     return np.asarray(polygamma(1, start + shift) - polygamma(1, CWL_DEPTH + shift))
 
