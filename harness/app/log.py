@@ -30,9 +30,13 @@ from harness.tracking.log_plan import PARAM_LIMIT, close_open_runs, refused
 from harness.tracking.worker import TrackingWorker, WorkerFailed, WorkerGone
 
 __all__ = ["RunLog", "study_runs", "log_study", "start_tracking", "VIEWABLE_ROWS",
-           "ranker_metric_key", "ranker_metrics", "STATS_PREFIX"]
+           "ranker_metric_key", "ranker_metrics", "STATS_PREFIX", "PER_QUERY_DIGEST_TAG"]
 
 log = logging.getLogger("harness")
+
+#: The sha256 of a ranker run's per-query artifact (``<ranker>.parquet``), so that a later
+#: comparison can tell the artifact it reads is the one the job logged.
+PER_QUERY_DIGEST_TAG = "per_query.sha256"
 
 
 @dataclass(frozen=True)
@@ -182,6 +186,7 @@ def _ranker_run(plan: StudyPlan, dataset: Dataset, name: str, r: Any,
     """One ranker's run: its summary statistics and check counts, its per-query table (and
     a viewable excerpt), the study's figures and its convention-diff files."""
     from harness.app.notes import ranker_description
+    from harness.datasets.dataset import file_sha256
 
     stats = ranker_metrics(written["summary"][name], plan.metrics)
     # logged (and listed on the run's page) in this order: means, check counts, statistics
@@ -206,7 +211,8 @@ def _ranker_run(plan: StudyPlan, dataset: Dataset, name: str, r: Any,
         parent=parent, parent_run_id=parent_run_id, params=params | {"ranker_name": name},
         metrics={k: v for k, v in metrics.items() if v == v},  # drop NaN
         tags=tags | {"harness.role": "ranker", "ranker.name": name, "ranker.kind": r.spec.kind,
-                     "ranker.cache_key": r.cache_key},
+                     "ranker.cache_key": r.cache_key,
+                     PER_QUERY_DIGEST_TAG: file_sha256(written["per_query"][name])},
         artifacts=files, description=ranker_description(
             name, written["summary"][name], plan.metrics, study=plan.study,
             dataset=dataset.name))
