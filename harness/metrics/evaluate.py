@@ -12,8 +12,7 @@ from harness.errors import InputError, MetricDefinitionError
 from harness.metrics.definition import Metric, parse_metric
 from harness.metrics.kernels import Cache, compute
 from harness.metrics.prepare import prepare
-from harness.metrics.weighting import empty_mask, record_empty, weighted_mean
-from harness.metrics.registry import GMEAN_FLOOR
+from harness.metrics.weighting import empty_mask, record_empty, summary
 
 __all__ = ["evaluate", "evaluate_dense", "aggregate", "tie_interval", "as_metrics",
            "negative_policy"]
@@ -271,28 +270,13 @@ def aggregate(per_query: pd.DataFrame, weights: Mapping[Any, float] | pd.Series 
                     "to 0, so their weighted mean is undefined; give at least one of them a "
                     "positive weight", column="weight")
             empty = empty_mask(per_query, column, metric.empty_weight, w[keep])
-            mean = _summary(metric, values[keep], w[keep],
-                            None if empty is None else empty[keep])
+            mean = summary(values[keep], w[keep], None if empty is None else empty[keep],
+                           metric.empty_weight, getattr(metric.measure, "aggregate", "mean"))
             rows[column] = (mean, int(keep.sum()), int(nan.sum()) + outside)
         else:
             rows[column] = (float("nan"), len(values), outside)
     return pd.DataFrame.from_dict(rows, orient="index",
                                   columns=["mean", "n_queries", "n_excluded"])
-
-
-def _summary(metric: Any, values: np.ndarray, weights: np.ndarray,
-             empty: np.ndarray | None) -> float:
-    """The measure's declared summary of its per-query values (:attr:`Measure.aggregate`):
-    the weighted mean; the weighted sum for counts; the weighted geometric mean, each value
-    floored at :data:`GMEAN_FLOOR`, for geometric means (trec_eval's ``gm_map``)."""
-    how = getattr(metric.measure, "aggregate", "mean")
-    if how == "gmean":
-        values = np.log(np.maximum(values, GMEAN_FLOOR))
-    numerator, total = weighted_mean(values, weights, empty, metric.empty_weight)
-    if how == "sum":
-        return numerator
-    mean = numerator / total if total > 0 else float("nan")
-    return float(np.exp(mean)) if how == "gmean" else mean
 
 
 def evaluate_dense(

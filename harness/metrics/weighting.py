@@ -25,8 +25,9 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import InputError
+from harness.metrics.registry import GMEAN_FLOOR
 
-__all__ = ["EMPTY_ATTR", "empty_mask", "weighted_mean"]
+__all__ = ["EMPTY_ATTR", "empty_mask", "summary", "weighted_mean"]
 
 #: The ``attrs`` entry of a per-query frame: {metric column: [qids without relevant doc]}.
 EMPTY_ATTR = "empty_qids"
@@ -63,6 +64,25 @@ def weighted_mean(values: np.ndarray, weights: np.ndarray, empty: np.ndarray | N
         w = np.where(empty & (weights > 0), fill, weights)
         return float(np.dot(values, w)), float(w.sum())
     raise ValueError(f"unknown empty_weight rule {rule!r}")
+
+
+def summary(values: np.ndarray, weights: np.ndarray, empty: np.ndarray | None, rule: str,
+            how: str = "mean") -> float:
+    """A measure's declared summary of its per-query values (``Measure.aggregate``): the
+    weighted mean (``how="mean"``), the weighted sum (``"sum"``, counts), or the weighted
+    geometric mean of the values floored at ``GMEAN_FLOOR`` (``"gmean"``, trec_eval's
+    ``gm_map``); ``empty`` and ``rule`` as in :func:`weighted_mean`.
+
+    >>> summary(np.array([0.5, 0.0]), np.ones(2), None, "own", "gmean")  # doctest: +ELLIPSIS
+    0.00223...
+    """
+    if how == "gmean":
+        values = np.log(np.maximum(values, GMEAN_FLOOR))
+    numerator, total = weighted_mean(values, weights, empty, rule)
+    if how == "sum":
+        return numerator
+    mean = numerator / total if total > 0 else float("nan")
+    return float(np.exp(mean)) if how == "gmean" else mean
 
 
 def record_empty(out: pd.DataFrame, column: str, empty: np.ndarray, rule: str) -> None:
