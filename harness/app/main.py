@@ -16,12 +16,14 @@ from omegaconf import DictConfig
 
 from harness.app.callbacks import PARENT_ENV, failed_job_file, parent_run_file
 from harness.app.config import register_configs
+from harness.app.hydra_guard import install as guard_callbacks
 from harness.errors import HarnessError
 from harness.paths import PROJECT_ROOT
 
 log = logging.getLogger("harness")
 
 register_configs()
+guard_callbacks()  # only the callbacks the project ships are built
 
 
 @hydra.main(version_base="1.3", config_path=str(PROJECT_ROOT / "conf"), config_name="config")
