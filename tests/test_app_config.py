@@ -415,3 +415,16 @@ def test_help_is_the_projects_own_and_lists_every_option() -> None:
                                 cwd=harness.paths.PROJECT_ROOT, capture_output=True,
                                 text=True, timeout=120)
     assert hydra_help.returncode == 0 and "Hydra (" in hydra_help.stdout
+
+
+@pytest.mark.parametrize("overrides, key", [
+    (["seed=-1"], "seed"),
+    (["dataset.seed=-3"], "dataset.seed"),
+    (["ranker=random", "ranker.random.seed=-2"], "ranker.random.seed"),
+])
+def test_negative_seeds_are_refused_by_key(overrides: list[str], key: str) -> None:
+    """numpy's generators take seeds >= 0 only; the plan names the key instead of a
+    traceback from inside numpy once a ranker scores."""
+    with pytest.raises(InputError, match="must be an integer >= 0") as info:
+        validate(_compose(overrides))
+    assert info.value.key == key

@@ -197,6 +197,19 @@ def _typed_ranker(name: str, options: Any) -> dict[str, Any]:
     return OmegaConf.to_container(merged)  # type: ignore[return-value]
 
 
+def _check_seeds(typed: Any, specs: list[RankerSpec]) -> None:
+    """Seeds feed numpy's generators, which take integers >= 0 only."""
+    dataset = typed.dataset
+    seeds = [("seed", typed.seed), ("dataset.seed", dataset.get("seed", 0)
+                                    if isinstance(dataset, Mapping) else 0)]
+    seeds += [(f"ranker.{s.name}.seed", s.options["seed"]) for s in specs
+              if s.options.get("seed") is not None]
+    for key, value in seeds:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InputError(f"{key} must be an integer >= 0 (a random generator's seed); "
+                             f"got {value!r}", key=key)
+
+
 def build_plan(cfg: DictConfig | Mapping[str, Any], *, store: str | None = None
                ) -> StudyPlan:
     """Check everything that can be checked without data; return the study's plan.
@@ -218,6 +231,7 @@ def build_plan(cfg: DictConfig | Mapping[str, Any], *, store: str | None = None
         uri = typed.tracking.uri or store or resolve_tracking_uri(None)
         specs = [RankerSpec(s.name, s.kind, {**s.options, "tracking_uri": s.options.get(
             "tracking_uri") or uri}) if s.kind == "mlflow_model" else s for s in specs]
+    _check_seeds(typed, specs)
     dataset = _dataset_plan(typed.dataset, specs)
     engine = Engine.from_config(dataclasses.asdict(typed.engine))
     _check_check(typed.check)
