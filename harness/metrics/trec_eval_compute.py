@@ -62,6 +62,11 @@ def trec_order(run: pd.DataFrame) -> pd.DataFrame:
     return key.drop(columns="_s")
 
 
+def _qid_set(qid: pd.Series) -> set[str]:
+    """The distinct qids of a column (one hash pass; no Python loop over its rows)."""
+    return set(np.asarray(pd.unique(qid), dtype=object).tolist())
+
+
 def _metric(col: Column, level: int) -> Any:
     from harness.metrics.definition import Metric
 
@@ -135,21 +140,22 @@ def evaluate_trec(run: pd.DataFrame, qrels: pd.DataFrame, columns: list[Column],
     """
     from harness.metrics.evaluate import evaluate
 
-    qrels_q = set(pd.unique(qrels["qid"]))
-    ranked = run[run["qid"].isin(qrels_q)]
+    qrels_q, run_q = _qid_set(qrels["qid"]), _qid_set(run["qid"])
+    ranked = run if run_q <= qrels_q else run[run["qid"].isin(qrels_q)]
+    run_q &= qrels_q
     # trec_eval's order matters to -M and to relstring only (the engine ranks for itself)
     ordered = depth is not None or any(c.family.name == "relstring" for c in columns)
     if ordered:
         ranked = trec_order(ranked)
     # a query is evaluated when it has results (before -J empties any) and judgments
-    qids = sorted(qrels_q if complete else qrels_q & set(pd.unique(ranked["qid"])))
+    qids = sorted(qrels_q if complete else run_q)
     if depth is not None:
         ranked = ranked.groupby("qid", sort=False).head(depth)
     if judged_only:
         judged = qrels.loc[qrels["label"] >= 0, ["qid", "docid"]].drop_duplicates()
         ranked = ranked.merge(judged, on=["qid", "docid"], how="inner")
-    absent = sorted(set(qids) - set(pd.unique(ranked["qid"])))  # scored 0 (-c, or -J left
-    # nothing)
+        run_q = _qid_set(ranked["qid"])
+    absent = sorted(set(qids) - run_q)  # scored 0 (-c, or -J left nothing)
     plain_qrels = qrels[["qid", "docid", "label"]]
     if "iter" in qrels and qrels["iter"].nunique() > 1:  # judge groups judge a document again
         plain_qrels = qrels.drop_duplicates(["qid", "docid"])[["qid", "docid", "label"]]
