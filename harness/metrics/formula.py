@@ -124,22 +124,23 @@ class _Compiler:
                 return lambda x: np.negative(inner(x))
             return inner
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            if isinstance(node.op, ast.Pow):
-                self._check_exponent(node.right)
             op = _BINOPS[type(node.op)]
             left, right = self.visit(node.left), self.visit(node.right)
+            if isinstance(node.op, ast.Pow):
+                self._check_exponent(node.right, right)
             return lambda x: op(left(x), right(x))
         if isinstance(node, ast.Call):
             return self._call(node)
         raise self.fail(f"the syntax {type(node).__name__}")
 
-    def _check_exponent(self, node: ast.AST) -> None:
+    def _check_exponent(self, node: ast.AST, compiled: _Fn) -> None:
         """An exponent that does not involve the variable must stay within the bound; it is
-        evaluated in float64 (never as a Python int), so checking it is cheap."""
+        evaluated in float64 (never as a Python int) from its compiled form, so each
+        subtree is compiled once and checking a tower of powers costs linear time."""
         if any(isinstance(n, ast.Name) and n.id == self.variable for n in ast.walk(node)):
             return
         with np.errstate(all="ignore"):
-            value = float(np.asarray(self.visit(node)(np.zeros(1))).reshape(-1)[0])
+            value = float(np.asarray(compiled(np.zeros(1))).reshape(-1)[0])
         if not math.isfinite(value) or abs(value) > MAX_CONST_EXPONENT:
             text = ast.unparse(node)
             shown = text if text.lstrip("-").replace(".", "", 1).isdigit() else \
@@ -172,7 +173,7 @@ class _Compiler:
         if name == "pow":
             if len(args) != 2:
                 raise FormulaError(f"formula {self.text!r}: pow() takes 2 arguments")
-            self._check_exponent(node.args[1])
+            self._check_exponent(node.args[1], args[1])
             a, b = args
             return lambda x: np.power(a(x), b(x))
         if name in ("min", "max"):
