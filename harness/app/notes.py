@@ -63,20 +63,97 @@ def interval(row: pd.Series) -> str:
     return f"{row['mean']:.4f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
 
 
+#: MLflow keeps the first 8,000 characters of a tag's value (a run's description is the tag
+#: ``mlflow.note.content``) and drops the rest without a word.
+NOTE_LIMIT = 8000
+
+
+def _cell(text: object) -> str:
+    """Text in a Markdown table cell: ``|`` escaped (it would end the cell), one line."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """A GitHub-flavoured Markdown table, as MLflow's run page renders it: the first column
+    left-aligned (names), the others right-aligned (numbers, where a renderer honours it); a
+    blank line before it, or a paragraph right above swallows it."""
+    # MLflow's table style has no cell padding: an em space (as an entity, which a cell's
+    # trimming keeps) after each header keeps "noisy_oraclefeature_f0" apart
+    return ["", "| " + " | ".join(f"{h}&emsp;" for h in header) + " |",
+            "|:---|" + "---:|" * (len(header) - 1)] + ["| " + " | ".join(r) + " |" for r in rows]
+
+
+def _bold_best(values: Sequence[float]) -> list[str]:
+    """Means as ``0.1234``, the largest (all of them when tied) in bold; NaN as ``nan``."""
+    finite = [v for v in values if v == v]
+    best = max(finite) if finite else None
+    return [("nan" if v != v else f"**{v:.4f}**" if v == best else f"{v:.4f}") for v in values]
+
+
+def _fit(head: list[str], rows: list[str], tail: list[str], *, rest: str) -> str:
+    """``head + rows + tail`` joined, rows dropped from the end until it fits
+    :data:`NOTE_LIMIT`, with a row saying how many more are in ``rest``."""
+    text = "\n".join(head + rows + tail)
+    kept = len(rows)
+    while len(text) > NOTE_LIMIT and kept > 0:
+        kept -= 1
+        more = f"| … {len(rows) - kept} more rows: {rest} |"
+        text = "\n".join(head + rows[:kept] + [more] + tail)
+    return text
+
+
+def _lead(summaries: Mapping[str, pd.DataFrame], metrics: Sequence[Metric]) -> str:
+    """The description's first line, all that MLflow's collapsed description box shows
+    sharply: the best mean under the first headline variant, and how many variants each
+    ranker has the best mean under."""
+    from harness.reporting.figures import headline_variants
+
+    if not metrics or not summaries:
+        return ""
+    first = headline_variants(metrics)[0].display_name
+    means = {n: float(s.at[first, "mean"]) for n, s in summaries.items()}
+    finite = {n: v for n, v in means.items() if v == v}
+    if not finite:
+        return ""
+    top = max(finite, key=finite.__getitem__)
+    wins: dict[str, int] = {}
+    for m in metrics:
+        column = {n: float(s.at[m.display_name, "mean"]) for n, s in summaries.items()}
+        best = max((v for v in column.values() if v == v), default=None)
+        for n, v in column.items():
+            if best is not None and v == best:
+                wins[n] = wins.get(n, 0) + 1
+    order = list(summaries)  # most wins first; among equals, in the study's order
+    told = ", ".join(f"{_cell(n)} {k}" for n, k in sorted(
+        wins.items(), key=lambda i: (-i[1], order.index(i[0]))))
+    return (f"**Best on {_cell(first)}: {_cell(top)} {finite[top]:.4f}**"
+            + f" · the best means of the {len(metrics)} variants: {told}")
+
+
 def ranker_description(name: str, summary: pd.DataFrame, metrics: Sequence[Metric], *,
                        study: str, dataset: str) -> str:
-    """Markdown: the ranker's table of every variant (mean, 95% CI, queries)."""
-    lines = [f"**{name}** on dataset `{dataset}` (study `{study}`): mean per query with its "
-             "95% bootstrap CI.", "", "| variant | mean | 95% CI | queries |", "|---|---|---|---|"]
+    """Markdown: the ranker's mean under the first headline variant first (what MLflow's
+    collapsed description box shows), then its table of every variant (mean, 95% CI,
+    queries)."""
+    from harness.reporting.figures import headline_variants
+
+    first = summary.loc[headline_variants(metrics)[0].display_name] if metrics else None
+    head = ["" if first is None else f"**{_cell(name)}: {_cell(first.name)} "
+            f"{interval(first)}** over {int(first['n_queries'])} queries", "",
+            f"**{_cell(name)}** on dataset `{_cell(dataset)}` (study `{_cell(study)}`): mean "
+            "per query with its 95% bootstrap CI."]
+    rows = []
     for m in metrics:
         row = summary.loc[m.display_name]
         ci = "" if row["ci_low"] != row["ci_low"] else \
             f"[{row['ci_low']:.4f}, {row['ci_high']:.4f}]"
-        lines.append(f"| `{m.display_name}` | {row['mean']:.4f} | {ci} | "
-                     f"{int(row['n_queries'])} |")
-    lines += ["", DEFAULTS_LINE, "", "Per-query values: `per_query.csv` (viewable here) and "
-              "the exact `*.parquet` among the artifacts."]
-    return "\n".join(lines + _warning_lines(summary.attrs.get("warnings", [])))
+        rows.append(f"| `{_cell(m.display_name)}` | {row['mean']:.4f} | {ci} | "
+                    f"{int(row['n_queries'])} |")
+    table = _table(["variant", "mean", "95% CI", "queries"], [])
+    tail = ["", DEFAULTS_LINE, "", "Per-query values: `per_query.csv` (viewable here) and "
+            "the exact `*.parquet` among the artifacts."]
+    return _fit(head + table, rows, tail + _warning_lines(summary.attrs.get("warnings", [])),
+                rest="summary.csv")
 
 
 def _warning_lines(warnings: Sequence[str]) -> list[str]:
@@ -86,18 +163,23 @@ def _warning_lines(warnings: Sequence[str]) -> list[str]:
 
 def study_description(summaries: Mapping[str, pd.DataFrame], metrics: Sequence[Metric], *,
                       study: str, dataset: str, title: str) -> str:
-    """Markdown: the ranker x variant table of means with CIs."""
+    """Markdown: the best mean under the first headline variant (the line MLflow's collapsed
+    description box shows), then the variant x ranker table of means, the best of each row
+    in bold."""
     names = list(summaries)
-    lines = [f"Study `{study}` on dataset `{dataset}`" + (f" ({title})" if title else "")
-             + f": {len(names)} ranker(s) x {len(metrics)} variant(s). Mean per query; "
-             "each ranker run's description has the 95% CIs.", "",
-             "| variant | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    head = [_lead(summaries, metrics), "",
+            f"Study `{_cell(study)}` on dataset `{_cell(dataset)}`"
+            + (f" ({_cell(title)})" if title else "")
+            + f": {len(names)} ranker(s) x {len(metrics)} variant(s). Mean per query, the best "
+            "of each row in bold; each ranker run's description has the 95% CIs."]
+    rows = []
     for m in metrics:
-        cells = [f"{summaries[n].at[m.display_name, 'mean']:.4f}" for n in names]
-        lines.append(f"| `{m.display_name}` | " + " | ".join(cells) + " |")
-    lines += ["", DEFAULTS_LINE]
+        cells = _bold_best([float(summaries[n].at[m.display_name, "mean"]) for n in names])
+        rows.append(f"| `{_cell(m.display_name)}` | " + " | ".join(cells) + " |")
+    table = _table(["variant", *(_cell(n) for n in names)], [])
     warnings = [w for n in names for w in summaries[n].attrs.get("warnings", [])]
-    return "\n".join(lines + _warning_lines(warnings))
+    return _fit(head + table, rows, ["", DEFAULTS_LINE] + _warning_lines(warnings),
+                rest="summary.csv")
 
 
 def _header(metric: Metric) -> list[str]:
