@@ -83,7 +83,8 @@ def memory_top_label(run: pd.DataFrame, qrels: pd.DataFrame | None) -> float | N
 def needs_top_label(metrics: list[Metric], options: Mapping[str, Any]) -> bool:
     """Whether the collection's top grade must be found first (one for every part)."""
     return options.get("top_label") is None and any(
-        m.measure.top_grade and m.max_label is None for m in metrics)
+        (m.measure.top_grade and m.max_label is None)
+        or (m.unjudged == "relevant" and m.unjudged_grade is None) for m in metrics)
 
 
 def check_options(metrics: MetricLike | Iterable[MetricLike], options: dict[str, Any],

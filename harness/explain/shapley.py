@@ -3,7 +3,7 @@
 :func:`explain_difference` takes two definitions of a metric (conventions such as
 ``sklearn`` and ``trec_eval``, or explicit :class:`~harness.Metric` objects or names) and
 splits the gap between their numbers into one contribution per option that differs: gain,
-discount, ideal, ties, empty, level, k (and the rest of a Metric's options), plus the
+discount, ideal, ties, empty, level, unjudged, k (and the rest of a Metric's options), plus the
 data-level choices of :func:`harness.evaluate` (``missing``: judged queries the run lacks;
 ``negative_labels``: how negative grades count).
 
@@ -15,8 +15,8 @@ its marginal effect averaged over every order in which the options could be swit
 
 so the result does not depend on any order, and the contributions add up to v(all) - v(none)
 = B - A exactly (up to float rounding). With n options, 2^n hybrids are evaluated, all in one
-engine call per data-level setting (they share its sorts); n is at most the number of
-options, 11.
+engine call per data-level setting (they share its sorts); n is the number of options
+that differ.
 
 Two value functions are explained. On the mean, v(S) is the hybrid's mean over the queries
 it averages (so options that change which queries count, such as ``empty='exclude'`` or
@@ -38,12 +38,13 @@ import pandas as pd
 
 from harness.errors import MetricDefinitionError
 from harness.metrics.definition import CONVENTIONS, Metric, parse_metric
+from harness.metrics.options import OPTIONS
 
 __all__ = ["Explanation", "explain_difference", "DATA_OPTIONS", "METRIC_OPTIONS"]
 
-#: Options of a Metric that can differ between two definitions of one metric family.
-METRIC_OPTIONS = ("k", "gain", "discount", "ideal", "ties", "seed", "empty", "empty_weight",
-                  "level", "max_label")
+#: Options of a Metric that can differ between two definitions of one metric family: the
+#: cut-off and every declared option (ties, gain, ..., unjudged, unjudged_grade).
+METRIC_OPTIONS = ("k", *OPTIONS)
 #: Options of :func:`harness.evaluate` that change which queries and labels count.
 DATA_OPTIONS = ("missing", "negative_labels")
 _DATA_DEFAULTS = {"missing": "exclude", "negative_labels": None}

@@ -221,13 +221,17 @@ class Metric:
                     f"{', '.join(repr(c) for c in CONVENTIONS)}; got {convention!r}")
             preset = CONVENTIONS[convention]
         put = object.__setattr__
+        checked = {}
         for opt, decl in OPTIONS.items():
             given = options.get(opt, _UNSET)
             value = given if given is not _UNSET else preset.get(opt, decl.default)
-            value = decl.check(value)  # every value must be valid, even where it has no effect
+            value = checked[opt] = decl.check(value)  # valid even where it has no effect
             put(self, opt, value if opt in spec.options else decl.default)
+        _check_grade(checked["unjudged_grade"], checked["max_label"])
         if self.ties != "random":
             put(self, "seed", 0)
+        if self.unjudged != "relevant":
+            put(self, "unjudged_grade", None)
         if self.empty in ("exclude", "nan") or (self.empty, self.empty_weight) == \
                 ("zero", "unweighted"):
             put(self, "empty_weight", "own")
@@ -315,6 +319,13 @@ class Metric:
 
     def __str__(self) -> str:
         return self.display_name
+
+
+def _check_grade(grade: float | None, top: float | None) -> None:
+    """``unjudged_grade`` may not exceed the scale's top grade (``max_label``) when set."""
+    if grade is not None and top is not None and grade > top:
+        raise MetricDefinitionError(f"unjudged_grade={grade:g} is above max_label={top:g}, "
+                                    "the scale's top grade")
 
 
 # -- parsing ---------------------------------------------------------------------------------

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.errors import InputError
 from harness.metrics.definition import Metric
 from harness.metrics.prepared import Prepared
 from harness.metrics.registry import Cache, MeasureInput
 
-__all__ = ["compute", "Cache"]
+__all__ = ["compute", "Cache", "unjudged_grade"]
 
 
 def compute(prep: Prepared, metric: Metric, cache: Cache, top: int | None = None
@@ -30,6 +31,22 @@ def compute(prep: Prepared, metric: Metric, cache: Cache, top: int | None = None
     if metric.unjudged == "condensed" and prep.condensed is not prep:
         # the unjudged rows leave the ranking: other rows, so a memo of their own
         prep, cache = prep.condensed, cache.get_or(("condensed",), Cache)
+    elif metric.unjudged == "relevant":  # the unjudged rows judged: other labels, own memo
+        grade = unjudged_grade(prep, metric)
+        prep, cache = prep.relevant(grade), cache.get_or(("relevant", grade), Cache)
     r = prep.ranking(metric.ties, metric.seed, top=None if spec.reads_judged else top)
     values, empty = spec.kernel(MeasureInput(prep, metric, r, cache))
     return np.asarray(values, dtype=np.float64), np.asarray(empty, dtype=bool)
+
+
+def unjudged_grade(prep: Prepared, metric: Metric) -> float:
+    """The grade an unjudged retrieved document takes under ``unjudged='relevant'``: the
+    metric's ``unjudged_grade``, else the highest grade judged (refused when none is
+    positive: the unjudged documents would stay non-relevant)."""
+    if metric.unjudged_grade is not None:
+        return metric.unjudged_grade
+    if prep.max_label <= 0:
+        raise InputError(
+            f"{metric.display_name}: unjudged='relevant' takes the highest grade judged, but "
+            "no judgment has a positive grade; give unjudged_grade", column="label")
+    return float(prep.max_label)

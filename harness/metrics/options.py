@@ -33,7 +33,7 @@ TIE_MODES: Final = ("average", "random", "input", "docid", "optimistic", "pessim
                     "docid_ascending")
 IDEAL_MODES: Final = ("judged", "retrieved")
 #: What an unjudged retrieved document counts as (see the ``unjudged`` option).
-UNJUDGED: Final = ("nonrelevant", "condensed")
+UNJUDGED: Final = ("nonrelevant", "condensed", "relevant")
 EMPTY_POLICIES: Final = ("zero", "one", "exclude", "nan")
 #: How a query with no relevant document is weighted in a weighted mean (see aggregate).
 EMPTY_WEIGHTS: Final = ("own", "unweighted", "mean")
@@ -216,14 +216,21 @@ def _bool_text(value: str) -> Any:
     return {"True": True, "False": False, "true": True, "false": False}.get(value, value)
 
 
-def _min_label(value: Any) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        x = math.nan
-    if isinstance(value, (bool, np.bool_)) or not (math.isfinite(x) and x >= 0):
-        raise MetricDefinitionError(f"min_label must be a number >= 0, got {value!r}")
-    return x
+def _grade(option: str, allow_none: bool = False) -> Callable[[Any], float | None]:
+    """A check of a grade: a finite number >= 0 (or None)."""
+    def check(value: Any) -> float | None:
+        if value is None and allow_none:
+            return None
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            x = math.nan
+        if isinstance(value, (bool, np.bool_)) or not (math.isfinite(x) and x >= 0):
+            raise MetricDefinitionError(f"{option} must be a number >= 0"
+                                        f"{' or None' if allow_none else ''}, got {value!r}")
+        return x
+
+    return check
 
 
 OPTIONS: Final[dict[str, Option]] = {o.name: o for o in (
@@ -250,13 +257,17 @@ OPTIONS: Final[dict[str, Option]] = {o.name: o for o in (
     Option("p", 0.8, _fraction("p", open_ends=True), float, "persistence of RBP"),
     Option("at_recall", 0.0, _fraction("at_recall", open_ends=False), float,
            "recall level of interpolated precision"),
-    Option("min_label", 0.0, _min_label, float,
+    Option("min_label", 0.0, _grade("min_label"), float,
            "graded measures: labels below it count as 0 (ranx's level suffix on ndcg, dcg)"),
     Option("graded", False, _flag("graded"), _bool_text,
            "RBP: weight each relevant document by its label instead of 1 (ranx's rbp)"),
     Option("unjudged", "nonrelevant", _choice("unjudged", UNJUDGED), _text,
-           "an unjudged retrieved document: non-relevant (label 0), or removed from the "
-           "ranking (condensed: trec_eval -J, ir_measures judged_only=True)"),
+           "an unjudged retrieved document: non-relevant (label 0), removed from the "
+           "ranking (condensed: trec_eval -J, ir_measures judged_only=True), or judged "
+           "with grade unjudged_grade (relevant)"),
+    Option("unjudged_grade", None, _grade("unjudged_grade", allow_none=True), _optional_float,
+           "unjudged='relevant': the grade of an unjudged retrieved document (None: the "
+           "highest grade in the judgments)"),
     Option("no_nonrelevant", "one", _choice("no_nonrelevant", ("one", "nan")), _text,
            "bpref of a query with no judged non-relevant document: each retrieved relevant "
            "document counts 1 (trec_eval) or the query is NaN (ranx)"),

@@ -198,6 +198,30 @@ class Prepared:
             unjudged_qids=self.unjudged_qids, max_label=self.max_label,
             judged=None if self.judged is None else self.judged[keep],
             negative=None if self.negative is None else self.negative[keep])
+    def relevant(self, grade: float | None) -> Prepared:
+        """These rows with every unjudged one judged with ``grade`` (``unjudged='relevant'``;
+        None: the top grade, :attr:`max_label`): the judgments gain those rows, so R and the
+        ideal grow with them. A row judged with a negative label (trec_eval's "in the pool,
+        not judged") is unjudged too. Itself when every row is judged. Memoised per grade."""
+        if self.early is not None:
+            self._adopt()
+        g = self.max_label if grade is None else float(grade)
+        if self.judged is None or self.judged.all():
+            return self
+        memo = self.__dict__.setdefault("_relevant_twins", {})
+        if g not in memo:
+            new = np.flatnonzero(~self.judged)
+            twin = replace(
+                self, label=np.where(self.judged, self.label, g),
+                judged_q=np.concatenate([self.judged_q, self.q[new]]),
+                judged_label=np.concatenate([self.judged_label, np.full(len(new), g)]),
+                n_judged=self.n_judged + np.bincount(self.q[new], minlength=self.n_queries),
+                max_label=max(self.max_label, g), judged=np.ones(len(self.q), dtype=bool),
+                negative=None, _rankings={}, _contenders={}, _relevant={}, pending=None)
+            twin.__dict__["layout"], twin.__dict__["pos"] = self.layout, self.pos
+            memo[g] = twin
+        return memo[g]
+
 
     def contenders(self, top: int) -> Prepared:
         """The rows scoring at least their query's ``top``-th highest score.

@@ -133,7 +133,7 @@ class Measure:
             object.__setattr__(self, "options", (*self.options, "level"))
         # every measure orders ties and says what an unjudged document is; its options in
         # the canonical order of OPTIONS
-        wanted = {*self.options, "ties", "seed", "unjudged"}
+        wanted = {*self.options, "ties", "seed", "unjudged", "unjudged_grade"}
         object.__setattr__(self, "options", tuple(o for o in OPTIONS if o in wanted))
 
     @property
@@ -341,7 +341,7 @@ def measure_table() -> str:
             "|---|---|---|---|---|---|---|"]
     for m in measures():
         kind = "binary (label ≥ level)" if m.binary else ("graded" if m.graded else "–")
-        opts = ", ".join(o for o in m.options if o not in ("ties", "seed"))
+        opts = ", ".join(o for o in m.options if o not in ("ties", "seed", "unjudged_grade"))
         rows.append(f"| `{m.display}` (`{m.name}`) | {', '.join(f'`{a}`' for a in m.aliases)} "
                     f"| {'yes' if m.cutoff else 'no'} | {kind} | {opts} | {m.formula} "
                     f"| {m.matches} |")
