@@ -51,7 +51,27 @@ def numeric(df: pd.DataFrame, column: str, table: str) -> np.ndarray:
                 column=column, qid=_qid_at(df, row), row=row,
             )
         series = coerced
+    if column == "score" and pd.api.types.is_integer_dtype(series):
+        return _integer_scores(series)
     return series.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+#: Integers up to this magnitude are exact in float64.
+_EXACT_INT = 2 ** 53
+
+
+def _integer_scores(series: pd.Series) -> np.ndarray:
+    """Integer scores as float64; beyond 2**53 two integers can round to one float, so
+    the scores are replaced by their order (equal integers share a value), which every
+    measure reads the same way: only the order and the ties of scores matter."""
+    out = series.to_numpy(dtype=np.float64, na_value=np.nan)
+    present = series.notna().to_numpy()
+    values = np.asarray(series[present].to_numpy())
+    if not len(values) or (int(values.max()) < _EXACT_INT and int(values.min()) > -_EXACT_INT):
+        return out
+    _, order = np.unique(values, return_inverse=True)
+    out[present] = order
+    return out
 
 
 def _qid_at(df: pd.DataFrame, row: int) -> Any:
