@@ -92,3 +92,28 @@ def test_file_commands_ok_and_bad_input(tmp_path: Path) -> None:
     code, _, err = _run(scored_run.main, [str(src), "--queries", "0"])
     assert code == 2 and "--queries" in err
 
+
+
+def test_cluster_and_explain_faults_are_one_line(tmp_path: Path) -> None:
+    """A truncated parquet file, --batch-rows 0, and an output folder that does not exist:
+    one line naming the file, the option or the folder, exit 2 (issue 26)."""
+    from harness.commands import explain
+
+    good = tmp_path / "run.parquet"
+    pd.DataFrame({"qid": ["q1", "q1"], "docid": ["a", "b"], "score": [1.0, 0.5]}).to_parquet(good)
+    truncated = tmp_path / "truncated.parquet"
+    truncated.write_bytes(good.read_bytes()[:200])
+    code, _, err = _run(cluster.main, [str(truncated), str(tmp_path / "out.parquet")])
+    assert code == 2 and "truncated.parquet is not a readable parquet file" in _one_error_line(err)
+    code, _, err = _run(cluster.main, [str(good), str(tmp_path / "out.parquet"),
+                                       "--batch-rows", "0"])
+    assert code == 2 and "batch_rows must be an integer >= 1" in _one_error_line(err)
+    assert not (tmp_path / "out.parquet").exists()
+    run, qrels = tmp_path / "run.txt", tmp_path / "qrels.txt"
+    run.write_text("q1 Q0 a 1 1.0 r\nq1 Q0 b 2 0.5 r\n")
+    qrels.write_text("q1 0 a 1\n")
+    missing = tmp_path / "no_such_folder" / "table.csv"
+    code, out, err = _run(explain.main, ["--run", str(run), "--qrels", str(qrels),
+                                         "--csv", str(missing)])
+    assert code == 2 and "the folder" in _one_error_line(err) and "does not exist" in err
+    assert out == ""  # refused before any work

@@ -37,6 +37,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    from harness.errors import InputError
+
+    for flag, path in (("--csv", args.csv), ("--per-query", args.per_query)):
+        if path is not None and not path.parent.is_dir():  # said before the work, not after
+            raise InputError(f"{flag} {path}: the folder {path.parent} does not exist")
     from harness.data.trec import read_qrels, read_run
     from harness.explain.shapley import explain_difference
 

@@ -26,8 +26,17 @@ def cluster_parquet(src: str | os.PathLike[str], dst: str | os.PathLike[str], *,
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from harness.errors import InputError
+
     source, target = Path(src), Path(dst)
-    reader = pq.ParquetFile(source)
+    if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
+        raise InputError(f"batch_rows must be an integer >= 1, got {batch_rows!r}",
+                         key="batch_rows")
+    try:
+        reader = pq.ParquetFile(source)
+    except pa.ArrowInvalid as exc:  # truncated, or not parquet at all
+        raise InputError(f"{source} is not a readable parquet file: "
+                         f"{str(exc).splitlines()[0]}") from None
     n_buckets = buckets or max(1, -(-reader.metadata.num_rows // int(batch_rows)))
     schema = reader.schema_arrow
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
