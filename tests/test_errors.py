@@ -510,7 +510,9 @@ def test_harness_namespace() -> None:
         "relative_precision", "unj", "iprec_avg", "infap", "bin_g", "g", "ndcg_rel", "rndcg",
         "rbp_scaled", "rbp_resid",
         # cwl_eval's C/W/L measures (ir_measures)
-        "inst", "insq", "bpm", "nerr8", "nerr9", "nerr10", "nerr11")
+        "inst", "insq", "bpm", "nerr8", "nerr9", "nerr10", "nerr11",
+        # ir_measures' compatibility
+        "compat")
 
 
 # --------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """ir_measures' names (issue 21): every name the harness reads, compared per query with
-ir_measures 0.4.3 itself (its providers pytrec_eval-terrier 0.5.11 and cwl-eval 1.0.12), and
-ir_measures' own test suite run through ``harness.evaluate``.
+ir_measures 0.4.3 itself (its providers pytrec_eval-terrier 0.5.11, cwl-eval 1.0.12 and
+its own compat), and ir_measures' own test suite run through ``harness.evaluate``.
 
 The suite's inputs and expected values are in ``tests/data/ir_measures_cases.json``: one
 entry per expected value (a query's or the aggregate) of ``tests/test_pytrec_eval.py``,
@@ -105,6 +105,9 @@ NAMES = [
     ("NERR10(p=0.5,max_rel=3)", "NERR10(p=0.5,max_rel=3)", "cwl_eval"),
     ("NERR11(max_rel=3)", "NERR11(max_rel=3)", "cwl_eval"),
     ("NERR11(T=2.0,min_rel=2,max_rel=3)", "NERR11(T=2.0,min_rel=2,max_rel=3)", "cwl_eval"),
+    ("Compat", "Compat", "compat"), ("Compat(p=0.8)", "Compat(p=0.8)", "compat"),
+    ("Compat(p=0.5,normalize=False)", "Compat(p=0.5,normalize=False)", "compat"),
+    ("Compat(normalize=False)", "Compat(normalize=False)", "compat"),
 ]
 
 
@@ -155,6 +158,9 @@ def _dicts(run: pd.DataFrame, qrels: pd.DataFrame) -> tuple[dict[str, Any], dict
     ("SDCG(min_rel=-1,max_rel=3)@10", "min_rel must be an int >= 0"),
     ("SetP(relative=maybe)", "relative must be True or False"),
     ("ERR(judged_only=True)@10", "takes no judged_only"),
+    ("ir_measures:Compat@10", "takes no cut-off"),
+    ("Compat(normalize=maybe)", "normalize must be True or False"),
+    ("ir_measures:Compat(rel=2)", "takes no parameter 'rel'"),
 ])
 def test_bad_ir_measures_names_are_refused_in_one_line(text: str, words: str) -> None:
     with pytest.raises(MetricDefinitionError, match=words) as info:
@@ -186,7 +192,6 @@ CASES = json.loads((Path(__file__).parent / "data" / "ir_measures_cases.json").r
 
 #: what the harness cannot express, by ir_measures' name
 NOT_EXPRESSED = {
-    "Compat": "Compat (ir_measures' own provider, RBO with an ideal ranking) is not declared",
     "ERR_IA": "intent-aware measures need subtopic qrels, which the harness has no column for",
 }
 
@@ -250,5 +255,5 @@ def test_ir_measures_own_test_suite() -> None:
     """The counts docs/measures.md gives ("ir_measures' own test suite")."""
     outcome, why, failures = run_suite()
     assert failures == []
-    assert dict(outcome) == {"pass": 226, "cannot": 10}
-    assert dict(why) == {NOT_EXPRESSED["Compat"]: 7, NOT_EXPRESSED["ERR_IA"]: 3}
+    assert dict(outcome) == {"pass": 233, "cannot": 3}
+    assert dict(why) == {NOT_EXPRESSED["ERR_IA"]: 3}

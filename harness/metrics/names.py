@@ -15,7 +15,8 @@ parses back to the same definition.
   ``IPrec@0.5``. Conventions of the backend ir_measures uses: pytrec_eval's (``trec_eval``)
   for nDCG, AP, P, R, RR, Rprec, Bpref, Success, IPrec; gdeval's for ``dcg=exp-log2``
   (exp2 gain; ties by docid among exactly equal scores) and ERR (top grade 4, the same
-  ties); ir_measures' own Judged (ties by docid ascending); cwl_eval's for SDCG
+  ties); ir_measures' own Judged and Compat (ties by docid ascending; Compat's p
+  defaults to 0.95); cwl_eval's for SDCG
   and ``RBP(rel=...)`` (ties in the run's order).
 - ranx: ``ndcg_burges@10`` (exp2 gain), ``hit_rate@10``, ``r-precision``, ``rbp.95``, and any
   ranx name with its level suffix, ``precision@5-l2``. Convention ``ranx`` (ties as ranx's
@@ -129,7 +130,9 @@ _IRM_NAMES = {"nDCG": "ndcg", "NDCG": "ndcg", "AP": "ap", "MAP": "ap", "P": "pre
               "infAP": "infap",
               # cwl_eval's C/W/L measures
               "BPM": "bpm", "INST": "inst", "INSQ": "insq", "NERR8": "nerr8",
-              "NERR9": "nerr9", "NERR10": "nerr10", "NERR11": "nerr11"}
+              "NERR9": "nerr9", "NERR10": "nerr10", "NERR11": "nerr11",
+              # ir_measures' own compatibility measure
+              "Compat": "compat"}
 _IRM_OWN = {"rel", "dcg", "gains", "max_rel", "min_rel", "judged_only", "relative", "T"}
 _IRM_TREC = {"nDCG", "NDCG", "AP", "MAP", "P", "R", "RR", "MRR", "Rprec", "Bpref", "BPref",
              "Success", "IPrec", "SetP", "SetRelP", "SetR", "SetF", "SetAP", "NumRet",
@@ -146,7 +149,8 @@ _IRM_PARAMS = {"SetP": {"rel", "relative", "judged_only"}, "SetRelP": {"rel", "j
                "INST": {"T", "min_rel", "max_rel"}, "INSQ": {"T", "min_rel", "max_rel"},
                "NERR8": {"cutoff", "min_rel", "max_rel"},
                "NERR9": {"cutoff", "min_rel", "max_rel"},
-               "NERR10": {"p", "min_rel", "max_rel"}, "NERR11": {"T", "min_rel", "max_rel"}}
+               "NERR10": {"p", "min_rel", "max_rel"}, "NERR11": {"T", "min_rel", "max_rel"},
+               "Compat": {"p", "normalize"}}
 #: the names whose measures take a cut-off in ir_measures (others refuse @k)
 _IRM_NO_CUTOFF = {n for n, ps in _IRM_PARAMS.items() if "cutoff" not in ps}
 
@@ -161,7 +165,8 @@ def _ir_measures(text: str, explicit: bool) -> Spec | None:
     params = _irm_params(text, params_text) if params_text else {}
     ordered = bool(params_text) and cutoff is not None  # ir_measures writes @k last
     if not (explicit or ordered or _IRM_OWN & params.keys()
-            or (name == "IPrec" and cutoff is not None)):
+            or (name == "IPrec" and cutoff is not None)
+            or (name == "Compat" and params.keys() <= _IRM_PARAMS[name])):
         return None
     measure = _IRM_NAMES[name]
     opts: dict[str, Any] = {}
@@ -182,6 +187,8 @@ def _ir_measures(text: str, explicit: bool) -> Spec | None:
                           "gains are scaled by), e.g. " + name + "(max_rel=3)")
         if name == "NERR10":
             opts["p"] = 0.9  # ir_measures' default persistence of NERR10
+    elif name == "Compat":  # ir_measures' own provider: scores then docid ascending
+        opts.update(ties="docid_ascending", p=0.95)  # its default persistence
     if name == "NumRet" and "rel" in params:  # NumRet(rel=r) counts the relevant ones
         measure = _IRM_NAMES["NumRelRet"]
     if name in _IRM_PARAMS:
@@ -252,8 +259,13 @@ def _irm_option(text: str, name: str, key: str, value: Any, opts: dict[str, Any]
         opts["beta"] = value
     elif key == "T" and name in _IRM_CWL:
         opts["target"] = value
-    elif key == "p" and name in ("RBP", "NERR10"):
+    elif key == "p" and name in ("RBP", "NERR10", "Compat"):
         opts["p"] = value
+    elif key == "normalize" and name == "Compat":
+        if value not in (True, False):
+            raise _refuse("ir_measures", text, f"normalize must be True or False, got "
+                          f"{value!r}")
+        opts["normalize"] = value
     elif key == "cutoff":
         opts["k"] = value
     else:

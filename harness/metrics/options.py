@@ -254,7 +254,8 @@ OPTIONS: Final[dict[str, Option]] = {o.name: o for o in (
            "binary relevance: label >= level (trec_eval -l)"),
     Option("max_label", None, _top_grade, _optional_float,
            "top grade of the scale (None: the highest label evaluated)"),
-    Option("p", 0.8, _fraction("p", open_ends=True), float, "persistence of RBP"),
+    Option("p", 0.8, _fraction("p", open_ends=True), float,
+           "persistence of RBP, NERR10 and Compat"),
     Option("at_recall", 0.0, _fraction("at_recall", open_ends=False), float,
            "recall level of interpolated precision"),
     Option("min_label", 0.0, _grade("min_label"), float,
@@ -286,6 +287,9 @@ OPTIONS: Final[dict[str, Option]] = {o.name: o for o in (
     Option("target", 1.0, positive("target"), float,
            "C/W/L measures (INST, INSQ, BPM, NERR11): the total gain T the user wants, "
            "gains scaled to [0, 1] (cwl_eval's T)"),
+    Option("normalize", True, _flag("normalize"), _bool_text,
+           "Compat: divide the overlap with the ideal ranking by the ideal ranking's "
+           "overlap with itself (ir_measures' normalize)"),
 )}
 
 #: Options that set how a query with no relevant document counts.

@@ -38,7 +38,7 @@ from harness.metrics.inputs import (
     numeric,
     require_frame,
 )
-from harness.metrics.prepared import Ideal, Prepared, level_counts
+from harness.metrics.prepared import Ideal, Judgments, Prepared, level_counts
 from harness.metrics.ranking import Ranking
 from harness.metrics.segments import group_by_query
 
@@ -109,6 +109,7 @@ def prepare(
                                    qrels is None)
     pending = coded.pending
     if qrels is not None:
+        prepared.judgments = Judgments(j_qid, j_doc, qrels)
         if rankings is not None:  # ranked on the other core while the docids are joined
             prepared.rank_early(rankings(prepared))
         keep = coded.keep

@@ -16,7 +16,18 @@ from harness.metrics import background
 from harness.metrics.ranking import QUICKSORT_RULES, Ranking, rank
 from harness.metrics.segments import Layout
 
-__all__ = ["Prepared", "Ideal", "level_counts", "MAX_LEVELS"]
+__all__ = ["Prepared", "Ideal", "Judgments", "level_counts", "MAX_LEVELS"]
+
+
+@dataclass(frozen=True)
+class Judgments:
+    """The qrels as given, their qid and docid in the run's dtypes: for the measures that
+    read more than each row's label (Compat reads the qrels' order)."""
+
+    qid: pd.Series
+    docid: pd.Series
+    frame: pd.DataFrame
+
 
 @dataclass
 class Ideal:
@@ -53,6 +64,7 @@ class Prepared:
     # judged" (negative_labels='unjudged'; None when no row is): infAP
     negative: np.ndarray | None = None
     early: Any = None  # rankings computed on the other core (see rank_early())
+    judgments: Judgments | None = None  # the qrels (None: a labelled run)
 
     def wait(self) -> None:
         """Return once every validation of the input is done; raise its error, if any."""
@@ -186,18 +198,6 @@ class Prepared:
         sub.__dict__["condensed"] = sub
         return sub
 
-    def _subset(self, keep: np.ndarray) -> Prepared:
-        """These rows' subset ``keep`` (grouped-row indices, in order) with the same
-        queries and judgments (a top k's contenders, the judged rows)."""
-        return Prepared(
-            qids=self.qids, q=self.q[keep], row=self.row[keep], score=self.score[keep],
-            label=self.label[keep], docid=self.docid, qid_values=self.qid_values,
-            judged_q=self.judged_q, judged_label=self.judged_label,
-            n_docs=np.bincount(self.q[keep], minlength=self.n_queries),
-            n_judged=self.n_judged, missing_qids=self.missing_qids,
-            unjudged_qids=self.unjudged_qids, max_label=self.max_label,
-            judged=None if self.judged is None else self.judged[keep],
-            negative=None if self.negative is None else self.negative[keep])
     def relevant(self, grade: float | None) -> Prepared:
         """These rows with every unjudged one judged with ``grade`` (``unjudged='relevant'``;
         None: the top grade, :attr:`max_label`): the judgments gain those rows, so R and the
@@ -222,6 +222,19 @@ class Prepared:
             memo[g] = twin
         return memo[g]
 
+    def _subset(self, keep: np.ndarray) -> Prepared:
+        """These rows' subset ``keep`` (grouped-row indices, in order) with the same
+        queries and judgments (a top k's contenders, the judged rows)."""
+        return Prepared(
+            qids=self.qids, q=self.q[keep], row=self.row[keep], score=self.score[keep],
+            label=self.label[keep], docid=self.docid, qid_values=self.qid_values,
+            judged_q=self.judged_q, judged_label=self.judged_label,
+            n_docs=np.bincount(self.q[keep], minlength=self.n_queries),
+            n_judged=self.n_judged, missing_qids=self.missing_qids,
+            unjudged_qids=self.unjudged_qids, max_label=self.max_label,
+            judged=None if self.judged is None else self.judged[keep],
+            negative=None if self.negative is None else self.negative[keep],
+            judgments=self.judgments)
 
     def contenders(self, top: int) -> Prepared:
         """The rows scoring at least their query's ``top``-th highest score.

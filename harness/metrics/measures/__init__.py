@@ -16,6 +16,8 @@ from harness.metrics.measures import gain_curves  # noqa: F401
 from harness.metrics.measures import rbp_trec  # noqa: F401
 # cwl_eval's C/W/L measures, as ir_measures computes them (INST, INSQ, BPM, NERR8-11)
 from harness.metrics.measures import cwl  # noqa: F401
+# ir_measures' compatibility (rank-biased overlap with an ideal ranking)
+from harness.metrics.measures import compat  # noqa: F401
 from harness.metrics.registry import measures
 
 #: The built-in measures' names, in the order the README's table lists them.
