@@ -351,7 +351,7 @@ def test_load_sweep_merges_jobs_into_ranker_versions(small_sweep: SmallSweep) ->
     assert prov["environments"][0]["environment"]["packages"]["scipy"] == scipy.__version__
     assert "ranker.noisy_oracle.sigma" in prov["params_varying"]
     assert sweep.resolve("oracle") == "oracle"
-    with pytest.raises(UnknownName, match="'noisy_oracle' has 2 versions in this sweep; pick "
+    with pytest.raises(UnknownName, match="'noisy_oracle' stands for 2 ranker versions here; pick "
                                           "one: noisy_oracle \\[sigma=0.5\\]"):
         sweep.resolve("noisy_oracle")
 

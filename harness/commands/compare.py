@@ -42,9 +42,13 @@ def parser() -> argparse.ArgumentParser:
                                 description="Compare the ranker versions of a sweep: paired "
                                 "tests per metric variant, sensitivity to the metric "
                                 "definition, and an HTML/Markdown/LaTeX report.")
-    p.add_argument("run_id", nargs="?", metavar="RUN_ID",
-                   help="a sweep's or a job's parent run id (as printed when it ends); the "
-                   "same as --parent-run-id")
+    p.add_argument("run_ids", nargs="*", metavar="RUN_ID",
+                   help="one sweep's or job's run id (as printed when it ends; the same as "
+                   "--parent-run-id), or several ranker, job or sweep runs of any jobs and "
+                   "experiments, compared query by query")
+    p.add_argument("--allow-subset", action="store_true",
+                   help="runs evaluated on different query sets: compare on the queries "
+                   "they share (default: refuse)")
     source = p.add_mutually_exclusive_group()
     source.add_argument("--parent-run-id", help="a sweep's (or a job's) parent run id")
     source.add_argument("--experiment", help="an experiment name (every ranker run in it, "
@@ -107,10 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run the comparison; returns the exit code (0, 2 for bad input, 3 MLflow down)."""
     p = parser()
     args = p.parse_args(argv)
-    given = [x for x in (args.run_id, args.parent_run_id, args.experiment) if x]
+    given = [x for x in (args.run_ids, args.parent_run_id, args.experiment) if x]
     if len(given) != 1:
         p.error("name the runs once: RUN_ID, --parent-run-id ID or --experiment NAME")
-    args.parent_run_id = args.parent_run_id or args.run_id
+    if len(args.run_ids) == 1:
+        args.parent_run_id = args.run_ids[0]
     try:
         return _run(args)
     except HarnessError as exc:
@@ -160,8 +165,13 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
     from harness.compare.report import build_report, comparison_display, log_report, report_dir
 
     with steps("load runs"):
-        sweep = load_sweep(args.tracking_uri, parent_run_id=args.parent_run_id,
-                           experiment=args.experiment, filter_string=args.filter_string)
+        if len(args.run_ids) > 1:
+            from harness.compare.runs import load_runs
+
+            sweep = load_runs(args.tracking_uri, args.run_ids, allow_subset=args.allow_subset)
+        else:
+            sweep = load_sweep(args.tracking_uri, parent_run_id=args.parent_run_id,
+                               experiment=args.experiment, filter_string=args.filter_string)
     baseline = sweep.resolve(args.baseline) if args.baseline else None
     options = dict(correction=args.correction, alpha=args.alpha, test=args.test,
                    seed=args.seed, resamples=args.resamples, family=args.family,

@@ -72,18 +72,22 @@ class Sweep:
     notes: tuple[str, ...] = ()
 
     def resolve(self, name: str) -> str:
-        """The version label a ranker name or label stands for.
+        """The version label a ranker name, a version label or a run id stands for (a
+        ranker run's id, or the id of a job run given to :func:`harness.compare.runs.load_runs`
+        with one ranker).
 
-        Raises :class:`UnknownName` when ``name`` is unknown, or is a ranker name with
-        several versions (the message lists their labels).
+        Raises :class:`UnknownName` when ``name`` is unknown, or stands for several versions
+        (the message lists their labels).
         """
         if name in self.versions:
             return name
-        labels = [v.label for v in self.versions.values() if v.ranker == name]
+        labels = [v.label for v in self.versions.values() if v.ranker == name] or [
+            v.label for v in self.versions.values() if name in v.run_ids] or list(
+            self.provenance.get("sources", {}).get(name, []))
         if len(labels) == 1:
             return labels[0]
         if labels:
-            raise UnknownName(f"ranker {name!r} has {len(labels)} versions in this sweep; "
+            raise UnknownName(f"{name!r} stands for {len(labels)} ranker versions here; "
                               f"pick one: {'; '.join(labels)}")
         raise UnknownName(f"no ranker {name!r} in this sweep; known: "
                           f"{'; '.join(self.versions)}")

@@ -1,0 +1,251 @@
+"""``harness compare RUN_ID RUN_ID ...``: ranker runs of separate jobs (``harness run``
+calls into one temporary MLflow store) compared by run id, and the refusals.
+
+Four jobs run once for the module, two at a time, on the synthetic dataset (40 queries):
+
+- ``v7``: oracle, random and noisy_oracle (sigma 1.0, the default), experiment ``v7``;
+- ``v8``: noisy_oracle with sigma 2.0 (another version), experiment ``v8``;
+- ``same``: noisy_oracle with sigma 1.0 again (a candidate identical to v7's), experiment
+  ``v8``;
+- ``other``: oracle on 30 queries: another dataset (another digest).
+
+Refusals that need runs the app cannot produce (another query set on the same data, another
+evaluation option, an altered artifact) use runs made here with MLflow's client and tagged
+as the app tags them (``fake_runs``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+from harness.commands.compare import main as cli_main
+from harness.compare.runs import (
+    ArtifactChanged,
+    DefinitionMismatch,
+    QuerySetMismatch,
+    load_runs,
+)
+from harness.errors import DatasetMismatch, RunNotFound
+from harness.paths import PROJECT_ROOT
+
+COMMON = ["dataset.n_queries=40", "dataset.n_train_queries=0", "tracking.figures=false",
+          "tracking.bootstrap_resamples=200"]
+JOBS = {
+    "v7": ["ranker=baselines", "~ranker.hgb", "~ranker.feature_f0", "study=v7"],
+    "v8": ["ranker=noisy_oracle", "ranker.noisy_oracle.sigma=2.0", "study=v8"],
+    "same": ["ranker=noisy_oracle", "study=v8"],
+    "other": ["ranker=oracle", "dataset.n_queries=30", "study=other"],
+}
+
+
+@dataclass
+class Jobs:
+    root: Path
+    uri: str
+    job: dict[str, str]  # job name -> job run id
+    ranker: dict[tuple[str, str], str]  # (job, ranker) -> ranker run id
+
+    def client(self) -> MlflowClient:
+        return MlflowClient(tracking_uri=self.uri)
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "HARNESS_"))}
+
+
+def ids_printed(stdout: str) -> dict[str, str]:
+    """The run ids a job prints at its end: ``job`` and each ranker's name."""
+    block = stdout[stdout.index("\nMLflow: "):].splitlines()[2:]
+    out = {}
+    for line in block:
+        parts = line.split()
+        if not parts or not re.fullmatch(r"[0-9a-f]{32}", parts[-1]):
+            break
+        out["job" if parts[:2] == ["job", "run"] else parts[0]] = parts[-1]
+    return out
+
+
+@pytest.fixture(scope="module")
+def jobs(tmp_path_factory: pytest.TempPathFactory) -> Jobs:
+    root = tmp_path_factory.mktemp("compare_runs")
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    names = list(JOBS)
+    job, ranker = {}, {}
+    for pair in (names[:2], names[2:]):  # two at a time: two cores
+        procs = {name: subprocess.Popen(
+            [sys.executable, "-m", "harness", *COMMON, *JOBS[name], f"tracking.uri={uri}",
+             f"tracking.artifact_root={root / 'artifacts'}",
+             f"tracking.pending_dir={root / 'pending'}", f"cache_dir={root / 'cache'}",
+             f"hydra.run.dir={root / name}"], cwd=PROJECT_ROOT, env=_env(),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for name in pair}
+        for name, proc in procs.items():
+            out, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0, f"{name}: {err[-3000:]}"
+            ids = ids_printed(out)
+            job[name] = ids.pop("job")
+            ranker |= {(name, r): i for r, i in ids.items()}
+    return Jobs(root, uri, job, ranker)
+
+
+def cli(*args: str) -> tuple[int, str, str]:
+    """``harness compare`` in this process: exit code, stdout, stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli_main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def n_runs(uri: str) -> int:
+    client = MlflowClient(tracking_uri=uri)
+    return sum(len(client.search_runs([e.experiment_id], max_results=1000))
+               for e in client.search_experiments())
+
+
+def on_disk(jobs: Jobs, job: str, ranker: str) -> pd.DataFrame:
+    """A job's per-query table as the job wrote it to its folder (not through MLflow)."""
+    return pd.read_parquet(jobs.root / job / "per_query" / f"{ranker}.parquet").set_index("qid")
+
+
+# --------------------------------------------------------------------------------------
+# two jobs, compared by run id
+
+
+def test_two_jobs_compared_by_run_id(jobs: Jobs, tmp_path: Path) -> None:
+    v7_noisy = jobs.ranker[("v7", "noisy_oracle")]
+    # a ranker run of one job (experiment v7) and the job run of another (experiment v8)
+    sweep = load_runs(jobs.uri, [v7_noisy, jobs.job["v8"]])
+    assert set(sweep.versions) == {"noisy_oracle [sigma=1.0]", "noisy_oracle [sigma=2.0]"}
+    assert sweep.experiment == "v7, v8"
+    assert sweep.resolve(v7_noisy) == "noisy_oracle [sigma=1.0]"
+    assert sweep.resolve(jobs.job["v8"]) == "noisy_oracle [sigma=2.0]"  # the job's one ranker
+    a, b = on_disk(jobs, "v7", "noisy_oracle"), on_disk(jobs, "v8", "noisy_oracle")
+    pd.testing.assert_series_equal(sweep.per_query["noisy_oracle [sigma=2.0]"]["nDCG@10"],
+                                   b["nDCG@10"])
+    code, out, err = cli(jobs.job["v8"], v7_noisy, "--baseline", v7_noisy, "--tracking-uri",
+                         jobs.uri, "--out-dir", str(tmp_path), "--resamples", "500",
+                         "--no-log")
+    assert code == 0, err
+    assert "2 ranker versions (noisy_oracle [sigma=1.0], noisy_oracle [sigma=2.0])" in out
+    table = pd.read_csv(next(tmp_path.rglob("comparison.csv")))
+    row = table[table["variant"] == "nDCG@10"].iloc[0]
+    assert (row["ranker_a"], row["ranker_b"]) == ("noisy_oracle [sigma=2.0]",
+                                                  "noisy_oracle [sigma=1.0]")
+    x, y = b["nDCG@10"].to_numpy(), a.loc[b.index, "nDCG@10"].to_numpy()
+    assert row["n"] == 40 and row["mean_diff"] == pytest.approx(np.mean(x - y), abs=1e-12)
+    from scipy import stats
+    assert row["p_ttest"] == pytest.approx(stats.ttest_rel(x, y).pvalue, rel=1e-9)
+
+
+def test_one_version_in_two_jobs_keeps_two_sides(jobs: Jobs) -> None:
+    # v7's noisy_oracle and the job "same": one config, so one cache key, yet two sides
+    v7_noisy, same = jobs.ranker[("v7", "noisy_oracle")], jobs.ranker[("same", "noisy_oracle")]
+    sweep = load_runs(jobs.uri, [v7_noisy, same])
+    assert sorted(sweep.versions) == sorted([f"noisy_oracle [run {v7_noisy[:8]}]",
+                                             f"noisy_oracle [run {same[:8]}]"])
+    frames = list(sweep.per_query.values())
+    pd.testing.assert_frame_equal(frames[0], frames[1])  # the same scores: the same values
+
+
+# --------------------------------------------------------------------------------------
+# refusals: one line, exit 2, nothing logged
+
+
+def refused(jobs: Jobs, *args: str) -> str:
+    before = n_runs(jobs.uri)
+    code, _, err = cli(*args, "--tracking-uri", jobs.uri, "--resamples", "100")
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert n_runs(jobs.uri) == before  # nothing logged for a refused comparison
+    return lines[0]
+
+
+def test_different_datasets_are_refused(jobs: Jobs) -> None:
+    line = refused(jobs, jobs.job["v7"], jobs.job["other"])
+    assert "evaluated on different data" in line
+    digests = {MlflowClient(tracking_uri=jobs.uri).get_run(
+        jobs.ranker[(j, "oracle")]).data.tags["dataset.digest"] for j in ("v7", "other")}
+    assert len(digests) == 2 and all(d[:12] in line for d in digests)
+
+
+def test_unknown_run_id_is_refused(jobs: Jobs) -> None:
+    line = refused(jobs, jobs.job["v7"], "f" * 32)
+    assert line.startswith(f"error: run '{'f' * 32}': not found")
+
+
+def fake_ranker(jobs: Jobs, experiment: str, name: str, frame: pd.DataFrame, *,
+                params: dict[str, str] | None = None, digest: str | None = None,
+                artifact: bool = True) -> str:
+    """A ranker run tagged as the app tags one (on v7's dataset), holding ``frame`` as its
+    per-query artifact and the sha256 of the file (or ``digest``)."""
+    client = jobs.client()
+    exp = client.get_experiment_by_name(experiment)
+    exp_id = exp.experiment_id if exp else client.create_experiment(
+        experiment, artifact_location=(jobs.root / "artifacts" / experiment).as_uri())
+    dataset = client.get_run(jobs.ranker[("v7", "oracle")]).data.tags["dataset.digest"]
+    path = jobs.root / "fake" / experiment / name / f"{name}.parquet"
+    path.parent.mkdir(parents=True)
+    frame.to_parquet(path, index=False)
+    run = client.create_run(exp_id, run_name=name, tags={
+        "harness.role": "ranker", "ranker.name": name, "ranker.cache_key": f"key-{name}",
+        "dataset.digest": dataset, "dataset.name": "synthetic",
+        "per_query.sha256": digest or hashlib.sha256(path.read_bytes()).hexdigest()}).info.run_id
+    for key, value in (params or {"metric.missing": "exclude",
+                                  "metric.nan_scores": "error"}).items():
+        client.log_param(run, key, value)
+    if artifact:
+        client.log_artifact(run, str(path))
+    client.set_terminated(run)
+    return run
+
+
+def test_query_sets_definitions_and_artifacts(jobs: Jobs, tmp_path: Path) -> None:
+    qids = [f"q{i}" for i in range(6)]
+    a = fake_ranker(jobs, "fake", "a", pd.DataFrame({"qid": qids, "RR": [1.0, 0.5] * 3}))
+    b = fake_ranker(jobs, "fake", "b", pd.DataFrame({"qid": qids[:4], "RR": [0.5] * 4}))
+    line = refused(jobs, a, b)
+    assert "different query sets: a has 6 queries, b 4 (2 only in the first, 0 only in the " \
+           "second, e.g. 'q4'); --allow-subset compares on the 4 common queries" in line
+    with pytest.raises(QuerySetMismatch):
+        load_runs(jobs.uri, [a, b])
+    sweep = load_runs(jobs.uri, [a, b], allow_subset=True)
+    assert list(sweep.per_query["a"].index) == qids[:4]
+    assert "compared on the 4 queries every run holds; dropped 2 (a: 2)" in " ".join(
+        sweep.notes)
+    code, out, err = cli(a, b, "--allow-subset", "--tracking-uri", jobs.uri, "--no-log",
+                         "--resamples", "100", "--out-dir", str(tmp_path))
+    assert code == 0, err
+    assert "dropped 2 (a: 2)" in out
+    # the same variant under another evaluation option
+    c = fake_ranker(jobs, "fake", "c", pd.DataFrame({"qid": qids, "RR": [0.0] * 6}),
+                    params={"metric.missing": "zero", "metric.nan_scores": "error"})
+    assert "variant 'RR' has different definitions: run " in refused(jobs, a, c)
+    assert "metric.missing=exclude" in refused(jobs, a, c)
+    with pytest.raises(DefinitionMismatch):
+        load_runs(jobs.uri, [a, c])
+    # an artifact whose bytes are not those logged; a run without its artifact
+    d = fake_ranker(jobs, "fake", "d", pd.DataFrame({"qid": qids, "RR": [0.2] * 6}),
+                    digest="0" * 64)
+    assert f"run {d} (d): artifact d.parquet was altered (sha256 " in refused(jobs, a, d)
+    e = fake_ranker(jobs, "fake", "e", pd.DataFrame({"qid": qids, "RR": [0.2] * 6}),
+                    artifact=False)
+    assert f"run {e} (e) has no per-query artifact e.parquet" in refused(jobs, a, e)
+    with pytest.raises(ArtifactChanged):
+        load_runs(jobs.uri, [a, e])
+    with pytest.raises(DatasetMismatch):
+        load_runs(jobs.uri, [a, jobs.job["other"]])
+    with pytest.raises(RunNotFound):
+        load_runs(jobs.uri, [a, "0" * 32])
