@@ -428,3 +428,20 @@ def test_negative_seeds_are_refused_by_key(overrides: list[str], key: str) -> No
     with pytest.raises(InputError, match="must be an integer >= 0") as info:
         validate(_compose(overrides))
     assert info.value.key == key
+
+
+@pytest.mark.parametrize("override, key, suggestion, listed", [
+    ("+metric.kk=5", "metric.kk", "'k'", "name, gain, discount, k, ties"),
+    ("+typo=1", "typo", None, "study, seed, dataset, ranker, metric"),
+    ("+check.tolerence=1", "check.tolerence", "'tolerance'", "sklearn, tolerance"),
+])
+def test_unknown_plus_keys_list_the_valid_ones(override: str, key: str,
+                                               suggestion: str | None, listed: str) -> None:
+    """``+key=value`` adds a key Hydra cannot check; the plan refuses a key the schema does
+    not know, suggesting the closest and listing the valid keys of its level."""
+    with pytest.raises(InputError) as info:
+        validate(_compose([override]))
+    assert info.value.key == key
+    assert f"valid keys: {listed}" in str(info.value)
+    if suggestion:
+        assert f"did you mean {suggestion}?" in str(info.value)

@@ -9,13 +9,14 @@ import dataclasses
 import difflib
 import itertools
 import re
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
+from omegaconf.errors import ConfigKeyError, MissingMandatoryValue, OmegaConfBaseException
 
 from harness.app.config import (CheckConfig, Config, MetricGrid, RankerConfig,
                                  TrackingConfig)
@@ -110,8 +111,28 @@ def _typed(schema: type, values: Mapping[str, Any], where: str) -> Any:
     except OmegaConfBaseException as exc:
         key = getattr(exc, "full_key", "") or ""
         full = ".".join(k for k in (where, str(key)) if k)
-        raise InputError(f"{where or 'config'}: {str(exc).splitlines()[0]}",
+        raise InputError(f"{where or 'config'}: {str(exc).splitlines()[0]}"
+                         + _valid_keys(schema, str(key)) if isinstance(exc, ConfigKeyError)
+                         else f"{where or 'config'}: {str(exc).splitlines()[0]}",
                          key=full or None) from None
+
+
+def _valid_keys(schema: type, key: str) -> str:
+    """For an unknown ``key`` (dotted, under ``schema``): the closest valid key and the
+    valid keys at its level, read from the schema dataclasses; '' where they are not
+    dataclasses (a free-form mapping such as ``ranker`` or ``dataset``)."""
+    *parents, leaf = key.split(".") if key else [""]
+    for part in parents:
+        if not dataclasses.is_dataclass(schema):
+            return ""
+        hints = typing.get_type_hints(schema)
+        schema = hints.get(part)  # type: ignore[assignment]
+    if not (isinstance(schema, type) and dataclasses.is_dataclass(schema)):
+        return ""
+    names = [f.name for f in dataclasses.fields(schema)]
+    close = difflib.get_close_matches(leaf, names, n=1)
+    return ((f" (did you mean {close[0]!r}?)" if close else "")
+            + f"; valid keys: {', '.join(names)}")
 
 
 def _as_list(value: Any) -> list[Any]:
