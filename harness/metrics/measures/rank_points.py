@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from harness.errors import MetricDefinitionError
-from harness.metrics.ranked import exclusive_count, ratio, recall_count
+from harness.metrics.measures.recall_levels import interpolated_at
+from harness.metrics.ranked import exclusive_count, ratio
 from harness.metrics.registry import MeasureInput, register_measure
 
 __all__ = ["refuse_average"]
@@ -76,19 +77,6 @@ def _unj(x: MeasureInput) -> Result:
     return ratio(x.top_k_sum(1.0 - x.judged), depth), np.zeros(x.n_queries, dtype=bool)
 
 
-def _suffix_max(q: np.ndarray, values: np.ndarray, nq: int) -> np.ndarray:
-    """Per row (rows grouped by query ``q``), the maximum of ``values`` over that row and
-    the later rows of its query, exact: values are replaced by their ranks, which a running
-    maximum over the reversed rows reads with each query offset above the ones after it."""
-    if len(values) == 0:
-        return values
-    uniq, code = np.unique(values, return_inverse=True)
-    span = np.int64(len(uniq))
-    offset = (nq - 1 - q[::-1]).astype(np.int64) * span
-    running = np.maximum.accumulate(offset + code[::-1])
-    return uniq[(running - offset)[::-1]]
-
-
 @register_measure("iprec_avg", display="IPrecAvg", options=(*_EMPTY, "levels", "recall_cutoff"),
                   binary=True, cutoff=False, builtin=True,
                   matches="trec_eval `11pt_avg` (`11pt_avg.x,y,...`)",
@@ -98,21 +86,10 @@ def _suffix_max(q: np.ndarray, values: np.ndarray, nq: int) -> np.ndarray:
                           "$\\mathrm{round}(xR)$, halves up, under recall_cutoff=nearest")
 def _iprec_avg(x: MeasureInput) -> Result:
     refuse_average(x, "interpolated precision is a maximum over ranks")
-    r, nq = x.ranking, x.n_queries
-    rel, n_rel = x.relevant(), x.n_relevant()
-    found = exclusive_count(r, rel.astype(np.int64), r.n) + rel
-    hit = rel > 0
-    q = r.q[hit]
-    best = _suffix_max(q, found[hit] / (r.pos[hit] + 1.0), nq)
-    n_found = np.bincount(q, minlength=nq)
-    first = np.cumsum(n_found) - n_found  # each query's first relevant row among them
-    total = np.zeros(nq)
+    total = np.zeros(x.n_queries)
     for level in x.metric.levels:  # a few levels; every query at once
-        needed = np.maximum(recall_count(level, n_rel, x.metric.recall_cutoff),
-                            1.0).astype(np.int64)
-        ok = needed <= n_found
-        total[ok] += best[first[ok] + needed[ok] - 1]
-    return total / len(x.metric.levels), n_rel == 0
+        total += interpolated_at(x, level)
+    return total / len(x.metric.levels), x.n_relevant() == 0
 
 
 @register_measure("infap", display="infAP", options=_EMPTY, binary=True, reads_judged=True,

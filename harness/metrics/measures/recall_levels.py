@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from harness.errors import MetricDefinitionError
-from harness.metrics.ranked import exclusive_count, ratio, recall_count
+from harness.metrics.ranked import ratio, recall_count
 from harness.metrics.registry import MeasureInput, register_measure
 
-__all__: list[str] = []
+__all__ = ["suffix_max", "interpolated_at"]
 
 _EMPTY = ("empty", "empty_weight")
 
@@ -53,18 +53,54 @@ def _f1(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
                           "the $\\lfloor xR + 0.9 \\rfloor$-th relevant document "
                           "($\\mathrm{round}(xR)$-th under recall_cutoff=nearest)")
 def _iprec(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
-    metric, r = x.metric, x.ranking
+    metric = x.metric
     if metric.ties == "average":
         raise MetricDefinitionError(
             f"{metric.display_name}: interpolated precision is a maximum over ranks, whose "
             "expectation over tied orders is not computed; choose ties='docid' (trec_eval), "
             "'input', 'random', 'optimistic' or 'pessimistic'")
-    rel, n_rel = x.relevant(), x.n_relevant()
-    found = exclusive_count(r, rel.astype(np.int64), r.n) + rel  # relevant up to here
-    # the level is reached with floor(level * R + 0.9) relevant documents, trec_eval 9's rule
-    # (so 2 of 3 reach 0.7), or round(level * R) (trec_eval 10)
-    needed = recall_count(metric.at_recall, n_rel, metric.recall_cutoff)
-    ok = (rel > 0) & (found >= needed[r.q])
+    return interpolated_at(x, metric.at_recall), x.n_relevant() == 0
+
+
+def suffix_max(q: np.ndarray, values: np.ndarray, nq: int) -> np.ndarray:
+    """Per row (rows grouped by query ``q``), the maximum of ``values`` over that row and
+    the later rows of its query, exact: values are replaced by their ranks, which a running
+    maximum over the reversed rows reads with each query offset above the ones after it."""
+    if len(values) == 0:
+        return values
+    uniq, code = np.unique(values, return_inverse=True)
+    span = np.int64(len(uniq))
+    offset = (nq - 1 - q[::-1]).astype(np.int64) * span
+    running = np.maximum.accumulate(offset + code[::-1])
+    return uniq[(running - offset)[::-1]]
+
+
+def _interpolated(x: MeasureInput) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ranked relevant rows, query after query: at each, the highest precision at its
+    rank or below (over the query's relevant ranks), with each query's first such row and
+    their number. Computed once per ranking and level: every recall level of IPrec and of
+    the 11-point average reads it."""
+    def make() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        r, nq = x.ranking, x.n_queries
+        hit = np.flatnonzero(x.relevant() > 0)
+        q = r.q[hit]
+        n_found = np.bincount(q, minlength=nq)
+        first = np.cumsum(n_found) - n_found
+        found = np.arange(1, len(q) + 1, dtype=np.float64) - first[q]  # relevant up to here
+        return suffix_max(q, found / (r.pos[hit] + 1.0), nq), first, n_found
+
+    return x.cache.get_or(("interpolated", id(x.ranking), x.metric.level), make)
+
+
+def interpolated_at(x: MeasureInput, level: float) -> np.ndarray:
+    """Per query, interpolated precision at recall ``level``: the highest precision at or
+    below the rank of the ``needed``-th relevant document (at least the first), 0 when
+    fewer are retrieved. ``needed`` is ``floor(level * R + 0.9)`` (trec_eval 9's rule, so
+    2 of 3 reach 0.7) or ``round(level * R)`` (trec_eval 10), per ``recall_cutoff``."""
+    best, first, n_found = _interpolated(x)
+    needed = np.maximum(recall_count(level, x.n_relevant(), x.metric.recall_cutoff),
+                        1.0).astype(np.int64)
+    ok = needed <= n_found
     out = np.zeros(x.n_queries)
-    np.maximum.at(out, r.q[ok], found[ok] / (r.pos[ok] + 1.0))
-    return out, n_rel == 0
+    out[ok] = best[first[ok] + needed[ok] - 1]
+    return out
