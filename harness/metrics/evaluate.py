@@ -108,6 +108,7 @@ def evaluate(
     """
     mlist = as_metrics(metrics)
     negative_labels = negative_policy(mlist, negative_labels)
+    _check_top_label(top_label)
     levels = {m.level for m in mlist if m.binary}
     level = levels.pop() if len(levels) == 1 else 1
     prep = prepare(run, qrels, level=level, nan_scores=nan_scores, missing=missing,
@@ -210,6 +211,16 @@ def _weights_for(index: pd.Index, weights: Mapping[Any, float] | pd.Series) -> n
         raise InputError(f"weights must be finite and >= 0, got {w[i]!r}", column="weight",
                          qid=index[i])
     return w
+
+
+def _check_top_label(value: Any) -> None:
+    """The scale's top grade: a finite number > 0 (ERR with an infinite one exceeded 1)."""
+    if value is None:
+        return
+    number = pd.to_numeric(pd.Series([value]), errors="coerce").iloc[0]
+    if isinstance(value, bool) or not np.isfinite(number) or number <= 0:
+        raise InputError(f"top_label must be a finite number > 0, got {value!r}",
+                         key="top_label")
 
 
 def metric_columns(per_query: pd.DataFrame) -> list[str]:
