@@ -249,3 +249,20 @@ def test_query_sets_definitions_and_artifacts(jobs: Jobs, tmp_path: Path) -> Non
         load_runs(jobs.uri, [a, jobs.job["other"]])
     with pytest.raises(RunNotFound):
         load_runs(jobs.uri, [a, "0" * 32])
+
+
+def test_several_baselines_by_run_id_and_name(jobs: Jobs, tmp_path: Path) -> None:
+    oracle = jobs.ranker[("v7", "oracle")]
+    code, out, err = cli(jobs.job["v7"], jobs.job["v8"], "--baseline", oracle, "--baseline",
+                         "random", "--family", "baseline", "--tracking-uri", jobs.uri,
+                         "--no-log", "--resamples", "100", "--out-dir", str(tmp_path),
+                         "--variants", "nDCG@10")
+    assert code == 0, err
+    t = pd.read_csv(next(tmp_path.rglob("comparison.csv")))
+    assert sorted(zip(t["ranker_a"], t["ranker_b"])) == sorted([
+        ("noisy_oracle [sigma=1.0]", "oracle"), ("noisy_oracle [sigma=2.0]", "oracle"),
+        ("random", "oracle"), ("noisy_oracle [sigma=1.0]", "random"),
+        ("noisy_oracle [sigma=2.0]", "random")])
+    code, _, err = cli(jobs.job["v7"], jobs.job["v8"], "--baseline", jobs.job["v7"],
+                       "--tracking-uri", jobs.uri, "--no-log")
+    assert code == 2 and "stands for 3 ranker versions here; pick one" in err

@@ -36,7 +36,7 @@ __all__ = ["main", "parser"]
 
 def parser() -> argparse.ArgumentParser:
     """The command-line interface."""
-    from harness.compare.stats import CORRECTIONS, TESTS
+    from harness.compare.stats import CORRECTIONS, FAMILIES, TESTS
 
     p = argparse.ArgumentParser(prog="harness compare",
                                 description="Compare the ranker versions of a sweep: paired "
@@ -58,15 +58,16 @@ def parser() -> argparse.ArgumentParser:
                    "\"params.`metric.k` = '10'\"")
     p.add_argument("--tracking-uri", default=None,
                    help="default: $MLFLOW_TRACKING_URI, else sqlite:///<project>/runs/mlflow.db")
-    p.add_argument("--baseline", default=None,
-                   help="compare every ranker with this one (a ranker name or version label) "
-                   "instead of every pair")
+    p.add_argument("--baseline", action="append", default=None, metavar="BASELINE",
+                   help="compare every ranker with this one (a ranker name, a version label "
+                   "or a run id) instead of every pair; repeat for several baselines")
     p.add_argument("--variants", nargs="+", default=None, metavar="VARIANT",
                    help="variant display names to compare (default: all)")
     p.add_argument("--correction", choices=CORRECTIONS, default="holm",
                    help="multiple-testing correction (default: holm)")
-    p.add_argument("--family", choices=("variant", "all"), default="variant",
-                   help="comparisons corrected together: per variant (default) or all")
+    p.add_argument("--family", choices=FAMILIES, default="variant",
+                   help="comparisons corrected together: per variant (default), per "
+                   "baseline (every variant against one baseline), or all compared")
     p.add_argument("--test", choices=TESTS, default="ttest",
                    help="test whose corrected p-value marks significance (default: ttest)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (0.05)")
@@ -103,7 +104,7 @@ def selection_slug(args: argparse.Namespace, *, p_defaults: argparse.Namespace) 
         return None
     digest = hashlib.sha1(json.dumps(changed, sort_keys=True, default=str).encode()
                           ).hexdigest()[:8]
-    readable = f"baseline-{args.baseline}" if args.baseline else "selection"
+    readable = f"baseline-{'-'.join(args.baseline)}" if args.baseline else "selection"
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", readable)[:40] + f"-{digest}"
 
 
@@ -172,7 +173,7 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
         else:
             sweep = load_sweep(args.tracking_uri, parent_run_id=args.parent_run_id,
                                experiment=args.experiment, filter_string=args.filter_string)
-    baseline = sweep.resolve(args.baseline) if args.baseline else None
+    baseline = list(dict.fromkeys(sweep.resolve(b) for b in args.baseline or [])) or None
     options = dict(correction=args.correction, alpha=args.alpha, test=args.test,
                    seed=args.seed, resamples=args.resamples, family=args.family,
                    max_queries=args.max_queries or None)
@@ -180,12 +181,14 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
         comparison = compare_table(sweep.per_query, args.variants, baseline, **options)
         # the winners and the discriminative power are over every ranker pair
         every_pair = comparison if baseline is None else compare_table(
-            sweep.per_query, args.variants, None, **options)
+            sweep.per_query, args.variants, None,
+            **(options | {"family": "variant" if args.family == "baseline" else args.family}))
         sens = sensitivity(sweep.per_query, every_pair, variants=args.variants)
     if baseline is not None:
         sens = dataclasses.replace(sens, notes=(*sens.notes, (
             f"winners and discriminative power over every ranker pair ({len(every_pair)} "
-            f"comparisons); the marks and the pairwise table against {baseline} only")))
+            f"comparisons); the marks and the pairwise table against {', '.join(baseline)} "
+            "only")))
     n_queries = max(len(f) for f in sweep.per_query.values())
     print(f"{sweep.experiment}: {len(sweep.versions)} ranker versions "
           f"({', '.join(sweep.versions)}), {len(sweep.variants)} variants, up to {n_queries} "

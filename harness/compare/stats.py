@@ -25,11 +25,13 @@ from harness.compare.resampling import (
     permutation_pvalues,
 )
 
-__all__ = ["CORRECTIONS", "TESTS", "TIE_TOLERANCE", "holm", "adjust_pvalues",
+__all__ = ["CORRECTIONS", "FAMILIES", "TESTS", "TIE_TOLERANCE", "holm", "adjust_pvalues",
            "align_pair", "paired_comparison", "compare_table", "per_query_frame"]
 
 #: Multiple-testing corrections: Holm's step-down (FWER) and Benjamini–Hochberg (FDR).
 CORRECTIONS = ("holm", "bh")
+#: The comparisons corrected together: one variant's, one baseline's, or all.
+FAMILIES = ("variant", "baseline", "all")
 #: Tests whose corrected p-value can decide significance.
 TESTS = ("ttest", "wilcoxon", "permutation")
 #: Per-query differences within this distance of 0 are ties (floating-point noise).
@@ -278,7 +280,7 @@ def _compare_pairs(frames: Mapping[str, pd.DataFrame],
 
 
 def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str] | None = None,
-                  baseline: str | None = None, *, correction: str = "holm",
+                  baseline: str | Sequence[str] | None = None, *, correction: str = "holm",
                   alpha: float = 0.05, test: str = "ttest", seed: int = 0,
                   resamples: int = 10_000, confidence: float = 0.95,
                   family: str = "variant", max_queries: int | None = 20_000) -> pd.DataFrame:
@@ -291,8 +293,9 @@ def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str]
     variants : sequence of str, optional
         Variants to compare; default every variant column of any table, in order. A variant
         is compared between the rankers whose tables hold it.
-    baseline : str, optional
-        Compare each ranker with this one only (``ranker_b`` is the baseline).
+    baseline : str or sequence of str, optional
+        Compare each ranker with this one only (``ranker_b`` is the baseline); with several,
+        each ranker with each baseline (the baselines with each other once).
     correction : {'holm', 'bh'}, default 'holm'
         Applied to each test's p-values within a family (see ``family``).
     alpha : float, default 0.05
@@ -301,9 +304,10 @@ def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str]
         The test whose corrected p-value decides ``significant``.
     seed, resamples, confidence :
         See :func:`paired_comparison`.
-    family : {'variant', 'all'}, default 'variant'
+    family : {'variant', 'baseline', 'all'}, default 'variant'
         The comparisons corrected together: those of one variant (so each variant's
-        discriminative power is its own), or every row of the table.
+        discriminative power is its own), those against one baseline (every variant), or
+        every row of the table.
     max_queries : int or None, default 20,000
         Above this many aligned queries the permutation p-value and the bootstrap interval
         (whose costs grow with queries x resamples, and the BCa jackknife with queries²)
@@ -324,7 +328,7 @@ def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str]
                             f"{len(per_query)} ({names}): add rankers to the sweep, e.g. "
                             "-m ranker=oracle,random")
     for name, value, choices in (("correction", correction, CORRECTIONS),
-                                 ("test", test, TESTS), ("family", family, ("variant", "all"))):
+                                 ("test", test, TESTS), ("family", family, FAMILIES)):
         if value not in choices:
             raise CompareError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
     if not 0 < alpha < 1:
@@ -332,9 +336,12 @@ def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str]
     if int(resamples) < 1:
         raise CompareError(f"resamples must be >= 1; got {resamples}")
     frames = {label: per_query_frame(f) for label, f in per_query.items()}
-    if baseline is not None and baseline not in frames:
-        raise UnknownName(f"baseline {baseline!r} is not among the rankers: "
-                          f"{', '.join(frames)}")
+    baselines = [baseline] if isinstance(baseline, str) else list(baseline or [])
+    for b in baselines:
+        if b not in frames:
+            raise UnknownName(f"baseline {b!r} is not among the rankers: {', '.join(frames)}")
+    if family == "baseline" and not baselines:
+        raise CompareError("family 'baseline' corrects per baseline: name one (--baseline)")
     known = list(dict.fromkeys(c for f in frames.values() for c in metric_columns(f)))
     if variants is None:
         variants = known
@@ -345,9 +352,10 @@ def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str]
     notes, pairs = [], {}
     for variant in variants:
         holders = [label for label, f in frames.items() if variant in f.columns]
-        if baseline is not None:
-            chosen = [(h, baseline) for h in holders if h != baseline] \
-                if baseline in holders else []
+        if baselines:
+            chosen = []
+            for b in (b for b in baselines if b in holders):
+                chosen += [(h, b) for h in holders if h != b and (b, h) not in chosen]
         else:
             chosen = list(itertools.combinations(holders, 2))
         if not chosen:
@@ -361,8 +369,8 @@ def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str]
     rows = [{"variant": v, "ranker_a": ra, "ranker_b": rb} | results[(v, ra, rb)]
             for v in variants for (ra, rb), vs in pairs.items() if v in vs]
     table = pd.DataFrame(rows)
-    groups = [np.arange(len(table))] if family == "all" else \
-        list(table.groupby("variant", sort=False).indices.values())
+    groups = [np.arange(len(table))] if family == "all" else list(table.groupby(
+        "variant" if family == "variant" else "ranker_b", sort=False).indices.values())
     for t in TESTS:
         adjusted = np.empty(len(table))
         for idx in groups:
@@ -378,5 +386,6 @@ def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str]
     table.attrs = {"correction": correction, "alpha": alpha, "test": test, "seed": seed,
                    "resamples": int(resamples), "confidence": confidence, "family": family,
                    "max_queries": max_queries,
-                   "baseline": baseline, "notes": notes}
+                   "baseline": ", ".join(baselines) or None, "baselines": baselines,
+                   "notes": notes}
     return table
