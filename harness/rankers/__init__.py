@@ -233,14 +233,43 @@ def score(spec: RankerSpec, ds: Dataset, cache_dir: Path | None = None) -> tuple
         str(spec.option("uri", ""))))
     path = cache_dir / f"{key}.parquet" if cacheable and cache_dir else None
     if path is not None and path.is_file():
-        return pd.read_parquet(path), key, True
+        cached = _read_cached(path)
+        if cached is not None:
+            return cached, key, True
     run = RANKERS[spec.kind](spec, ds)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{np.random.default_rng().integers(1 << 30)}")
+        token = np.random.default_rng().integers(1 << 30)
+        tmp = path.with_suffix(f".tmp{token}")
         run.to_parquet(tmp, index=False)
+        digest = path.with_suffix(".sha256")
+        tmp_digest = path.with_name(f"{path.stem}.sha256.tmp{token}")
+        tmp_digest.write_text(file_sha256(tmp) + "\n")
+        tmp_digest.replace(digest)  # the digest first: a file without one is never trusted
         tmp.replace(path)
     return run, key, False
+
+
+def _read_cached(path: Path) -> pd.DataFrame | None:
+    """A cached run whose bytes match the digest written beside it; ``None`` (with a
+    warning, and the run scored again) when the file was altered, truncated or has no
+    digest."""
+    import logging
+
+    digest = path.with_suffix(".sha256")
+    expected = digest.read_text().strip() if digest.is_file() else None
+    problem = None
+    if expected is None:
+        problem = "has no digest beside it"
+    elif file_sha256(path) != expected:
+        problem = "does not match its digest (altered or truncated)"
+    else:
+        try:
+            return pd.read_parquet(path)
+        except Exception as exc:  # noqa: BLE001 - any unreadable cache is rebuilt
+            problem = f"is unreadable ({type(exc).__name__})"
+    logging.getLogger("harness").warning("score cache %s %s: scoring again", path.name, problem)
+    return None
 
 
 def _pinned(uri: str) -> bool:
