@@ -29,7 +29,7 @@ import re
 import sys
 from typing import Any
 
-from harness.errors import HarnessError
+from harness.errors import CompareError, HarnessError
 
 __all__ = ["main", "parser"]
 
@@ -37,6 +37,7 @@ __all__ = ["main", "parser"]
 def parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     from harness.compare.stats import CORRECTIONS, FAMILIES, TESTS
+    from harness.compare.verdicts import VERDICT_TESTS
 
     p = argparse.ArgumentParser(prog="harness compare",
                                 description="Compare the ranker versions of a sweep: paired "
@@ -71,6 +72,19 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--test", choices=TESTS, default="ttest",
                    help="test whose corrected p-value marks significance (default: ttest)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (0.05)")
+    p.add_argument("--margin", action="append", default=None, metavar="VARIANT=DELTA",
+                   help="non-inferiority margin of a variant, e.g. nDCG@10=0.005: the "
+                   "candidate is 'not worse' when a one-sided test shows its mean is above "
+                   "the baseline's minus DELTA; repeat for several variants (needs "
+                   "--baseline)")
+    p.add_argument("--equivalence", action="store_true",
+                   help="also test equivalence within +-DELTA (TOST)")
+    p.add_argument("--verdict-test", choices=VERDICT_TESTS, default="ttest",
+                   help="the one-sided test of the verdicts: paired t (default), Wilcoxon, "
+                   "or the bootstrap interval's bound")
+    p.add_argument("--gate", action="store_true",
+                   help="exit 1 unless every variant with a --margin is better or not worse "
+                   "than each baseline (for continuous integration)")
     p.add_argument("--resamples", type=int, default=10_000,
                    help="permutation-test sign flips and bootstrap resamples (10000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the resampling (0)")
@@ -88,7 +102,8 @@ def parser() -> argparse.ArgumentParser:
 #: Options that change what a report holds; two compares differing in one of them write
 #: two reports (``selection_slug``).
 SELECTION = ("baseline", "variants", "filter_string", "correction", "family", "test", "alpha",
-             "resamples", "seed", "max_queries")
+             "resamples", "seed", "max_queries", "margin", "equivalence", "verdict_test",
+             "allow_subset")
 
 
 def selection_slug(args: argparse.Namespace, *, p_defaults: argparse.Namespace) -> str | None:
@@ -159,11 +174,27 @@ def _print_headline(sens: Any, comparison: Any) -> None:
         print("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
 
 
+def _margins(args: argparse.Namespace, variants: list[str],
+             baseline: list[str] | None) -> dict[str, float]:
+    """The margins per variant; a gate or margin without a baseline is refused."""
+    from harness.compare.verdicts import parse_margins
+
+    if (args.margin or args.gate or args.equivalence) and not baseline:
+        raise CompareError("--margin, --equivalence and --gate judge a candidate against a "
+                           "baseline: name it with --baseline")
+    margins = parse_margins(args.margin or [], variants)
+    if args.gate and not margins:
+        raise CompareError("--gate needs the variants it gates: give each a --margin "
+                           "VARIANT=DELTA (0 for none)")
+    return margins
+
+
 def _steps(args: argparse.Namespace, steps: Any) -> int:
     import pandas as pd
 
     from harness.compare import compare_table, load_sweep, sensitivity
     from harness.compare.report import build_report, comparison_display, log_report, report_dir
+    from harness.compare.verdicts import gate_lines, verdict_lines, verdict_table
 
     with steps("load runs"):
         if len(args.run_ids) > 1:
@@ -174,6 +205,8 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
             sweep = load_sweep(args.tracking_uri, parent_run_id=args.parent_run_id,
                                experiment=args.experiment, filter_string=args.filter_string)
     baseline = list(dict.fromkeys(sweep.resolve(b) for b in args.baseline or [])) or None
+    margins = _margins(args, sweep.variants if args.variants is None else args.variants,
+                       baseline)
     options = dict(correction=args.correction, alpha=args.alpha, test=args.test,
                    seed=args.seed, resamples=args.resamples, family=args.family,
                    max_queries=args.max_queries or None)
@@ -189,6 +222,9 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
             f"winners and discriminative power over every ranker pair ({len(every_pair)} "
             f"comparisons); the marks and the pairwise table against {', '.join(baseline)} "
             "only")))
+    verdicts = None if baseline is None else verdict_table(
+        sweep.per_query, comparison, margins, test=args.verdict_test,
+        equivalence=args.equivalence)
     n_queries = max(len(f) for f in sweep.per_query.values())
     print(f"{sweep.experiment}: {len(sweep.versions)} ranker versions "
           f"({', '.join(sweep.versions)}), {len(sweep.variants)} variants, up to {n_queries} "
@@ -211,13 +247,21 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
     print(f"every variant's means: {paths.directory / 'means.csv'}\n"
           f"the {len(comparison)} paired comparisons (CIs, W/T/L, every p-value): {pairwise}")
     print(f"report: {paths.html}\n        {paths.markdown}\n        {paths.latex}")
+    status = 0
+    if verdicts is not None:
+        verdicts.to_csv(paths.directory / "verdicts.csv", index=False)
+        print("\n".join(verdict_lines(verdicts)))
+        if args.gate:
+            passed, lines = gate_lines(verdicts)
+            print("\n".join(lines))
+            status = 0 if passed else 1
     if args.no_log:
-        return 0
+        return status
     if sweep.parent_run_id is None:
         print("report not logged to MLflow: the runs have no common parent run")
-        return 0
+        return status
     where = f"report/{slug}" if slug else "report"
     with steps("log report to MLflow"):
         log_report(paths, sweep.tracking_uri, sweep.parent_run_id, where)
     print(f"logged to run {sweep.parent_run_id} under {where}/")
-    return 0
+    return status
