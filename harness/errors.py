@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["HarnessError", "InputError", "MetricDefinitionError", "FormulaError",
-           "TrackingUnavailable", "CompareError", "RunNotFound", "DatasetMismatch", "NoOverlap",
+           "TrackingUnavailable", "OutputError", "CompareError", "RunNotFound", "DatasetMismatch", "NoOverlap",
            "TooFewRankers", "UnknownName"]
 
 
@@ -92,6 +92,13 @@ class TrackingUnavailable(HarnessError):
     """The MLflow store could not be reached; results are on disk and the log plan pending."""
 
     exit_code = 3
+
+
+class OutputError(HarnessError):
+    """A result file could not be written (a full disk, a read-only folder): the message says
+    where, what was written before it, and that nothing was sent to MLflow."""
+
+    exit_code = 2
 
 
 # Errors of a comparison (harness.compare): each says what was asked, what was found and

@@ -1,4 +1,5 @@
-"""Only the Hydra callbacks this project ships are built.
+"""Only the Hydra callbacks this project ships are built, and an output folder that cannot
+be written is said in one line, before Hydra acts.
 
 Hydra builds every entry of ``hydra.callbacks`` from its ``_target_`` (any importable
 callable, with any arguments) before the job starts, so an override such as
@@ -9,7 +10,8 @@ plugins, and callbacks are limited here to :data:`ALLOWED`.
 
 :func:`install` wraps the construction of Hydra's callback list (the one place it builds
 them, for runs and sweeps alike) with :func:`check_callbacks`; a refused entry ends the
-command with one line naming it and exit code 2, before anything is built.
+command with one line naming it and exit code 2, before anything is built. The same hook
+checks that the job's output folder can be made (:func:`check_output_folder`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-__all__ = ["ALLOWED", "check_callbacks", "install"]
+__all__ = ["ALLOWED", "check_callbacks", "check_output_folder", "install"]
 
 #: The callbacks a config may name: the project's own, and Hydra's two logging callbacks.
 ALLOWED = frozenset({
@@ -66,6 +68,36 @@ def _nested_target(node: Any, key: str, top: bool = False) -> str | None:
     return None
 
 
+def check_output_folder(config: DictConfig | None) -> None:
+    """Raise ``OSError``-worded ``ValueError`` when the job's output folder cannot be made:
+    its nearest existing ancestor is tried with a temporary file (a read-only file system,
+    a folder without write permission), before Hydra creates the folder and fails with a
+    traceback. The timestamp and token of the folder's own name are not needed for this."""
+    import tempfile
+    from pathlib import Path
+
+    from hydra.types import RunMode
+
+    if config is None:
+        return
+    mode = OmegaConf.select(config, "hydra.mode")
+    key = "hydra.sweep.dir" if mode == RunMode.MULTIRUN else "hydra.run.dir"
+    try:
+        folder = Path(str(OmegaConf.select(config, key)))
+    except Exception:  # noqa: BLE001 - an unresolvable name is Hydra's to report
+        return
+    ancestor = folder
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    try:
+        with tempfile.TemporaryFile(dir=ancestor):
+            pass
+    except OSError as exc:
+        raise ValueError(f"{key}: the output folder {folder} cannot be created "
+                         f"({exc.strerror or exc}: {ancestor}); give {key} a writable "
+                         "folder") from None
+
+
 def install() -> None:
     """Check ``hydra.callbacks`` each time Hydra is about to build them (idempotent)."""
     from hydra._internal import callbacks as hydra_callbacks
@@ -79,6 +111,7 @@ def install() -> None:
                      **kwargs: Any) -> None:
         try:
             check_callbacks(config)
+            check_output_folder(config)
         except ValueError as exc:
             print(f"error: config: {exc}", file=sys.stderr, flush=True)
             raise SystemExit(2) from None

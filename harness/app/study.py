@@ -33,6 +33,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from harness.app.check import CheckFailed, check_failures, sample_options
+from harness.errors import OutputError
 from harness.app.in_place import evaluate_in_place
 from harness.app.plan import (
     DATASET_PATH_OPTIONS,
@@ -258,11 +259,19 @@ def _write(job: _Job, dataset: Dataset | ParquetRun, results: dict[str, RankerRe
     """Every result file and the figures in the output folder; returns them by role."""
     from harness.app import write
 
-    job.out.mkdir(parents=True, exist_ok=True)
-    with job.phases("summaries"):
-        written = write.write_outputs(job.plan, dataset, results, job.out)
-    with job.phases("figures"):
-        figures = write.write_figures(job.plan, results, job.out)
+    try:
+        job.out.mkdir(parents=True, exist_ok=True)
+        with job.phases("summaries"):
+            written = write.write_outputs(job.plan, dataset, results, job.out)
+        with job.phases("figures"):
+            figures = write.write_figures(job.plan, results, job.out)
+    except OSError as exc:  # a full disk, a folder made read-only: one line, where and what
+        kept = sum(1 for p in job.out.rglob("*") if p.is_file()) if job.out.is_dir() else 0
+        raise OutputError(
+            f"writing the results to {job.out} failed: {exc.strerror or exc} "
+            f"({exc.filename or 'a result file'}); {kept} file(s) were written before it, "
+            "the folder is marked INCOMPLETE and nothing was sent to MLflow: free space or "
+            "choose a writable hydra.run.dir, then run the job again") from None
     if figures is not None:
         written["figures"] = figures
     written["explain"] = explained

@@ -238,16 +238,31 @@ def score(spec: RankerSpec, ds: Dataset, cache_dir: Path | None = None) -> tuple
             return cached, key, True
     run = RANKERS[spec.kind](spec, ds)
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        token = np.random.default_rng().integers(1 << 30)
-        tmp = path.with_suffix(f".tmp{token}")
-        run.to_parquet(tmp, index=False)
-        digest = path.with_suffix(".sha256")
-        tmp_digest = path.with_name(f"{path.stem}.sha256.tmp{token}")
-        tmp_digest.write_text(file_sha256(tmp) + "\n")
-        tmp_digest.replace(digest)  # the digest first: a file without one is never trusted
-        tmp.replace(path)
+        _write_cached(run, path)
     return run, key, False
+
+
+def _write_cached(run: pd.DataFrame, path: Path) -> None:
+    """Cache ``run`` at ``path`` with its digest beside it; a cache that cannot be written
+    (a full disk, a read-only folder) is a warning, since the scores are in hand."""
+    import logging
+
+    token = np.random.default_rng().integers(1 << 30)
+    tmp = path.with_suffix(f".tmp{token}")
+    tmp_digest = path.with_name(f"{path.stem}.sha256.tmp{token}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        run.to_parquet(tmp, index=False)
+        tmp_digest.write_text(file_sha256(tmp) + "\n")
+        tmp_digest.replace(path.with_suffix(".sha256"))  # the digest first: a file without
+        tmp.replace(path)  # one is never trusted
+    except OSError as exc:
+        for leftover in (tmp, tmp_digest):
+            with contextlib.suppress(OSError):
+                leftover.unlink(missing_ok=True)
+        logging.getLogger("harness").warning(
+            "score cache not written (%s: %s); the study goes on without it (cache_dir)",
+            exc.strerror or exc, exc.filename or path.parent)
 
 
 def _read_cached(path: Path) -> pd.DataFrame | None:
