@@ -4,11 +4,15 @@ MLflow's renderer follows for tables), not with the code that wrote them."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
+import pytest
 from markdown_it import MarkdownIt
 
 from harness.app.notes import NOTE_LIMIT, ranker_description, study_description
 from harness.metrics import parse_metric
+from tests.test_compare import SWEEP_ARGS, SmallSweep, small_sweep  # noqa: F401 (fixture)
 
 
 def _tables(text: str) -> list[list[list[str]]]:
@@ -24,7 +28,8 @@ def _tables(text: str) -> list[list[list[str]]]:
         elif tok.type in ("th_open", "td_open"):
             inline = tokens[i + 1]
             assert row is not None
-            row.append(inline.content if inline.type == "inline" else "")
+            text = inline.content if inline.type == "inline" else ""
+            row.append(text.removesuffix("&emsp;"))  # the padding MLflow's style lacks
         elif tok.type == "tr_close":
             assert row is not None
             tables[-1].append(row)
@@ -51,7 +56,7 @@ def test_the_job_description_is_a_table_with_the_result_first() -> None:
     (table,) = _tables(note)
     header, *rows = table
     # three columns: the escaped pipe in the ranker's name stays inside its cell
-    assert [h.replace("&emsp;", "") for h in header] == ["variant", "a|b", "oracle"]
+    assert header == ["variant", "a|b", "oracle"]
     assert rows == [["`nDCG@10`", "0.5000", "**0.9000**"],
                     ["`nDCG@10(ties=input)`", "**0.7000**", "**0.7000**"],  # a tie: both
                     ["`P@10`", "**0.2000**", "0.1000"]]
@@ -84,4 +89,97 @@ def test_a_long_description_is_cut_at_a_row_and_says_so() -> None:
     shown = len(table) - 2  # less the header and the "more rows" row
     assert 0 < shown < len(metrics)
     assert table[-1][0] == f"… {len(metrics) - shown} more rows: summary.csv"
+    assert all(len(row) == 21 for row in table[:-1])  # no row cut in its middle
     assert note.rstrip().splitlines()[-1].startswith("A variant's name lists only")
+
+
+def test_a_sweep_parent_describes_its_jobs_and_links_its_report(small_sweep: SmallSweep
+                                                                ) -> None:  # noqa: F811
+    """The real sweep of tests/test_compare.py (4 jobs: noisy_oracle's sigma x the tie
+    rule): its parent run's description, read through the client, is one table row per job
+    and ranker with the means each job's summary.csv holds, and the report's link."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=small_sweep.uri)
+    parent = client.get_run(small_sweep.parent_run_id)
+    named = "compare_test sweep: " + " ".join(a for a in SWEEP_ARGS[1:]
+                                             if not a.startswith("tracking.figures"))
+    assert named.startswith(parent.info.run_name.removesuffix("…"))  # 200 characters kept
+    note = parent.data.tags["mlflow.note.content"]
+    (table,) = _tables(note)
+    header, *rows = table
+    assert header[:3] == ["job", "overrides", "ranker"]
+    jobs = sorted(p for p in small_sweep.sweep_dir.iterdir() if p.name.isdigit())
+    assert len(jobs) == 4
+    expected = []
+    for job in jobs:
+        summary = pd.read_csv(job / "summary.csv")
+        for ranker, group in summary.groupby("ranker", sort=False):
+            means = group.set_index("variant")["mean"]
+            expected.append((job.name, ranker, [f"{means[v]:.4f}" if v in means.index else ""
+                                                for v in header[3:]]))
+    got, job = [], ""
+    for row in rows:
+        job = row[0] or job  # a job's number and overrides only on its first row
+        got.append((job, row[2], [c.strip("*") for c in row[3:]]))
+    assert got == expected
+    assert rows[0][1] == "`ranker.noisy_oracle.sigma=0.5 metric.ties=optimistic`"
+    # the best of each column in bold, and only it
+    for i, column in enumerate(zip(*(r[3:] for r in rows))):
+        values = [float(c.strip("*")) for c in column if c]
+        assert [c for c in column if c.startswith("**")] == \
+            [c for c in column if c and float(c.strip("*")) == max(values)], header[3 + i]
+    exp = parent.info.experiment_id
+    assert (f"(#/experiments/{exp}/runs/{parent.info.run_id}/artifacts/report/report.html)"
+            in note)
+    assert f"harness compare {parent.info.run_id}" in note
+
+
+def test_three_sweeps_are_not_all_named_alike() -> None:
+    from omegaconf import OmegaConf
+
+    from harness.app.callbacks import sweep_run_name
+
+    def config(task: list[str]) -> object:
+        return OmegaConf.create({"study": "synthetic", "hydra": {
+            "overrides": {"task": task},
+            "job": {"config": {"override_dirname": {"exclude_keys": ["hydra.sweep.dir"]}}}}})
+
+    names = {sweep_run_name(config(t)) for t in (["ranker=oracle,random"], ["metric.k=5,10"],
+                                                 ["seed=1,2", "hydra.sweep.dir=/x"])}
+    assert names == {"synthetic sweep: ranker=oracle,random", "synthetic sweep: metric.k=5,10",
+                     "synthetic sweep: seed=1,2"}
+
+
+@pytest.mark.parametrize(("uri", "hint"), [
+    ("http://127.0.0.1:5077/", "open http://127.0.0.1:5077/#/experiments/7/runs/abc"
+                               "?workflowType=machine_learning"),
+    ("sqlite:////tmp/x.db", "mlflow ui --backend-store-uri sqlite:////tmp/x.db    # then open "
+                            "http://127.0.0.1:5000/#/experiments/7/runs/abc"
+                            "?workflowType=machine_learning")])
+def test_the_open_hint_names_the_experiment_and_the_run(uri: str, hint: str) -> None:
+    from harness.app.notes import open_hint
+
+    assert open_hint(uri, "7", "abc").endswith(hint)
+
+
+def test_a_job_prints_the_page_of_its_run_with_its_experiment(tmp_path: Path) -> None:
+    """The closing summary's link, checked against the store through the client: the
+    experiment id in the address is the job run's own, and the run exists there."""
+    import re
+
+    from mlflow.tracking import MlflowClient
+
+    from harness.app.study import run_study
+    from tests.test_tracking_worker import _config
+
+    uri = f"sqlite:///{tmp_path}/m.db"
+    result = run_study(_config(tmp_path, uri), tmp_path / "out")
+    text = result.closing_summary("worker")
+    found = re.search(r"http://127\.0\.0\.1:5000/#/experiments/(\w+)/runs/(\w+)"
+                      r"\?workflowType=machine_learning", text)
+    assert found, text
+    run = MlflowClient(tracking_uri=uri).get_run(found.group(2))
+    assert run.info.experiment_id == found.group(1)
+    assert run.data.tags["harness.role"] == "job"
+    assert f"experiment 'worker' (id {found.group(1)})" in text

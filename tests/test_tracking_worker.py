@@ -133,7 +133,9 @@ def test_a_study_logs_the_same_runs_through_a_worker_or_in_process(
     assert ("logging in process" in caplog.text) == (how == "killed worker")
     client = MlflowClient(tracking_uri=uri)
     runs = client.search_runs([client.get_experiment_by_name("worker").experiment_id])
-    assert sorted(r.info.run_id for r in runs) == sorted(result.run_ids.values())
+    ids = dict(result.run_ids)
+    assert ids.pop("experiment") == client.get_experiment_by_name("worker").experiment_id
+    assert sorted(r.info.run_id for r in runs) == sorted(ids.values())
     assert sorted(r.data.tags["harness.role"] for r in runs) == ["job", "ranker", "ranker"]
     by_name = {r.data.tags.get("ranker.name"): r for r in runs}
     metric = result.metrics[0]

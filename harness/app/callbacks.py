@@ -68,6 +68,8 @@ class SweepParentRun(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         failed = sorted(Path(config.hydra.sweep.dir).glob(".failed_job_*"))
         parent, uri = self.run_id, self.uri
+        if parent:
+            self._describe(config, [p.name.rsplit("_", 1)[1] for p in failed])
         self._close("FAILED" if failed else "FINISHED")
         if parent:
             print("\n" + sweep_summary(parent, uri or "", str(config.hydra.sweep.dir),
@@ -83,6 +85,25 @@ class SweepParentRun(Callback):
                 reason = (p.read_text().splitlines()[1:] or ["(no message)"])[0]
                 log.error("  job %s: %s (log in %s)", num, reason, p.parent / num)
             raise SystemExit(max(codes))
+
+    def _describe(self, config: DictConfig, failed: list[str]) -> None:
+        """The parent run's description (MLflow's ``mlflow.note.content``): the jobs x
+        headline-variants table read from the jobs' folders, and the report's link."""
+        from mlflow.tracking import MlflowClient
+
+        from harness.app.notes import sweep_description
+
+        try:
+            text = sweep_description(
+                sweep_jobs(Path(config.hydra.sweep.dir), _excluded(config)),
+                study=str(config.study), overrides=" ".join(_shown_overrides(config)),
+                failed=failed, parent_run_id=self.run_id or "",
+                report_link=f"#/experiments/{self.experiment_id}/runs/{self.run_id}"
+                "/artifacts/report/report.html")
+            MlflowClient(tracking_uri=self.uri).set_tag(self.run_id, "mlflow.note.content",
+                                                       text)
+        except Exception as exc:  # noqa: BLE001 - a description is not worth failing a sweep
+            log.warning("could not describe sweep parent run %s: %s", self.run_id, exc)
 
     def _close(self, status: str) -> None:
         if self.run_id is None:
@@ -100,16 +121,52 @@ class SweepParentRun(Callback):
 _NAME_LIMIT = 200
 
 
+def _excluded(config: DictConfig) -> set[str]:
+    """The override keys Hydra leaves out of a job's name (where runs and logs go)."""
+    if "hydra" not in config:
+        return set()
+    return set(config.hydra.job.config.override_dirname.exclude_keys or ())
+
+
+def _shown(overrides: list[str], excluded: set[str]) -> list[str]:
+    return [o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in excluded]
+
+
+def _shown_overrides(config: DictConfig) -> list[str]:
+    if "hydra" not in config:
+        return []
+    return _shown(list(config.hydra.overrides.task), _excluded(config))
+
+
+def sweep_jobs(sweep_dir: Path, excluded: set[str]
+               ) -> dict[str, tuple[list[str], dict[str, Any]]]:
+    """The finished jobs of a sweep, read from their folders (``<sweep dir>/<job number>/``):
+    job number -> (its overrides less ``excluded``, ranker -> its ``summary.csv`` rows
+    indexed by variant)."""
+    import pandas as pd
+    import yaml
+
+    out: dict[str, tuple[list[str], dict[str, Any]]] = {}
+    folders = [p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()]
+    for folder in sorted(folders, key=lambda p: int(p.name)):
+        summary = folder / "summary.csv"
+        if not summary.is_file():
+            continue
+        given = folder / ".hydra" / "overrides.yaml"
+        overrides = (yaml.safe_load(given.read_text()) or []) if given.is_file() else []
+        table = pd.read_csv(summary)
+        out[folder.name] = (_shown([str(o) for o in overrides], excluded),
+                            {str(r): g.set_index("variant")
+                             for r, g in table.groupby("ranker", sort=False)})
+    return out
+
+
 def sweep_run_name(config: DictConfig) -> str:
     """``<study> sweep: <overrides>``, the command line's overrides as Hydra names its jobs
     (``override_dirname``'s excluded keys, where runs and logs go, left out), so that the
     parents of different sweeps of one study are told apart in the runs table."""
     study = str(config.study)
-    if "hydra" not in config:
-        return f"{study} sweep"
-    excluded = set(config.hydra.job.config.override_dirname.exclude_keys or ())
-    shown = [o for o in config.hydra.overrides.task
-             if o.split("=", 1)[0].lstrip("+~") not in excluded]
+    shown = _shown_overrides(config)
     name = f"{study} sweep: {' '.join(shown)}" if shown else f"{study} sweep"
     return name if len(name) <= _NAME_LIMIT else name[:_NAME_LIMIT - 1] + "…"
 
@@ -117,21 +174,19 @@ def sweep_run_name(config: DictConfig) -> str:
 def sweep_summary(parent: str, uri: str, sweep_dir: str, *, experiment: str,
                   experiment_id: str | None = None) -> str:
     """What a sweep prints at its end: the parent run, where the jobs' files are, and the
-    follow-up commands with the id filled in (the UI's address opens the runs table)."""
+    follow-up commands with the id filled in, the parent run's page last."""
     import shlex
 
-    from harness.app.notes import python_command
+    from harness.app.notes import open_hint, python_command
     from harness.tracking import resolve_tracking_uri
-    from harness.tracking.store import ui_url
 
-    page = ui_url(experiment_id) if experiment_id else "http://127.0.0.1:5000"
     flag = "" if uri == resolve_tracking_uri(None) else f" --tracking-uri {shlex.quote(uri)}"
     return "\n".join([
-        f"Sweep done. MLflow: {uri}, experiment {experiment!r}",
+        f"Sweep done. MLflow: {uri}, experiment {experiment!r}"
+        + (f" (id {experiment_id})" if experiment_id else ""),
         f"  sweep parent run   {parent}   (each job's ranker runs are its children)",
         f"Files: {sweep_dir}/<job number>/",
         "Next:",
         f"  {python_command().removesuffix('python')}harness compare {parent}{flag}",
         f"  {python_command().removesuffix('python')}harness reproduce {parent}{flag}",
-        f"  make ui    # then open {page}" if not flag else
-        f"  mlflow ui --backend-store-uri {shlex.quote(uri)}    # then open {page}"])
+        f"  {open_hint(uri, experiment_id, parent)}"])

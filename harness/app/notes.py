@@ -16,7 +16,7 @@ from harness.metrics import Metric
 from harness.metrics.options import display_value
 
 __all__ = ["DEFAULTS_LINE", "ranker_description", "study_description", "closing_summary",
-           "results_table", "interval"]
+           "results_table", "interval", "open_hint", "sweep_description"]
 
 _MEANING = {
     "gain": {"exp2": "2^rel - 1", "linear": "rel"},
@@ -77,17 +77,21 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     """A GitHub-flavoured Markdown table, as MLflow's run page renders it: the first column
     left-aligned (names), the others right-aligned (numbers, where a renderer honours it); a
     blank line before it, or a paragraph right above swallows it."""
-    # MLflow's table style has no cell padding: an em space (as an entity, which a cell's
-    # trimming keeps) after each header keeps "noisy_oraclefeature_f0" apart
-    return ["", "| " + " | ".join(f"{h}&emsp;" for h in header) + " |",
-            "|:---|" + "---:|" * (len(header) - 1)] + ["| " + " | ".join(r) + " |" for r in rows]
+    return ["", _row(header), "|:---|" + "---:|" * (len(header) - 1)] + [_row(r) for r in rows]
 
 
-def _bold_best(values: Sequence[float]) -> list[str]:
-    """Means as ``0.1234``, the largest (all of them when tied) in bold; NaN as ``nan``."""
+def _row(cells: Sequence[str]) -> str:
+    """A table row. MLflow's table style has no cell padding: an em space (as an entity,
+    which a cell's trimming keeps) after each non-empty cell keeps "noisy_oraclefeature_f0"
+    and "1.00000.9033" apart."""
+    return "| " + " | ".join(f"{c}&emsp;" if c else c for c in cells) + " |"
+
+
+def _bold_best(values: Sequence[float], *, missing: str = "nan") -> list[str]:
+    """Means as ``0.1234``, the largest (all of them when tied) in bold; NaN as ``missing``."""
     finite = [v for v in values if v == v]
     best = max(finite) if finite else None
-    return [("nan" if v != v else f"**{v:.4f}**" if v == best else f"{v:.4f}") for v in values]
+    return [(missing if v != v else f"**{v:.4f}**" if v == best else f"{v:.4f}") for v in values]
 
 
 def _fit(head: list[str], rows: list[str], tail: list[str], *, rest: str) -> str:
@@ -147,8 +151,8 @@ def ranker_description(name: str, summary: pd.DataFrame, metrics: Sequence[Metri
         row = summary.loc[m.display_name]
         ci = "" if row["ci_low"] != row["ci_low"] else \
             f"[{row['ci_low']:.4f}, {row['ci_high']:.4f}]"
-        rows.append(f"| `{_cell(m.display_name)}` | {row['mean']:.4f} | {ci} | "
-                    f"{int(row['n_queries'])} |")
+        rows.append(_row([f"`{_cell(m.display_name)}`", f"{row['mean']:.4f}", ci,
+                          str(int(row["n_queries"]))]))
     table = _table(["variant", "mean", "95% CI", "queries"], [])
     tail = ["", DEFAULTS_LINE, "", "Per-query values: `per_query.csv` (viewable here) and "
             "the exact `*.parquet` among the artifacts."]
@@ -175,7 +179,7 @@ def study_description(summaries: Mapping[str, pd.DataFrame], metrics: Sequence[M
     rows = []
     for m in metrics:
         cells = _bold_best([float(summaries[n].at[m.display_name, "mean"]) for n in names])
-        rows.append(f"| `{_cell(m.display_name)}` | " + " | ".join(cells) + " |")
+        rows.append(_row([f"`{_cell(m.display_name)}`", *cells]))
     table = _table(["variant", *(_cell(n) for n in names)], [])
     warnings = [w for n in names for w in summaries[n].attrs.get("warnings", [])]
     return _fit(head + table, rows, ["", DEFAULTS_LINE] + _warning_lines(warnings),
@@ -259,6 +263,24 @@ def _bold_ok() -> bool:
         os.environ.get("TERM") != "dumb"
 
 
+def open_hint(tracking_uri: str, experiment_id: str | None, run_id: str | None) -> str:
+    """How to look at a run in MLflow's UI: the command that serves the store (none for a
+    tracking server, which serves its own UI) and the run's page, experiment id included
+    (``<base>/#/experiments/<id>/runs/<run>``)."""
+    from harness.paths import project_path
+    from harness.tracking.store import UI_BASE, ui_base, ui_url
+
+    base = ui_base(tracking_uri)
+    page = ui_url(experiment_id, run_id, base=base) if experiment_id else base
+    if base != UI_BASE or tracking_uri.startswith(("http://", "https://")):
+        return f"open {page}"
+    if tracking_uri == f"sqlite:///{project_path('runs/mlflow.db')}":  # what make ui serves
+        return f"make ui    # then open {page}"
+    mlflow = python_command().removesuffix("python") + "mlflow" if python_command() != \
+        "python" else "mlflow"
+    return f"{mlflow} ui --backend-store-uri {shlex.quote(tracking_uri)}    # then open {page}"
+
+
 def closing_summary(*, study: str, seconds: float, summaries: Mapping[str, pd.DataFrame],
                     metrics: Sequence[Metric], n_queries: int, output_dir: Path,
                     run_ids: Mapping[str, str], tracking_uri: str | None,
@@ -292,14 +314,17 @@ def closing_summary(*, study: str, seconds: float, summaries: Mapping[str, pd.Da
     if not run_ids or not tracking_uri:
         out.append("MLflow: not logged (tracking off).")
         return "\n".join(out)
-    out.append(f"MLflow: {tracking_uri}, experiment {experiment!r}")
+    from harness.tracking import resolve_tracking_uri
+    from harness.tracking.log_plan import EXPERIMENT_ID
+
+    exp_id = run_ids.get(EXPERIMENT_ID)
+    out.append(f"MLflow: {tracking_uri}, experiment {experiment!r}"
+               + (f" (id {exp_id})" if exp_id else ""))
     if job:
         out.append(f"  {'job run'.ljust(pad)}   {job}")
     for n in names:
         if run_ids.get(f"ranker:{n}"):
             out.append(f"  {n.ljust(pad)}   {run_ids[f'ranker:{n}']}")
-    from harness.tracking import resolve_tracking_uri
-
     default = tracking_uri == resolve_tracking_uri(None)
     uri = "" if default else f" --tracking-uri {shlex.quote(tracking_uri)}"
     first = run_ids.get(f"ranker:{names[0]}") if names else None
@@ -309,9 +334,60 @@ def closing_summary(*, study: str, seconds: float, summaries: Mapping[str, pd.Da
                    f"--baseline {baseline or ('random' if 'random' in names else names[0])}{uri}")
     if first:
         out.append(f"  {python_command().removesuffix('python')}harness reproduce {first}{uri}")
-    mlflow = python_command().removesuffix("python") + "mlflow" if python_command() != \
-        "python" else "mlflow"
-    ui = ("make ui" if default else
-          f"{mlflow} ui --backend-store-uri {shlex.quote(tracking_uri)}")
-    out.append(f"  {ui}    # then open http://127.0.0.1:5000")
+    out.append("  " + open_hint(tracking_uri, exp_id, job or first))
     return "\n".join(out)
+
+
+#: The most headline variants a sweep's description shows as columns (MLflow's description
+#: box is about 550 px wide); every variant is in each job's ``summary.csv``.
+SWEEP_COLUMNS = 8
+
+
+def sweep_description(jobs: Mapping[str, tuple[Sequence[str], Mapping[str, pd.DataFrame]]], *,
+                      study: str, overrides: str, failed: Sequence[str] = (),
+                      report_link: str = "", parent_run_id: str = "") -> str:
+    """Markdown for a sweep's parent run: one row per job and ranker (the job's overrides
+    that not every job shares, the ranker, its means under the headline variants of all
+    jobs), the best of each column in bold, then where the report comes from and its link.
+
+    ``jobs`` maps a job's number to (its overrides, ranker -> summary table indexed by
+    variant display name); ``report_link`` is where the report will be in MLflow's UI."""
+    from harness.metrics.definition import parse_metric
+    from harness.reporting.figures import headline_variants
+
+    names = list(dict.fromkeys(v for _, summaries in jobs.values() for s in summaries.values()
+                               for v in s.index))
+    columns = [m.display_name for m in headline_variants([parse_metric(n) for n in names])]
+    shown = columns[:SWEEP_COLUMNS]
+    shared = set.intersection(*(set(o) for o, _ in jobs.values())) if jobs else set()
+    rows = [(num, " ".join(o for o in given if o not in shared), ranker,
+             [float(s.at[c, "mean"]) if c in s.index else float("nan") for c in shown])
+            for num, (given, summaries) in jobs.items() for ranker, s in summaries.items()]
+    by_column = [_bold_best(column, missing="") for column in zip(*(r[3] for r in rows))]
+    cells = list(zip(*by_column)) if by_column else [()] * len(rows)  # back to rows
+    lead = ""
+    if rows and shown:
+        values = [r[3][0] for r in rows]
+        best = max(range(len(rows)), key=lambda i: -1.0 if values[i] != values[i] else values[i])
+        num, label, ranker, _ = rows[best]
+        lead = (f"**Best on {_cell(shown[0])}: {_cell(ranker)} {values[best]:.4f}** in job "
+                f"{num}" + (f" (`{_cell(label)}`)" if label else ""))
+    head = [lead, "", f"Sweep `{_cell(overrides) or '(no overrides)'}` of study "
+            f"`{_cell(study)}`: {len(jobs)} job(s) finished"
+            + (f", {len(failed)} failed (job {', '.join(failed)})" if failed else "")
+            + ". Mean per query under the headline variants, the best of each column in bold"
+            + (f" ({len(columns) - len(shown)} more headline variants" if columns[len(shown):]
+               else " (") + "; every variant: each job's `summary.csv` under `jobs/<n>/`)."]
+    lines, previous = [], None
+    for (num, label, ranker, _), row in zip(rows, cells):
+        first = num != previous
+        previous = num
+        lines.append(_row([num if first else "", f"`{_cell(label)}`" if first and label else "",
+                           _cell(ranker), *row]))
+    table = _table(["job", "overrides", "ranker", *(_cell(c) for c in shown)], [])
+    table[2] = "|:---|:---|:---|" + "---:|" * len(shown)
+    tail = ["", "**Report**: `harness compare " + (parent_run_id or "<this run's id>")
+            + "` tests every pair of rankers for significance and logs its report to this run "
+            "under `report/`" + (f" ([report/report.html]({report_link}) once written)"
+                                 if report_link else "") + "."]
+    return _fit(head + table, lines, tail, rest="each job's summary.csv")

@@ -24,10 +24,13 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["RunRecord", "LogPlan", "execute", "batches", "refused", "close_open_runs",
-           "missing_files", "PARAM_LIMIT", "PLAN_RUN_TAG"]
+           "missing_files", "PARAM_LIMIT", "PLAN_RUN_TAG", "EXPERIMENT_ID"]
 
 PARAM_LIMIT = 6000  # MLflow truncates (or refuses) longer param values
 PLAN_RUN_TAG = "harness.plan_run"  # "<plan id>/<record key>": finds a run after a kill
+#: The key of :func:`execute`'s answer that holds the experiment's id, not a run's (a
+#: record's key is "job", "sweep" or "ranker:<name>"): the runs' pages are under it.
+EXPERIMENT_ID = "experiment"
 
 
 @dataclass
@@ -101,7 +104,8 @@ def batches(params: list[Any], metrics: list[Any]) -> list[tuple[list[Any], list
 def execute(plan: LogPlan, marker: Path, *,
             progress: Callable[[Iterable[RunRecord]], Iterable[RunRecord]] | None = None
             ) -> dict[str, str]:
-    """Send the plan to MLflow; returns record key -> run id. Deletes ``marker`` on success.
+    """Send the plan to MLflow; returns record key -> run id, and :data:`EXPERIMENT_ID` ->
+    the experiment's id. Deletes ``marker`` on success.
 
     Each run costs one ``create_run`` (with its tags), its params and metrics in as few
     ``log_batch`` calls as MLflow allows, its dataset, its artifacts and ``set_terminated``.
@@ -151,7 +155,7 @@ def execute(plan: LogPlan, marker: Path, *,
         record.done = True
         plan.save(marker)
     marker.unlink(missing_ok=True)
-    return {r.key: r.run_id or "" for r in plan.runs}
+    return {r.key: r.run_id or "" for r in plan.runs} | {EXPERIMENT_ID: exp_id}
 
 
 def _find_run(client: Any, exp_id: str, plan_run: str) -> str | None:

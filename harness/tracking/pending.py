@@ -14,7 +14,8 @@ import logging
 from pathlib import Path
 
 from harness.errors import InputError
-from harness.tracking.log_plan import LogPlan, close_open_runs, execute, missing_files, refused
+from harness.tracking.log_plan import (EXPERIMENT_ID, LogPlan, close_open_runs, execute,
+                                      missing_files, refused)
 
 __all__ = ["sync", "drop", "replay"]
 
@@ -80,5 +81,6 @@ def replay(pending_dir: Path, tracking_uri: str | None) -> tuple[int, int, int]:
             continue
         sent += 1
         log.info("%s: logged to %s, experiment %r, runs %s", marker.name, plan.tracking_uri,
-                 plan.experiment, ", ".join(sorted(set(ids.values()))))
+                 plan.experiment, ", ".join(sorted({v for k, v in ids.items()
+                                                    if k != EXPERIMENT_ID})))
     return sent, failed, unreachable

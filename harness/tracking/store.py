@@ -11,7 +11,8 @@ from harness.errors import TrackingUnavailable
 from harness.paths import project_path
 
 __all__ = ["resolve_tracking_uri", "configure_requests", "ensure_experiment", "project_path",
-           "EXPERIMENT_KIND_TAG", "EXPERIMENT_KIND", "mark_experiment", "ui_url"]
+           "EXPERIMENT_KIND_TAG", "EXPERIMENT_KIND", "mark_experiment", "ui_url", "ui_base",
+           "UI_BASE"]
 
 #: The experiment tag MLflow's UI (3.x) reads for an experiment's kind, and the kind of the
 #: project's experiments: model development (runs and their metrics), not GenAI (traces).
@@ -75,8 +76,20 @@ def mark_experiment(client: object, experiment: Any) -> None:
             experiment.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
 
 
+#: Where ``make ui`` (and ``mlflow ui``, by default) serves a local store.
+UI_BASE = "http://127.0.0.1:5000"
+
+
+def ui_base(tracking_uri: str) -> str:
+    """The address of the UI showing ``tracking_uri``'s runs: a tracking server's own (it
+    serves its UI), else :data:`UI_BASE`, where ``make ui`` serves a local store."""
+    if tracking_uri.startswith(("http://", "https://")):
+        return tracking_uri.rstrip("/")
+    return UI_BASE
+
+
 def ui_url(experiment_id: str, run_id: str | None = None, *,
-           base: str = "http://127.0.0.1:5000") -> str:
+           base: str = UI_BASE) -> str:
     """The page of an experiment (or of one of its runs) in MLflow's UI, in its "Model
     training" view: MLflow 3.17 opens an experiment by the GenAI / Model training switch of
     the browser (default GenAI: traces and tokens), not by :data:`EXPERIMENT_KIND_TAG`;
