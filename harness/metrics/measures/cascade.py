@@ -52,6 +52,13 @@ def _err(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
                   formula="$[\\exists i \\le k : rel_i \\ge level]$")
 def _success(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     r, k = x.ranking, x.metric.k
+    if r.sparse() and x.metric.level > 0:  # each query's first relevant row, if in the top k
+        q, pos, _, above = r.positive(x.metric.level)
+        first = above == 0
+        if k is not None:
+            first &= pos < k
+        return (np.bincount(q[first], minlength=x.n_queries).astype(np.float64),
+                x.n_relevant() == 0)
     rel = x.relevant()
     survival = survival_before(r, rel, r.n, binary=True)
     first = survival * rel if r.gid is None else group_stop_probability(r, rel, survival, k)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.errors import MetricDefinitionError
-from harness.metrics.measures.recall_levels import interpolated_at
+from harness.metrics.measures.recall_levels import interpolated_at, relevant_within
 from harness.metrics.ranked import exclusive_count, ratio
 from harness.metrics.registry import MeasureInput, register_measure
 
@@ -37,15 +37,6 @@ def refuse_average(x: MeasureInput, why: str) -> None:
             "'pessimistic'")
 
 
-def _top_sum(x: MeasureInput, values: np.ndarray, cut: np.ndarray) -> np.ndarray:
-    """Per query, the sum of ``values`` (group means under ties='average') over the ranks
-    below the per-query cut-off ``cut``."""
-    r = x.ranking
-    inside = r.pos < cut[r.q]
-    return np.bincount(r.q[inside], weights=r.group_mean(values)[inside],
-                       minlength=x.n_queries)
-
-
 @register_measure("rprec_mult", display="RprecMult", options=(*_EMPTY, "mult"), binary=True,
                   cutoff=False, builtin=True,
                   matches="trec_eval `Rprec_mult_x` (`Rprec_mult.x`)",
@@ -54,7 +45,7 @@ def _top_sum(x: MeasureInput, values: np.ndarray, cut: np.ndarray) -> np.ndarray
 def _rprec_mult(x: MeasureInput) -> Result:
     n_rel = x.n_relevant()
     cut = np.floor(x.metric.mult * n_rel + 0.9)
-    return ratio(_top_sum(x, x.relevant(), cut), cut), n_rel == 0
+    return ratio(relevant_within(x, cut), cut), n_rel == 0
 
 
 @register_measure("relative_precision", display="RelP", options=_EMPTY, binary=True,
@@ -64,7 +55,8 @@ def _rprec_mult(x: MeasureInput) -> Result:
 def _relative_precision(x: MeasureInput) -> Result:
     n_rel, k = x.n_relevant(), x.metric.k
     depth = x.n_docs() if k is None else np.full(x.n_queries, float(k))
-    return ratio(x.top_k_sum(x.relevant()), np.minimum(depth, n_rel)), n_rel == 0
+    return ratio(relevant_within(x, None if k is None else depth), np.minimum(depth, n_rel)
+                 ), n_rel == 0
 
 
 @register_measure("unj", display="Unj", options=(), reads_judged=True, builtin=True,
@@ -126,9 +118,13 @@ def _infap(x: MeasureInput) -> Result:
 def _bin_g(x: MeasureInput) -> Result:
     refuse_average(x, "binG weights each relevant document by the documents above it")
     r, nq = x.ranking, x.n_queries
-    rel, n_rel = x.relevant(), x.n_relevant()
-    above = exclusive_count(r, rel.astype(np.int64), r.n)
-    hit = rel > 0
-    others = (r.pos[hit] - above[hit]).astype(np.float64)
-    term = 1.0 / np.log2(2.0 + others)
-    return ratio(np.bincount(r.q[hit], weights=term, minlength=nq), n_rel), n_rel == 0
+    n_rel = x.n_relevant()
+    if r.sparse() and x.metric.level > 0:  # the relevant rows, with those above each
+        q, pos, _, above = r.positive(x.metric.level)
+    else:
+        rel = x.relevant()
+        hit = rel > 0
+        q, pos = r.q[hit], r.pos[hit]
+        above = exclusive_count(r, rel.astype(np.int64), r.n)[hit]
+    term = 1.0 / np.log2(2.0 + (pos - above).astype(np.float64))
+    return ratio(np.bincount(q, weights=term, minlength=nq), n_rel), n_rel == 0

@@ -18,7 +18,7 @@ from harness.errors import MetricDefinitionError
 from harness.metrics.ranked import ratio, recall_count
 from harness.metrics.registry import MeasureInput, register_measure
 
-__all__ = ["suffix_max", "interpolated_at"]
+__all__ = ["suffix_max", "interpolated_at", "relevant_within"]
 
 _EMPTY = ("empty", "empty_weight")
 
@@ -28,14 +28,30 @@ _EMPTY = ("empty", "empty_weight")
                   matches="trec_eval `Rprec`; ir_measures `Rprec`; ranx `r-precision`",
                   formula="$\\frac{1}{R} \\sum_{i=1}^{R} [rel_i \\ge level]$")
 def _rprec(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
-    r, n_rel = x.ranking, x.n_relevant()
-    top_r = r.pos < n_rel[r.q]
-    hits = np.bincount(r.q[top_r], weights=r.group_mean(x.relevant())[top_r],
-                       minlength=x.n_queries)
-    return ratio(hits, n_rel), n_rel == 0
+    n_rel = x.n_relevant()
+    return ratio(relevant_within(x, n_rel), n_rel), n_rel == 0
+
+
+def relevant_within(x: MeasureInput, cut: np.ndarray | None) -> np.ndarray:
+    """Per query, the relevant ranked rows among its first ``cut`` ranks (all without a
+    cut), each its tie group's mean under ``ties='average'``. Without tie groups, counted
+    over the relevant rows alone (:meth:`~harness.metrics.ranking.Ranking.positive`): the
+    same integers as the sum of every row's 1.0 or 0.0, for a few percent of the rows."""
+    r, level = x.ranking, x.metric.level
+    if r.sparse() and level > 0:
+        q, pos, _, _ = r.positive(level)
+        if cut is not None:
+            q = q[pos < cut[q]]
+        return np.bincount(q, minlength=x.n_queries).astype(np.float64)
+    values = r.group_mean(x.relevant())
+    if cut is None:
+        return np.bincount(r.q, weights=values, minlength=x.n_queries)
+    inside = r.pos < cut[r.q]
+    return np.bincount(r.q[inside], weights=values[inside], minlength=x.n_queries)
 
 
 @register_measure("f1", display="F1", options=_EMPTY, binary=True, builtin=True,
+                 
                   matches="ranx `f1@k`",
                   formula="$\\frac{2 \\cdot hits@k}{k + R}$ ($k$ = the list length without "
                           "a cut-off)")
