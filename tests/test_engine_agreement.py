@@ -56,6 +56,7 @@ _VALUES: dict[str, list[Any]] = {
     "recall_cutoff": ["plus_0.9", "nearest"],
     "target": [1.0, 2.5],
     "normalize": [True, False],
+    "alpha": [0.5, 0.3],
 }
 #: Measures that refuse ties='average' (a maximum over ranks, or terms non-linear in the
 #: documents above: no expectation over tied orders is computed).

@@ -511,8 +511,9 @@ def test_harness_namespace() -> None:
         "rbp_scaled", "rbp_resid",
         # cwl_eval's C/W/L measures (ir_measures)
         "inst", "insq", "bpm", "nerr8", "nerr9", "nerr10", "nerr11",
-        # ir_measures' compatibility
-        "compat")
+        # ir_measures' compatibility; pyndeval's intent-aware measures
+        "compat", "alpha_dcg", "alpha_ndcg", "err_ia", "nerr_ia", "nrbp", "nnrbp", "ap_ia",
+        "p_ia", "strecall")
 
 
 # --------------------------------------------------------------------------------------

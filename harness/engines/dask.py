@@ -137,6 +137,8 @@ def _meta(qid: Any, qrels: pd.DataFrame | None, metrics: list[Metric],
     """The empty per-query table the partitions produce (its columns and dtypes)."""
     run = pd.DataFrame({"qid": [qid], "docid": ["d"], "score": [1.0]})
     judged = pd.DataFrame({"qid": [qid], "docid": ["d"], "label": [0]})  # within any scale
+    if qrels is not None and "subtopic" in qrels.columns:  # the intent-aware measures
+        judged["subtopic"] = ["0"]
     if qrels is None:
         run["label"] = [0]
     out = evaluate(run, None if qrels is None else judged, metrics,

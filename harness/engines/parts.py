@@ -160,6 +160,9 @@ def assemble(frames: list[pd.DataFrame], qrels: pd.DataFrame | None, metrics: li
     if missing == "zero" and absent:
         zeros = pd.DataFrame(0.0, index=pd.Index(absent, name="qid"), columns=result.columns)
         judging = qrels[pd.to_numeric(qrels["label"]) >= 0]  # a negative label judges nothing
+        if "subtopic" in judging.columns:  # subtopic judgments: each document's highest
+            judging = judging.sort_values("label", ascending=False, key=pd.to_numeric,
+                                          kind="stable").drop_duplicates(["qid", "docid"])
         stats = judging[judging["qid"].isin(absent)].groupby("qid")["label"]
         zeros["n_docs"] = 0
         zeros["n_judged"] = stats.size().reindex(absent, fill_value=0).to_numpy()

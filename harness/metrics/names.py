@@ -75,6 +75,8 @@ _IPREC = re.compile(r"^iprec_at_recall_(\d+(?:\.\d+)?)$")
 
 
 def _trec_eval(text: str, explicit: bool) -> Spec | None:
+    if not explicit and re.split(r"[(@\s]", text, maxsplit=1)[0] in _IRM_NDEVAL:
+        return None  # P_IA@5 is ir_measures', not trec_eval's P with a bad cut-off
     opts: dict[str, Any] = {"convention": "trec_eval"}
     m = _TREC_LEVEL.match(text)
     if m:
@@ -118,41 +120,12 @@ def _trec_gains(text: str, param: str) -> dict[float, float]:
 
 
 # -- ir_measures --------------------------------------------------------------------------
-_IRM = re.compile(r"^([A-Za-z][A-Za-z0-9]*)\s*(?:\((.*)\))?\s*(?:@\s*(\S+))?$", re.S)
-_IRM_NAMES = {"nDCG": "ndcg", "NDCG": "ndcg", "AP": "ap", "MAP": "ap", "P": "precision",
-              "R": "recall", "RR": "rr", "MRR": "rr", "SDCG": "mndcg", "ERR": "err",
-              "Judged": "judged", "Success": "success", "Rprec": "rprec", "Bpref": "bpref",
-              "BPref": "bpref", "RBP": "rbp", "IPrec": "iprec",
-              # pytrec_eval's set measures and counts, infAP
-              "SetP": "set_p", "SetRelP": "set_relative_p", "SetR": "set_recall",
-              "SetF": "set_f", "SetAP": "set_ap", "NumRet": "num_ret",
-              "NumRelRet": "num_rel_ret", "NumRel": "num_rel", "NumQ": "query_count",
-              "infAP": "infap",
-              # cwl_eval's C/W/L measures
-              "BPM": "bpm", "INST": "inst", "INSQ": "insq", "NERR8": "nerr8",
-              "NERR9": "nerr9", "NERR10": "nerr10", "NERR11": "nerr11",
-              # ir_measures' own compatibility measure
-              "Compat": "compat"}
-_IRM_OWN = {"rel", "dcg", "gains", "max_rel", "min_rel", "judged_only", "relative", "T"}
-_IRM_TREC = {"nDCG", "NDCG", "AP", "MAP", "P", "R", "RR", "MRR", "Rprec", "Bpref", "BPref",
-             "Success", "IPrec", "SetP", "SetRelP", "SetR", "SetF", "SetAP", "NumRet",
-             "NumRelRet", "NumRel", "NumQ", "infAP"}
-#: cwl_eval's measures: gains (clip(rel, min_rel, max_rel) - min_rel) / (max_rel - min_rel),
-#: max_rel required, ties in the run's order
-_IRM_CWL = {"BPM", "INST", "INSQ", "NERR8", "NERR9", "NERR10", "NERR11"}
-#: ir_measures' parameters of the names added for issue 21 (the others keep their checks)
-_IRM_PARAMS = {"SetP": {"rel", "relative", "judged_only"}, "SetRelP": {"rel", "judged_only"},
-               "SetR": {"rel"}, "SetF": {"rel", "beta", "judged_only"},
-               "SetAP": {"rel", "judged_only"}, "NumRet": {"rel"}, "NumRelRet": {"rel"},
-               "NumRel": {"rel"}, "NumQ": set(), "infAP": {"rel"}, "Bpref": {"rel"},
-               "BPref": {"rel"}, "BPM": {"cutoff", "T", "min_rel", "max_rel"},
-               "INST": {"T", "min_rel", "max_rel"}, "INSQ": {"T", "min_rel", "max_rel"},
-               "NERR8": {"cutoff", "min_rel", "max_rel"},
-               "NERR9": {"cutoff", "min_rel", "max_rel"},
-               "NERR10": {"p", "min_rel", "max_rel"}, "NERR11": {"T", "min_rel", "max_rel"},
-               "Compat": {"p", "normalize"}}
-#: the names whose measures take a cut-off in ir_measures (others refuse @k)
-_IRM_NO_CUTOFF = {n for n, ps in _IRM_PARAMS.items() if "cutoff" not in ps}
+_IRM = re.compile(r"^([A-Za-z][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*(?:@\s*(\S+))?$", re.S)
+from harness.metrics.tool_names.ir_measures_names import IRM_CWL as _IRM_CWL  # noqa: E402
+from harness.metrics.tool_names.ir_measures_names import IRM_NAMES as _IRM_NAMES  # noqa: E402
+from harness.metrics.tool_names.ir_measures_names import (  # noqa: E402
+    IRM_NDEVAL as _IRM_NDEVAL, IRM_NO_CUTOFF as _IRM_NO_CUTOFF, IRM_OWN as _IRM_OWN,
+    IRM_PARAMS as _IRM_PARAMS, IRM_TREC as _IRM_TREC)
 
 
 def _ir_measures(text: str, explicit: bool) -> Spec | None:
@@ -166,7 +139,8 @@ def _ir_measures(text: str, explicit: bool) -> Spec | None:
     ordered = bool(params_text) and cutoff is not None  # ir_measures writes @k last
     if not (explicit or ordered or _IRM_OWN & params.keys()
             or (name == "IPrec" and cutoff is not None)
-            or (name == "Compat" and params.keys() <= _IRM_PARAMS[name])):
+            or ((name == "Compat" or name in _IRM_NDEVAL)
+                and params.keys() <= _IRM_PARAMS[name])):
         return None
     measure = _IRM_NAMES[name]
     opts: dict[str, Any] = {}
@@ -189,6 +163,12 @@ def _ir_measures(text: str, explicit: bool) -> Spec | None:
             opts["p"] = 0.9  # ir_measures' default persistence of NERR10
     elif name == "Compat":  # ir_measures' own provider: scores then docid ascending
         opts.update(ties="docid_ascending", p=0.95)  # its default persistence
+    elif name in _IRM_NDEVAL:  # pyndeval: scores, then docid ascending
+        opts["ties"] = "docid_ascending"
+        if name in ("NRBP", "nNRBP"):
+            opts["p"] = 0.5  # ndeval's default beta (persistence)
+        if name == "nNRBP":  # 0 / 0 for a query without a relevant subtopic
+            opts["empty"] = "nan"
     if name == "NumRet" and "rel" in params:  # NumRet(rel=r) counts the relevant ones
         measure = _IRM_NAMES["NumRelRet"]
     if name in _IRM_PARAMS:
@@ -257,6 +237,10 @@ def _irm_option(text: str, name: str, key: str, value: Any, opts: dict[str, Any]
         opts["_measure"] = "set_relative_p" if value else "set_p"
     elif key == "beta" and name == "SetF":
         opts["beta"] = value
+    elif key == "beta" and name in ("NRBP", "nNRBP"):  # NRBP's persistence
+        opts["p"] = value
+    elif key == "alpha" and name in _IRM_NDEVAL:
+        opts["alpha"] = value
     elif key == "T" and name in _IRM_CWL:
         opts["target"] = value
     elif key == "p" and name in ("RBP", "NERR10", "Compat"):

@@ -287,6 +287,9 @@ OPTIONS: Final[dict[str, Option]] = {o.name: o for o in (
     Option("target", 1.0, positive("target"), float,
            "C/W/L measures (INST, INSQ, BPM, NERR11): the total gain T the user wants, "
            "gains scaled to [0, 1] (cwl_eval's T)"),
+    Option("alpha", 0.5, _fraction("alpha", open_ends=False), float,
+           "intent-aware measures: redundancy intolerance, a subtopic's gain falls by "
+           "(1 - alpha) each time a document covers it again (ndeval's alpha)"),
     Option("normalize", True, _flag("normalize"), _bool_text,
            "Compat: divide the overlap with the ideal ranking by the ideal ranking's "
            "overlap with itself (ir_measures' normalize)"),

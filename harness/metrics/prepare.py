@@ -41,6 +41,7 @@ from harness.metrics.inputs import (
 from harness.metrics.prepared import Ideal, Judgments, Prepared, level_counts
 from harness.metrics.ranking import Ranking
 from harness.metrics.segments import group_by_query
+from harness.metrics.subtopics import SUBTOPIC, one_judgment_per_document
 
 __all__ = ["Prepared", "Ranking", "Ideal", "level_counts", "prepare"]
 
@@ -97,6 +98,13 @@ def prepare(
         check_keys(qrels, "qrels")
         j_label = numeric(qrels, "label", "qrels")
         check_labels(qrels, j_label, "qrels", negative_labels)
+        subtopics = None
+        if SUBTOPIC in qrels.columns:  # the intent-aware measures read them whole
+            qrels, subtopics = one_judgment_per_document(qrels, j_label)
+            j_label = qrels["label"].to_numpy(dtype=np.float64)
+            subtopics["qid"] = align_key_dtypes(run["qid"], subtopics["qid"])[1].to_numpy()
+            subtopics["docid"] = align_key_dtypes(run["docid"],
+                                                  subtopics["docid"])[1].to_numpy()
         run_qid, j_qid = align_key_dtypes(run["qid"], qrels["qid"])
         run_doc, j_doc = align_key_dtypes(run["docid"], qrels["docid"])
         coded = _code_with_qrels(run_qid, j_qid, j_label)
@@ -109,7 +117,7 @@ def prepare(
                                    qrels is None)
     pending = coded.pending
     if qrels is not None:
-        prepared.judgments = Judgments(j_qid, j_doc, qrels)
+        prepared.judgments = Judgments(j_qid, j_doc, qrels, subtopics)
         if rankings is not None:  # ranked on the other core while the docids are joined
             prepared.rank_early(rankings(prepared))
         keep = coded.keep

@@ -22,11 +22,14 @@ __all__ = ["Prepared", "Ideal", "Judgments", "level_counts", "MAX_LEVELS"]
 @dataclass(frozen=True)
 class Judgments:
     """The qrels as given, their qid and docid in the run's dtypes: for the measures that
-    read more than each row's label (Compat reads the qrels' order)."""
+    read more than each row's label (Compat reads the qrels' order). ``subtopics``: the
+    subtopic judgments, one row per (qid, docid, subtopic), when the qrels have a
+    ``subtopic`` column (``frame`` then holds each document's highest label)."""
 
     qid: pd.Series
     docid: pd.Series
     frame: pd.DataFrame
+    subtopics: pd.DataFrame | None = None
 
 
 @dataclass

@@ -18,6 +18,8 @@ from harness.metrics.measures import rbp_trec  # noqa: F401
 from harness.metrics.measures import cwl  # noqa: F401
 # ir_measures' compatibility (rank-biased overlap with an ideal ranking)
 from harness.metrics.measures import compat  # noqa: F401
+# intent-aware measures over subtopic judgments (pyndeval's)
+from harness.metrics.measures import diversity  # noqa: F401
 from harness.metrics.registry import measures
 
 #: The built-in measures' names, in the order the README's table lists them.
