@@ -266,3 +266,127 @@ def test_several_baselines_by_run_id_and_name(jobs: Jobs, tmp_path: Path) -> Non
     code, _, err = cli(jobs.job["v7"], jobs.job["v8"], "--baseline", jobs.job["v7"],
                        "--tracking-uri", jobs.uri, "--no-log")
     assert code == 2 and "stands for 3 ranker versions here; pick one" in err
+
+
+# --------------------------------------------------------------------------------------
+# the gate, the comparison's own run, and its reproduction
+
+
+def artifact_file(jobs: Jobs, run_id: str, path: str) -> Path:
+    uri = jobs.client().get_run(run_id).info.artifact_uri
+    return Path(uri.removeprefix("file://")) / path
+
+
+def logged_id(out: str) -> str:
+    return re.search(r"^comparison logged as run ([0-9a-f]{32}) ", out, re.M).group(1)
+
+
+def gate(jobs: Jobs, tmp_path: Path, *args: str) -> tuple[int, str, str]:
+    return cli(*args, "--margin", "nDCG@10=0.01", "--gate", "--tracking-uri", jobs.uri,
+               "--resamples", "500", "--out-dir", str(tmp_path / "reports"),
+               "--pending-dir", str(tmp_path / "pending"))
+
+
+def test_the_gate_passes_an_identical_candidate_and_fails_random(jobs: Jobs,
+                                                                 tmp_path: Path) -> None:
+    import mlflow
+
+    v7_noisy = jobs.ranker[("v7", "noisy_oracle")]
+    code, out, err = gate(jobs, tmp_path, jobs.job["same"], v7_noisy, "--baseline", v7_noisy)
+    assert code == 0, err
+    assert "gate: passed (1 gated comparison(s) better or not worse)" in out
+    # each side is labelled by the id it was given by (here the job's and the ranker run's)
+    assert f"nDCG@10, noisy_oracle [run {jobs.job['same'][:8]}] vs noisy_oracle " \
+           f"[run {v7_noisy[:8]}]: " \
+           "not worse (within margin) (diff +0.0000, margin 0.01;" in out
+    passed = logged_id(out)
+    random, oracle = jobs.ranker[("v7", "random")], jobs.ranker[("v7", "oracle")]
+    code, out, err = gate(jobs, tmp_path, random, oracle, "--baseline", "oracle")
+    assert code == 1, err
+    assert "gate: FAILED (1 of 1 gated comparison(s))\n  nDCG@10, random vs oracle: worse" in out
+    failed = logged_id(out)
+    # the comparison's own run, found by its verdict
+    mlflow.set_tracking_uri(jobs.uri)
+    try:
+        found = mlflow.search_runs(filter_string="tags.`harness.verdict` = 'worse'",
+                                   search_all_experiments=True)
+    finally:
+        mlflow.set_tracking_uri(None)
+    assert list(found["run_id"]) == [failed]
+    run = jobs.client().get_run(failed)
+    assert run.data.tags["harness.role"] == "comparison"
+    assert set(run.data.tags["harness.compared_runs"].split(",")) == {random, oracle}
+    assert run.data.tags["harness.baseline_runs"] == oracle
+    assert run.data.metrics["verdict.ndcg_at_10"] == -1.0
+    assert jobs.client().get_run(passed).data.tags["harness.verdict"] == \
+        "not worse (within margin)"
+    files = {a.path for a in jobs.client().list_artifacts(failed)}
+    assert {"report.html", "verdicts.csv", "comparison.json", "comparison.csv"} <= files
+    verdicts = pd.read_csv(artifact_file(jobs, failed, "verdicts.csv"))
+    row = verdicts[verdicts["variant"] == "nDCG@10"].iloc[0]
+    a, b = on_disk(jobs, "v7", "random")["nDCG@10"], on_disk(jobs, "v7", "oracle")["nDCG@10"]
+    assert row["mean_diff"] == pytest.approx((a - b).mean(), abs=1e-12)
+
+
+def test_bad_margins_and_a_gate_without_margin_are_refused(jobs: Jobs) -> None:
+    v7 = jobs.job["v7"]
+    assert "the margin 'x' is not a number" in refused(jobs, v7, jobs.job["v8"], "--baseline",
+                                                       "oracle", "--margin", "nDCG@10=x")
+    assert "no compared run has variant 'nDCG@11'" in refused(
+        jobs, v7, jobs.job["v8"], "--baseline", "oracle", "--margin", "nDCG@11=0.1")
+    assert "must be a finite number >= 0; got -0.1" in refused(
+        jobs, v7, jobs.job["v8"], "--baseline", "oracle", "--margin", "nDCG@10=-0.1")
+    assert "--gate needs the variants it gates" in refused(
+        jobs, v7, jobs.job["v8"], "--baseline", "oracle", "--gate")
+    assert "name it with --baseline" in refused(jobs, v7, jobs.job["v8"], "--margin",
+                                                "nDCG@10=0.1")
+
+
+def reproduce(jobs: Jobs, run_id: str) -> tuple[int, str, str]:
+    from harness.commands.reproduce import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([run_id, "--tracking-uri", jobs.uri])
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_reproduce_recomputes_a_logged_comparison(jobs: Jobs, tmp_path: Path) -> None:
+    v8, v7_noisy = jobs.job["v8"], jobs.ranker[("v7", "noisy_oracle")]
+    code, out, err = cli(v8, v7_noisy, "--baseline", v7_noisy, "--margin", "RR=0.05",
+                         "--equivalence", "--tracking-uri", jobs.uri, "--resamples", "300",
+                         "--out-dir", str(tmp_path), "--pending-dir", str(tmp_path / "p"))
+    assert code == 0, err
+    compared = logged_id(out)
+    code, out, err = reproduce(jobs, compared)
+    assert code == 0, err
+    assert re.match(rf"comparison run {compared}: identical — \d+ values recomputed", out)
+    # a number of the logged table changed: listed, exit 1
+    path = artifact_file(jobs, compared, "comparison.csv")
+    table = pd.read_csv(path)
+    true_value = float(table.loc[0, "p_ttest"])
+    table.loc[0, "p_ttest"] = 0.123
+    table.to_csv(path, index=False)
+    code, out, _ = reproduce(jobs, compared)
+    assert code == 1
+    assert f"DIFFERENT — 1 of " in out
+    assert f"comparison.csv {table.loc[0, 'variant']} / {table.loc[0, 'ranker_a']} / " \
+           f"{table.loc[0, 'ranker_b']}, p_ttest: logged 0.123, now {true_value!r}" in out
+    # a compared run's per-query artifact altered: one line naming it, exit 2
+    parquet = artifact_file(jobs, v7_noisy, "noisy_oracle.parquet")
+    original = parquet.read_bytes()
+    try:
+        frame = pd.read_parquet(parquet)
+        frame.loc[0, "RR"] = 0.0
+        frame.to_parquet(parquet, index=False)
+        code, out, err = reproduce(jobs, compared)
+        assert code == 2
+        assert err.strip().splitlines() == [err.strip()]
+        assert f"run {v7_noisy} (noisy_oracle): artifact noisy_oracle.parquet was altered" \
+            in err
+        assert "refused" not in err
+        # compare refuses it too
+        line = refused(jobs, v8, v7_noisy)
+        assert "artifact noisy_oracle.parquet was altered" in line
+    finally:
+        parquet.write_bytes(original)

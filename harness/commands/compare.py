@@ -95,7 +95,14 @@ def parser() -> argparse.ArgumentParser:
                    help="reports go to <out-dir>/<experiment>/<parent id or timestamp>/ "
                    "(default: runs/reports; relative to the project)")
     p.add_argument("--no-log", action="store_true",
-                   help="do not log the report to the parent run")
+                   help="do not log the comparison (its own run) nor the report to the "
+                   "parent run")
+    p.add_argument("--log-experiment", default=None, metavar="NAME",
+                   help="the MLflow experiment of the comparison's run (default: the first "
+                   "compared run's)")
+    p.add_argument("--pending-dir", default="runs/pending",
+                   help="where the comparison's log plan waits when MLflow is unreachable "
+                   "(default: runs/pending; harness sync replays it)")
     return p
 
 
@@ -142,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     from harness.progress import Steps
 
-    steps = Steps(["load runs", "compare pairs", "write report", "log report"], desc="compare")
+    steps = Steps(["load runs", "compare pairs", "write report", "log comparison",
+                   "log report"], desc="compare")
     try:
         return _steps(args, steps)
     finally:
@@ -194,6 +202,8 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
 
     from harness.compare import compare_table, load_sweep, sensitivity
     from harness.compare.report import build_report, comparison_display, log_report, report_dir
+    from harness.compare.record import (comparison_spec, log_comparison, overall_verdict,
+                                        write_spec)
     from harness.compare.verdicts import gate_lines, verdict_lines, verdict_table
 
     with steps("load runs"):
@@ -248,8 +258,9 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
           f"the {len(comparison)} paired comparisons (CIs, W/T/L, every p-value): {pairwise}")
     print(f"report: {paths.html}\n        {paths.markdown}\n        {paths.latex}")
     status = 0
+    spec = comparison_spec(sweep, comparison, verdicts, args.variants)
+    write_spec(paths.directory, spec, verdicts)
     if verdicts is not None:
-        verdicts.to_csv(paths.directory / "verdicts.csv", index=False)
         print("\n".join(verdict_lines(verdicts)))
         if args.gate:
             passed, lines = gate_lines(verdicts)
@@ -257,8 +268,14 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
             status = 0 if passed else 1
     if args.no_log:
         return status
+    experiment = args.log_experiment or sweep.provenance.get("experiments",
+                                                             [sweep.experiment])[0]
+    with steps("log the comparison to MLflow"):
+        run_id = log_comparison(sweep, paths.directory, spec, verdicts,
+                                experiment=experiment, pending_dir=args.pending_dir)
+    print(f"comparison logged as run {run_id} (experiment {experiment!r}, harness.verdict="
+          f"{overall_verdict(verdicts)}); recompute it: harness reproduce {run_id}")
     if sweep.parent_run_id is None:
-        print("report not logged to MLflow: the runs have no common parent run")
         return status
     where = f"report/{slug}" if slug else "report"
     with steps("log report to MLflow"):

@@ -1,5 +1,7 @@
 """``harness reproduce RUN_ID [RUN_ID ...]``: re-run logged evaluations and
-compare every per-query value bit for bit (see :mod:`harness.reproduce`).
+compare every per-query value bit for bit (see :mod:`harness.reproduce`); a comparison run
+(``harness compare``) is recomputed from the compared runs' per-query artifacts and every
+number of its tables compared (:mod:`harness.reproduce.comparison`).
 
 Exit status: 0 every run identical, 1 a difference, 2 a run or artifact that cannot be read,
 3 the store is unreachable.
@@ -14,6 +16,12 @@ from typing import Any
 import numpy as np
 
 from harness.errors import HarnessError
+from harness.reproduce.comparison import (
+    ComparisonResult,
+    comparison_lines,
+    is_comparison,
+    reproduce_comparison,
+)
 from harness.reproduce.diff import N_EXAMPLES
 from harness.reproduce.run import ReproResult, ranker_run_ids, reproduce_run
 from harness.tracking import resolve_tracking_uri
@@ -73,13 +81,23 @@ def format_result(result: ReproResult) -> list[str]:
     return lines
 
 
+def _comparison(run_id: str, uri: str) -> ComparisonResult | None:
+    """The recomputation of ``run_id`` when it is a logged comparison, else None."""
+    from harness.reproduce.run import _client, _get_run
+
+    client = _client(uri)
+    run = _get_run(client, run_id)
+    return reproduce_comparison(client, run) if is_comparison(run) else None
+
+
 def main(argv: list[str] | None = None) -> int:
     """``harness reproduce``; returns the exit status (see the module doc)."""
     parser = argparse.ArgumentParser(
         prog="harness reproduce",
         description="Re-run logged evaluations and compare every per-query value bit for bit.")
     parser.add_argument("run_ids", nargs="+", metavar="RUN_ID",
-                        help="a ranker run, or a job/sweep run (reproduces its ranker runs)")
+                        help="a ranker run, a job/sweep run (reproduces its ranker runs), or "
+                        "a comparison run (recomputes it from the compared runs' artifacts)")
     parser.add_argument("--tracking-uri", default=None,
                         help="MLflow store (default: $MLFLOW_TRACKING_URI, else "
                              "sqlite:///<project>/runs/mlflow.db)")
@@ -94,6 +112,15 @@ def main(argv: list[str] | None = None) -> int:
         return max(status, getattr(exc, "exit_code", 2))
 
     for given in args.run_ids:
+        try:
+            compared = _comparison(given, uri)
+        except HarnessError as exc:
+            status = failed(exc)
+            continue
+        if compared is not None:
+            print("\n".join(comparison_lines(compared)), flush=True)
+            status = max(status, 0 if compared.identical else 1)
+            continue
         try:
             ids = ranker_run_ids(given, tracking_uri=uri)
         except HarnessError as exc:

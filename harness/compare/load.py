@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from harness.compare.versions import RunInfo, group_versions
+from harness.datasets.dataset import file_sha256
 from harness.errors import (
     CompareError,
     DatasetMismatch,
@@ -275,7 +276,7 @@ def _download(uri: str, run: RunInfo, dst: Path) -> dict[str, Any]:
                           f"{table.name}")
     env = root / "environment.json"
     config = root / "config" / "config_resolved.yaml"
-    return {"per_query": pd.read_parquet(table),
+    return {"per_query": pd.read_parquet(table), "sha256": file_sha256(table),
             "environment": json.loads(env.read_text()) if env.is_file() else {},
             "config": config.read_text() if config.is_file() else ""}
 
@@ -330,4 +331,6 @@ def _provenance(uri: str, experiment: str, parent_run_id: str | None,
                                     for _, r in runs}),
         "environments": environments, "params_varying": varying,
         "config": run_files[first.run_id]["config"], "config_run_id": first.run_id,
+        "versions": {label: [r.run_id for r in members] for label, members in groups.items()},
+        "per_query_sha256": {r.run_id: run_files[r.run_id]["sha256"] for _, r in runs},
     }

@@ -279,8 +279,7 @@ def _build(uri: str, experiments: list[str], groups: dict[str, list[RunInfo]],
         raise RunNotFound("no ranker run to compare")
     provenance = _provenance(uri, ", ".join(experiments), None, {}, None, groups, run_files)
     provenance |= {"sources": sources, "allow_subset": allow_subset,
-                   "per_query_sha256": {r: f["sha256"] for r, f in run_files.items()},
-                   "versions": {label: list(v.run_ids) for label, v in versions.items()}}
+                   "experiments": experiments}
     first = next(iter(groups.values()))[0]
     return Sweep(uri, ", ".join(experiments), "", None, None, first.dataset, first.digest,
                  versions, per_query, provenance, tuple(notes))

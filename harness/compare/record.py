@@ -1,0 +1,176 @@
+"""A comparison as its own MLflow run: what it compared (``comparison.json``: the ranker runs
+of each version and the sha256 of each per-query artifact read, every option), the report,
+the verdict table, and the verdict as tags and metrics, so that decisions can be searched
+(``tags.`harness.verdict` = 'worse'``) and ``harness reproduce`` can recompute one.
+
+Everything is written to the report folder first; the run is then sent as a log plan
+(:mod:`harness.tracking.log_plan`): a store that cannot be reached leaves the plan pending
+for ``harness sync``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.compare.load import Sweep
+from harness.compare.verdicts import PASSING, VERDICT_CODES, VERDICTS
+from harness.errors import TrackingUnavailable
+from harness.paths import project_path
+from harness.version import __version__
+
+__all__ = ["SPEC_ARTIFACT", "COMPARISON_ROLE", "VERDICT_TAG", "comparison_spec",
+           "overall_verdict", "write_spec", "log_comparison"]
+
+SPEC_ARTIFACT = "comparison.json"
+COMPARISON_ROLE = "comparison"
+VERDICT_TAG = "harness.verdict"
+
+
+def comparison_spec(sweep: Sweep, comparison: pd.DataFrame, verdicts: pd.DataFrame | None,
+                    variants: list[str] | None) -> dict[str, Any]:
+    """Everything a recomputation needs: the runs of each version, the digests of their
+    per-query artifacts, the query rule and every option of the tests and verdicts."""
+    p, a = sweep.provenance, comparison.attrs
+    return {
+        "harness_version": __version__, "tracking_uri": sweep.tracking_uri,
+        "dataset": {"name": sweep.dataset_name, "digest": sweep.dataset_digest},
+        "versions": p["versions"], "per_query_sha256": p["per_query_sha256"],
+        "sources": p.get("sources", {}), "allow_subset": bool(p.get("allow_subset", False)),
+        "parent_run_id": sweep.parent_run_id, "variants": variants,
+        "baselines": list(a.get("baselines") or []),
+        "options": {k: a[k] for k in ("correction", "alpha", "test", "seed", "resamples",
+                                      "confidence", "family", "max_queries")},
+        "verdicts": None if verdicts is None else {
+            "test": verdicts.attrs["test"], "equivalence": verdicts.attrs["equivalence"],
+            "margins": verdicts.attrs["margins"]},
+    }
+
+
+def overall_verdict(verdicts: pd.DataFrame | None) -> str:
+    """The worst verdict among the gated rows (every row when none is gated); ``none``
+    without verdicts."""
+    if verdicts is None or verdicts.empty:
+        return "none"
+    rows = verdicts[verdicts["gated"]] if verdicts["gated"].any() else verdicts
+    return max(rows["verdict"], key=lambda v: VERDICTS.index(v))
+
+
+def write_spec(directory: Path, spec: Mapping[str, Any], verdicts: pd.DataFrame | None
+               ) -> None:
+    """``comparison.json`` and ``verdicts.csv`` beside the report."""
+    (directory / SPEC_ARTIFACT).write_text(json.dumps(spec, indent=1, default=str))
+    if verdicts is not None:
+        verdicts.to_csv(directory / "verdicts.csv", index=False)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:60]
+
+
+def _tags(sweep: Sweep, spec: Mapping[str, Any], verdicts: pd.DataFrame | None
+          ) -> dict[str, str]:
+    ranker_runs = [r for ids in spec["versions"].values() for r in ids]
+    baselines = spec["baselines"]
+    tags = {"harness.role": COMPARISON_ROLE, VERDICT_TAG: overall_verdict(verdicts),
+            "harness.version": __version__, "dataset.digest": sweep.dataset_digest,
+            "dataset.name": sweep.dataset_name,
+            "harness.compared_runs": ",".join(ranker_runs)[:5000],
+            "harness.compared_versions": "; ".join(spec["versions"])[:5000],
+            "harness.baselines": "; ".join(baselines)[:5000],
+            "harness.baseline_runs": ",".join(r for b in baselines
+                                             for r in spec["versions"][b])[:5000]}
+    if spec["sources"]:
+        tags["harness.compared_ids"] = ",".join(spec["sources"])[:5000]
+    if sweep.parent_run_id:
+        tags["harness.parent_run"] = sweep.parent_run_id
+    if verdicts is not None:
+        for verdict in VERDICTS:
+            tags[f"{VERDICT_TAG}.{_slug(verdict)}"] = str(int((verdicts["verdict"]
+                                                               == verdict).sum()))
+    return tags
+
+
+def _metrics(verdicts: pd.DataFrame | None, keys: Mapping[str, str]) -> dict[str, float]:
+    if verdicts is None:
+        return {}
+    pairs = list(dict.fromkeys(zip(verdicts["candidate"], verdicts["baseline"])))
+    out = {"verdict.n_passing": float(verdicts["verdict"].isin(PASSING).sum()),
+           "verdict.n_rows": float(len(verdicts))}
+    for r in verdicts.itertuples():
+        pair = "" if len(pairs) == 1 else f"{pairs.index((r.candidate, r.baseline))}."
+        key = keys.get(r.variant, _slug(r.variant))
+        out[f"verdict.{pair}{key}"] = VERDICT_CODES[r.verdict]
+        out[f"diff.{pair}{key}"] = float(r.mean_diff)
+    return out
+
+
+def _description(sweep: Sweep, verdicts: pd.DataFrame | None) -> str:
+    lines = [f"**Comparison** of {len(sweep.versions)} ranker versions on dataset "
+             f"`{sweep.dataset_name}`: overall verdict **{overall_verdict(verdicts)}**."]
+    if verdicts is not None:
+        shown = verdicts[verdicts["gated"]] if verdicts["gated"].any() else verdicts.head(10)
+        lines += ["", "| variant | candidate | baseline | diff | verdict | decided by |",
+                  "|---|---|---|---|---|---|"]
+        lines += [f"| `{r.variant}` | {r.candidate} | {r.baseline} | {r.mean_diff:+.4f} | "
+                  f"{r.verdict} | {r.decided_by} |" for r in shown.itertuples()]
+    lines += ["", "Recompute it: `harness reproduce <this run id>`."]
+    return "\n".join(lines)
+
+
+def log_comparison(sweep: Sweep, directory: Path, spec: Mapping[str, Any],
+                   verdicts: pd.DataFrame | None, *, experiment: str,
+                   pending_dir: str | os.PathLike[str] = "runs/pending",
+                   artifact_root: str = "runs/artifacts") -> str:
+    """Log the comparison whose files are in ``directory`` as a run of ``experiment``;
+    returns its id. Raises TrackingUnavailable (the plan left pending) when the store
+    cannot be reached."""
+    from harness.metrics import parse_metric
+    from harness.tracking import LogPlan, RunRecord, execute
+
+    keys = {}
+    for variant in sweep.variants:
+        try:
+            keys[variant] = parse_metric(variant).key
+        except ValueError:
+            keys[variant] = _slug(variant)
+    names = list(spec["versions"])
+    name = (f"compare: {', '.join(n for n in names if n not in spec['baselines'])} vs "
+            f"{', '.join(spec['baselines'])}" if spec["baselines"]
+            else f"compare: {', '.join(names)}")[:250]
+    params = {"correction": spec["options"]["correction"],
+              "family": spec["options"]["family"], "test": spec["options"]["test"],
+              "alpha": str(spec["options"]["alpha"]),
+              "resamples": str(spec["options"]["resamples"]),
+              "seed": str(spec["options"]["seed"]), "allow_subset": str(spec["allow_subset"])}
+    if spec["verdicts"]:
+        params |= {"verdict_test": spec["verdicts"]["test"],
+                   "equivalence": str(spec["verdicts"]["equivalence"])}
+        params |= {f"margin.{keys.get(v, _slug(v))}": str(m)
+                   for v, m in spec["verdicts"]["margins"].items()}
+    now = int(time.time() * 1000)
+    record = RunRecord(key=COMPARISON_ROLE, name=name,
+                       tags=_tags(sweep, spec, verdicts) | {
+                           "mlflow.note.content": _description(sweep, verdicts)},
+                       params=params, metrics=_metrics(verdicts, keys),
+                       artifacts=[[str(directory), ""]], start_ms=now, end_ms=now)
+    plan = LogPlan(tracking_uri=sweep.tracking_uri, experiment=experiment,
+                   artifact_root=str(project_path(artifact_root)), runs=[record])
+    marker = project_path(pending_dir) / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-" \
+                                         f"compare.json"
+    plan.save(marker)
+    try:
+        return execute(plan, marker)[COMPARISON_ROLE]
+    except Exception as exc:  # the store is down or refused: the plan stays for a replay
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0][:300]
+        raise TrackingUnavailable(f"could not log the comparison to MLflow at "
+                                  f"{sweep.tracking_uri} ({reason}); its files are in "
+                                  f"{directory}, the log plan is pending in {marker}; replay "
+                                  "it with: harness sync") from exc
