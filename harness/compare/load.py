@@ -50,6 +50,13 @@ class RankerVersion:
     run_ids: tuple[str, ...]
     jobs: tuple[str, ...]
 
+    @classmethod
+    def of(cls, label: str, members: list[RunInfo]) -> RankerVersion:
+        """The version labelled ``label`` that the runs ``members`` evaluated."""
+        first = members[0]
+        return cls(label, first.ranker, first.kind, first.cache_key,
+                   tuple(r.run_id for r in members), tuple(r.job for r in members if r.job))
+
 
 @dataclass(frozen=True)
 class Sweep:
@@ -250,10 +257,7 @@ def load_sweep(tracking_uri: str | None = None, parent_run_id: str | None = None
                 frames.append(files.pop("per_query"))
             per_query[label], merge_notes = _merge(label, frames)
             notes.extend(merge_notes)
-            versions[label] = RankerVersion(label, members[0].ranker, members[0].kind,
-                                            members[0].cache_key,
-                                            tuple(r.run_id for r in members),
-                                            tuple(r.job for r in members if r.job))
+            versions[label] = RankerVersion.of(label, members)
     parents = {r.parent_run_id for r in runs}
     report_parent = parent_run_id or (parents.pop() if len(parents) == 1 else None)
     provenance = _provenance(uri, experiment_name, parent_run_id, parent_tags, filter_string,

@@ -264,10 +264,7 @@ def _build(uri: str, experiments: list[str], groups: dict[str, list[RunInfo]],
                 frames.append(frame)
             per_query[label], merge_notes = _merge(label, frames)
             notes.extend(merge_notes)
-            versions[label] = RankerVersion(label, members[0].ranker, members[0].kind,
-                                            members[0].cache_key,
-                                            tuple(r.run_id for r in members),
-                                            tuple(r.job for r in members if r.job))
+            versions[label] = RankerVersion.of(label, members)
     _definitions(groups, columns)
     unchecked = [r for r, f in run_files.items() if not f["digest_logged"]]
     if unchecked and digests is None:
