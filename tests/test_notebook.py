@@ -52,6 +52,12 @@ def test_notebook_executes_against_a_sweep(small_sweep: SmallSweep,  # noqa: F81
     stderr = "".join(o.get("text", "") for o in outputs
                      if o.output_type == "stream" and o.get("name") == "stderr")
     assert "Warning" not in stderr, stderr  # e.g. tqdm's red "IProgress not found"
+    # no cell hides it: importing MLflow imports tqdm.auto, which finds ipywidgets (test
+    # extras) in this kernel instead of warning
+    everything = json.dumps([o for o in outputs])
+    assert "TqdmWarning" not in everything and "IProgress not found" not in everything
+    assert not any("TqdmWarning" in c.source or "filterwarnings" in c.source
+                   for c in nb.cells if c.cell_type == "code")
     html = "".join(o.get("data", {}).get("text/html", "") for o in outputs)
     assert "W/T/L" in html and "noisy_oracle [sigma=0.5]" in html  # the comparison table
     assert "discriminative_power" in html and "feature_f0" in html
