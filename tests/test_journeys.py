@@ -241,3 +241,19 @@ def test_two_jobs_started_together_get_their_own_folders(tmp_path: Path) -> None
         assert not any((f / "INCOMPLETE").exists() for f in folders)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_job_whose_model_cannot_load_leaves_no_folder_behind(tmp_path: Path) -> None:
+    """The ``mlflow_model`` ranker fails after ``oracle`` has scored (nothing registered in
+    this store): one line naming the ranker and the model, exit 2, and no output folder
+    holding only ``INCOMPLETE`` and ``main.log``."""
+    args = ["ranker=oracle", "+ranker.mine={kind:mlflow_model,uri:models:/ranker/1}",
+            "dataset.n_queries=20", *_app_args(tmp_path, "job")]
+    proc = subprocess.run([sys.executable, "-m", "harness", *args], cwd=PROJECT, env=_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    said = proc.stdout + proc.stderr
+    assert re.search(r"ranker 'mine': cannot load model 'models:/ranker/1' from sqlite:///"
+                     r".*Registered Model with name=ranker not found", said), said[-2000:]
+    assert "Traceback" not in said
+    assert not (tmp_path / "out" / "job").exists()

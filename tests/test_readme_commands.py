@@ -28,8 +28,9 @@ The ``dataset=parquet_run dataset.path=runs/big.parquet`` lines read a file docs
 makes with ``harness scored-run runs/big.parquet --queries 1000000`` (110M rows); here
 the path is replaced by a file of 200 queries written the same way into a tmp dir.
 
-The command that adds a ranker ``models:/ranker/3`` needs that model: three versions of a
-tiny Ridge model are registered as ``ranker`` in the temporary store first.
+The command that adds a ranker ``models:/ranker/1`` needs that model: the README's line
+before it (``python -m harness.tracking.example_model``) registers it; here it runs first,
+as written, into the temporary store.
 ``harness compare`` and ``harness reproduce`` lines are not ``make run`` commands and are
 tested in tests/test_compare.py, tests/test_reproduce.py and tests/test_walkthrough.py.
 """
@@ -125,36 +126,33 @@ def _tree(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*")} if root.is_dir() else set()
 
 
+def register_commands() -> list[list[str]]:
+    """The argument lists of the README's ``python -m harness.tracking.example_model`` lines
+    (what registers the model its ``mlflow_model`` line evaluates)."""
+    out = []
+    for block in _FENCE.findall(README.read_text()):
+        for line in block.splitlines():
+            if line.strip().startswith("python -m harness.tracking.example_model"):
+                out.append(shlex.split(line.split("#", 1)[0])[1:])
+    return out
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A temporary MLflow store holding versions 1-3 of a tiny registered model ``ranker``
-    (for the README line with ``models:/ranker/3``)."""
-    import mlflow
-    import mlflow.sklearn
-    from mlflow.tracking import MlflowClient
-    from sklearn.linear_model import Ridge
-
+    """A temporary MLflow store holding the model the README registers before its line with
+    ``models:/ranker/1``: the README's registration command, run as written (with the
+    store and the artifact root pointed at tmp dirs), must print that URI."""
     root = tmp_path_factory.mktemp("readme_store")
-    uri = f"sqlite:///{root}/mlflow.db"
-    features = [f"f{i}" for i in range(4)]  # the synthetic dataset's features
-    x = pd.DataFrame([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0]],
-                     columns=features)
-    model = Ridge(alpha=1.0).fit(x, [2.0, 1.0, 0.0])
-    saved = os.environ.get("MLFLOW_TRACKING_URI")
-    os.environ["MLFLOW_TRACKING_URI"] = uri
-    try:
-        exp = mlflow.create_experiment("models", artifact_location=(root / "a").as_uri())
-        with mlflow.start_run(experiment_id=exp):
-            info = mlflow.sklearn.log_model(model, name="model", input_example=x.head(1))
-        client = MlflowClient(tracking_uri=uri)
-        client.create_registered_model("ranker")
-        for _ in range(3):
-            client.create_model_version("ranker", info.model_uri, run_id=info.run_id)
-    finally:
-        if saved is None:
-            os.environ.pop("MLFLOW_TRACKING_URI", None)
-        else:
-            os.environ["MLFLOW_TRACKING_URI"] = saved
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env["MLFLOW_TRACKING_URI"] = f"sqlite:///{root}/mlflow.db"
+    printed = []
+    for args in register_commands():
+        proc = subprocess.run([sys.executable, *args, "--artifact-root", str(root / "a")],
+                              cwd=PROJECT, env=env, capture_output=True, text=True,
+                              timeout=TIMEOUT)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        printed.append(proc.stdout.strip().splitlines()[-1])
+    assert printed == ["models:/ranker/1"]
     return root
 
 

@@ -80,10 +80,14 @@ class _JobPrefix(logging.Filter):
 
 def _drop_if_empty(out: Path) -> None:
     """Remove a job's output folder that holds nothing but what Hydra put there (``.hydra``,
-    ``main.log``): the job failed before any work (its error is on the console)."""
+    ``main.log``) and the job's ``INCOMPLETE`` mark: the job failed before writing any
+    result (its error is on the console), e.g. a ranker that could not score after others
+    had. A folder with results in it stays, marked ``INCOMPLETE``."""
     import shutil
 
-    if out.is_dir() and {p.name for p in out.iterdir()} <= {".hydra", "main.log"}:
+    from harness.app.results import INCOMPLETE
+
+    if out.is_dir() and {p.name for p in out.iterdir()} <= {".hydra", "main.log", INCOMPLETE}:
         shutil.rmtree(out, ignore_errors=True)
 
 

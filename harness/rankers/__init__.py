@@ -179,6 +179,11 @@ def _mlflow_model(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
     try:
         if store:
             os.environ["MLFLOW_TRACKING_URI"] = os.environ["MLFLOW_REGISTRY_URI"] = str(store)
+            # a fresh SQLite store gets its schema under the store's lock: the job's
+            # tracking worker may be creating it at this moment
+            from harness.tracking.store import open_client
+
+            open_client(str(store))
         model = mlflow.pyfunc.load_model(uri)
     except Exception as exc:  # noqa: BLE001 - MLflow raises many kinds; name the ranker
         raise InputError(f"ranker {spec.name!r}: cannot load model {uri!r} from "
