@@ -139,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
         p.error("name the runs once: RUN_ID, --parent-run-id ID or --experiment NAME")
     if len(args.run_ids) == 1:
         args.parent_run_id = args.run_ids[0]
+    from harness.tracking import configure_requests
+
+    configure_requests(5, 1)  # an unreachable server fails in seconds (as a study's log)
     try:
         return _run(args)
     except HarnessError as exc:
