@@ -36,6 +36,7 @@ _LAZY = {
     "evaluate_parquet": "harness.engines.stream",
     "evaluate_dask": "harness.engines.dask",  # imports dask and distributed
     "explain_difference": "harness.explain.shapley",
+    "judgment_interval": "harness.metrics.judgment_interval",
 }
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports on demand
@@ -52,6 +53,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
     )
     from harness.metrics.evaluate import aggregate, evaluate, evaluate_dense, tie_interval
     from harness.explain.shapley import explain_difference
+    from harness.metrics.judgment_interval import judgment_interval
     from harness.engines.stream import evaluate_parquet
 
 
@@ -84,6 +86,7 @@ __all__ = [
     "evaluate_dense",
     "evaluate_parquet",
     "explain_difference",
+    "judgment_interval",
     "parse_metric",
     "register_measure",
     "tie_interval",

@@ -93,6 +93,15 @@ class Measure:
         How its per-query values summarise over queries: their mean; their sum (counts
         such as trec_eval's ``num_ret``); or their geometric mean with each value floored
         at 1e-5 (trec_eval's ``gm_map``, ``gm_bpref``).
+    unjudged_bounds : {'', 'monotone', 'swap', 'ideal'}
+        How its value moves with the labels of unjudged retrieved documents, which gives
+        :func:`harness.judgment_interval` exact bounds without trying every labeling:
+        ``monotone``, in one direction with each label and reading no R or ideal (the
+        extremes are all-lowest, all-highest or one document labelled); ``swap``, binary,
+        a function of the ranked relevance and R that moving relevance up (R fixed) changes
+        in one direction only (the extremes label the top or the bottom s of them, for some
+        s); ``ideal``, a gain sum over its ideal ranking's (the extremes sort a multiset of
+        grades over the ranks); '' nothing declared.
     """
 
     name: str
@@ -109,6 +118,7 @@ class Measure:
     matches: str = ""
     sklearn: bool = False
     aggregate: str = "mean"
+    unjudged_bounds: str = ""
     builtin: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -123,6 +133,9 @@ class Measure:
             raise MetricDefinitionError(f"measure {self.name!r}: unknown option(s) "
                                         f"{', '.join(map(repr, unknown))}; options: "
                                         f"{', '.join(OPTIONS)}")
+        if self.unjudged_bounds not in UNJUDGED_BOUNDS:
+            raise MetricDefinitionError(f"measure {self.name!r}: unjudged_bounds must be one "
+                                        f"of {UNJUDGED_BOUNDS}, got {self.unjudged_bounds!r}")
         if self.aggregate not in AGGREGATES:
             raise MetricDefinitionError(f"measure {self.name!r}: aggregate must be one of "
                                         f"{', '.join(AGGREGATES)}, got {self.aggregate!r}")
@@ -144,6 +157,8 @@ class Measure:
 
 #: How per-query values summarise (see :attr:`Measure.aggregate`).
 AGGREGATES: Final = ("mean", "sum", "gmean")
+#: How a measure's value moves with unjudged documents' labels (Measure.unjudged_bounds).
+UNJUDGED_BOUNDS: Final = ("", "monotone", "swap", "ideal")
 #: The floor of a value in a geometric mean (trec_eval's MIN_GEO_MEAN).
 GMEAN_FLOOR: Final = 1e-5
 
@@ -156,8 +171,8 @@ def register_measure(name: str, kernel: Kernel | None = None, *, display: str | 
                      aliases: Iterable[str] = (), cutoff: bool = True, binary: bool = False,
                      graded: bool = False, reads_judged: bool = False, top_grade: bool = False,
                      formula: str = "", matches: str = "", sklearn: bool = False,
-                     aggregate: str = "mean", replace: bool = False,
-                     builtin: bool = False) -> Any:
+                     aggregate: str = "mean", unjudged_bounds: str = "",
+                     replace: bool = False, builtin: bool = False) -> Any:
     """Declare a measure, usable by name everywhere a metric is named.
 
     Called with a kernel it registers it and returns the :class:`Measure`; without one it
@@ -172,7 +187,7 @@ def register_measure(name: str, kernel: Kernel | None = None, *, display: str | 
                        aliases=tuple(aliases), cutoff=cutoff, binary=binary, graded=graded,
                        reads_judged=reads_judged, top_grade=top_grade, formula=formula,
                        matches=matches, sklearn=sklearn, aggregate=aggregate,
-                       builtin=builtin)
+                       unjudged_bounds=unjudged_bounds, builtin=builtin)
         spellings = {spec.name, spec.display.lower(), *(a.lower() for a in spec.aliases)}
         if not replace:
             taken = sorted(s for s in spellings if s in _ALIASES)

@@ -26,7 +26,7 @@ _EMPTY = ("empty", "empty_weight")
 
 
 @register_measure("err", display="ERR", options=(*_EMPTY, "max_label"), graded=True,
-                  top_grade=True, builtin=True,
+                  top_grade=True, builtin=True, unjudged_bounds="monotone",
                   matches="ir_measures `ERR@k` (gdeval)",
                   formula="$\\sum_{i=1}^{k} \\frac{1}{i} R_i \\prod_{j<i} (1 - R_j)$, "
                           "$R_i = (2^{rel_i} - 1) / 2^{max\\_label}$")
@@ -47,7 +47,7 @@ def _err(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
 
 
 @register_measure("success", display="Success", aliases=("hit_rate",), options=_EMPTY,
-                  binary=True, builtin=True,
+                  binary=True, builtin=True, unjudged_bounds="monotone",
                   matches="trec_eval `success.k`; ir_measures `Success@k`; ranx `hit_rate@k`",
                   formula="$[\\exists i \\le k : rel_i \\ge level]$")
 def _success(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:

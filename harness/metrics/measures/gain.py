@@ -25,6 +25,7 @@ _SHAPE = ("gain", "discount", "min_label")
 
 
 @register_measure("dcg", display="DCG", options=_SHAPE, graded=True, builtin=True,
+                  unjudged_bounds="monotone",
                   matches="sklearn `dcg_score` (its nDCG numerator)",
                   formula="$\\sum_{i=1}^{k} g(rel_i)\\, d(i)$")
 def _dcg(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
@@ -33,6 +34,7 @@ def _dcg(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
 
 @register_measure("ndcg", display="nDCG", options=(*_SHAPE, "ideal", "empty", "empty_weight"),
                   aliases=("ndcg_cut",), graded=True, sklearn=True, builtin=True,
+                  unjudged_bounds="ideal",
                   matches="trec_eval `ndcg`, `ndcg_cut.k`; ir_measures `nDCG@k`; ranx `ndcg@k`, "
                           "`ndcg_burges@k`; sklearn `ndcg_score`; LightGBM, XGBoost, CatBoost, "
                           "keras_rs NDCG",
@@ -47,6 +49,7 @@ def _ndcg(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
 @register_measure("mndcg", display="mnDCG", options=(*_SHAPE, "empty", "empty_weight",
                                                       "max_label"),
                   aliases=("sdcg",), graded=True, top_grade=True, builtin=True,
+                  unjudged_bounds="monotone",
                   matches="ir_measures `SDCG@k` (cwl_eval)",
                   formula="$DCG@k / (g(max\\_label) \\sum_{i=1}^{L} d(i))$, $L$ = k or the "
                           "list length")

@@ -36,7 +36,7 @@ def _judged(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
 
 @register_measure("bpref", display="Bpref", options=("empty", "empty_weight", "no_nonrelevant"),
                   binary=True,
-                  reads_judged=True, cutoff=False, builtin=True,
+                  reads_judged=True, cutoff=False, builtin=True, unjudged_bounds="swap",
                   matches="trec_eval `bpref`; ir_measures `Bpref`; ranx `bpref`",
                   formula="$\\frac{1}{R} \\sum_{rel_i \\ge level} 1 - "
                           "\\frac{\\min(n_i, R)}{\\min(R, N)}$, $n_i$ judged non-relevant "

@@ -38,7 +38,7 @@ def refuse_average(x: MeasureInput, why: str) -> None:
 
 
 @register_measure("rprec_mult", display="RprecMult", options=(*_EMPTY, "mult"), binary=True,
-                  cutoff=False, builtin=True,
+                  cutoff=False, builtin=True, unjudged_bounds="swap",
                   matches="trec_eval `Rprec_mult_x` (`Rprec_mult.x`)",
                   formula="$P@c$ with $c = \\lfloor mult \\cdot R + 0.9 \\rfloor$, dividing by "
                           "$c$ past the list's end (0 when $c = 0$)")
@@ -49,7 +49,7 @@ def _rprec_mult(x: MeasureInput) -> Result:
 
 
 @register_measure("relative_precision", display="RelP", options=_EMPTY, binary=True,
-                  builtin=True, matches="trec_eval `relative_P_k`",
+                  builtin=True, unjudged_bounds="swap", matches="trec_eval `relative_P_k`",
                   formula="$\\frac{1}{\\min(k, R)} \\sum_{i=1}^{k} [rel_i \\ge level]$ ($k$ = "
                           "the list length without a cut-off)")
 def _relative_precision(x: MeasureInput) -> Result:
@@ -70,7 +70,7 @@ def _unj(x: MeasureInput) -> Result:
 
 
 @register_measure("iprec_avg", display="IPrecAvg", options=(*_EMPTY, "levels", "recall_cutoff"),
-                  binary=True, cutoff=False, builtin=True,
+                  binary=True, cutoff=False, builtin=True, unjudged_bounds="swap",
                   matches="trec_eval `11pt_avg` (`11pt_avg.x,y,...`)",
                   formula="mean over the recall levels $x$ of $\\max_{i \\ge i_x} P@i$, $i_x$ "
                           "the rank of the $\\max(1, \\lfloor xR + 0.9 \\rfloor)$-th "
@@ -112,7 +112,7 @@ def _infap(x: MeasureInput) -> Result:
 
 
 @register_measure("bin_g", display="BinG", options=_EMPTY, binary=True, cutoff=False,
-                  builtin=True, matches="trec_eval `binG`",
+                  builtin=True, unjudged_bounds="swap", matches="trec_eval `binG`",
                   formula="$\\frac{1}{R} \\sum_{rel_i \\ge level} 1 / \\log_2(2 + m_i)$, "
                           "$m_i$ the documents above $i$ that are not relevant")
 def _bin_g(x: MeasureInput) -> Result:

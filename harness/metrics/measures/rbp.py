@@ -25,7 +25,7 @@ def _rbp_sum(x: MeasureInput, values: np.ndarray) -> np.ndarray:
 
 @register_measure("rbp", display="RBP", options=("empty", "empty_weight", "p", "graded"),
                   binary=True,
-                  builtin=True,
+                  builtin=True, unjudged_bounds="monotone",
                   matches="ir_measures `RBP(rel=...)` (cwl_eval); ranx `rbp.p`",
                   formula="$(1 - p) \\sum_{i=1}^{k} p^{i-1} [rel_i \\ge level]$ (weighted by "
                           "$rel_i$ itself with `graded=True`)")

@@ -24,7 +24,7 @@ _EMPTY = ("empty", "empty_weight")
 
 
 @register_measure("rprec", display="Rprec", aliases=("r_precision",), options=_EMPTY,
-                  binary=True, cutoff=False, builtin=True,
+                  binary=True, cutoff=False, builtin=True, unjudged_bounds="swap",
                   matches="trec_eval `Rprec`; ir_measures `Rprec`; ranx `r-precision`",
                   formula="$\\frac{1}{R} \\sum_{i=1}^{R} [rel_i \\ge level]$")
 def _rprec(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
@@ -51,7 +51,7 @@ def relevant_within(x: MeasureInput, cut: np.ndarray | None) -> np.ndarray:
 
 
 @register_measure("f1", display="F1", options=_EMPTY, binary=True, builtin=True,
-                 
+                  unjudged_bounds="swap",
                   matches="ranx `f1@k`",
                   formula="$\\frac{2 \\cdot hits@k}{k + R}$ ($k$ = the list length without "
                           "a cut-off)")
@@ -63,7 +63,7 @@ def _f1(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
 
 
 @register_measure("iprec", display="IPrec", options=(*_EMPTY, "at_recall", "recall_cutoff"),
-                  binary=True, cutoff=False, builtin=True,
+                  binary=True, cutoff=False, builtin=True, unjudged_bounds="swap",
                   matches="trec_eval `iprec_at_recall_x`; ir_measures `IPrec@x`",
                   formula="$\\max_{i \\ge i_x} P@i$ over relevant ranks, $i_x$ the rank of "
                           "the $\\lfloor xR + 0.9 \\rfloor$-th relevant document "

@@ -45,7 +45,8 @@ def _num_q(x: MeasureInput) -> Result:
 
 
 @register_measure("num_rel", display="NumRel", options=(), binary=True, cutoff=False,
-                  aggregate="sum", builtin=True, matches="trec_eval `num_rel`",
+                  aggregate="sum", builtin=True,
+                  unjudged_bounds="swap", matches="trec_eval `num_rel`",
                   formula="$R$, the judged documents with $rel \\ge level$, retrieved or "
                           "not (summary: the sum)")
 def _num_rel(x: MeasureInput) -> Result:
@@ -53,7 +54,8 @@ def _num_rel(x: MeasureInput) -> Result:
 
 
 @register_measure("num_rel_ret", display="NumRelRet", options=(), binary=True,
-                  aggregate="sum", builtin=True, matches="trec_eval `num_rel_ret`",
+                  aggregate="sum", builtin=True,
+                  unjudged_bounds="monotone", matches="trec_eval `num_rel_ret`",
                   formula="$\\sum_{i=1}^{k} [rel_i \\ge level]$ (summary: the sum)")
 def _num_rel_ret(x: MeasureInput) -> Result:
     return x.top_k_sum(x.relevant()), _none(x)
@@ -61,6 +63,7 @@ def _num_rel_ret(x: MeasureInput) -> Result:
 
 @register_measure("num_nonrel_judged_ret", display="NumNonrelJudgedRet", options=(),
                   binary=True, reads_judged=True, aggregate="sum", builtin=True,
+                  unjudged_bounds="swap",
                   matches="trec_eval `num_nonrel_judged_ret`",
                   formula="$\\sum_{i=1}^{k} [d_i \\text{ judged}, rel_i < level]$ (summary: "
                           "the sum)")
@@ -71,12 +74,14 @@ def _num_nonrel_judged_ret(x: MeasureInput) -> Result:
 register_measure(
     "gm_ap", _binary(_ap_sparse, _ap_dense, ideal=True),
     display="GMAP", options=(*_EMPTY, "ideal"), binary=True, aggregate="gmean", builtin=True,
+    unjudged_bounds="swap",
     matches="trec_eval `gm_map`",
     formula="AP's value per query; summary $\\exp(\\text{mean}_q \\ln \\max(AP_q, 10^{-5}))$")
 
 register_measure(
     "gm_bpref", _bpref, display="GMBpref", options=_EMPTY, binary=True, reads_judged=True,
-    cutoff=False, aggregate="gmean", builtin=True, matches="trec_eval `gm_bpref`",
+    cutoff=False, aggregate="gmean", builtin=True,
+    unjudged_bounds="swap", matches="trec_eval `gm_bpref`",
     formula="bpref's value per query; summary "
             "$\\exp(\\text{mean}_q \\ln \\max(bpref_q, 10^{-5}))$")
 
@@ -89,7 +94,7 @@ def _set(x: MeasureInput) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 @register_measure("set_p", display="SetP", options=_EMPTY, binary=True, cutoff=False,
-                  builtin=True, matches="trec_eval `set_P`",
+                  builtin=True, unjudged_bounds="monotone", matches="trec_eval `set_P`",
                   formula="$h / n$: $h$ relevant among the $n$ retrieved documents")
 def _set_p(x: MeasureInput) -> Result:
     n, h, big_r = _set(x)
@@ -97,7 +102,8 @@ def _set_p(x: MeasureInput) -> Result:
 
 
 @register_measure("set_relative_p", display="SetRelP", options=_EMPTY, binary=True,
-                  cutoff=False, builtin=True, matches="trec_eval `set_relative_P`",
+                  cutoff=False, builtin=True,
+                  unjudged_bounds="swap", matches="trec_eval `set_relative_P`",
                   formula="$h / \\min(n, R)$")
 def _set_relative_p(x: MeasureInput) -> Result:
     n, h, big_r = _set(x)
@@ -105,14 +111,15 @@ def _set_relative_p(x: MeasureInput) -> Result:
 
 
 @register_measure("set_recall", display="SetR", options=_EMPTY, binary=True, cutoff=False,
-                  builtin=True, matches="trec_eval `set_recall`", formula="$h / R$")
+                  builtin=True,
+                  unjudged_bounds="swap", matches="trec_eval `set_recall`", formula="$h / R$")
 def _set_recall(x: MeasureInput) -> Result:
     n, h, big_r = _set(x)
     return ratio(h, big_r), big_r == 0
 
 
 @register_measure("set_ap", display="SetAP", options=_EMPTY, binary=True, cutoff=False,
-                  builtin=True, matches="trec_eval `set_map`",
+                  builtin=True, unjudged_bounds="swap", matches="trec_eval `set_map`",
                   formula="$\\frac{h}{n} \\cdot \\frac{h}{R}$")
 def _set_ap(x: MeasureInput) -> Result:
     n, h, big_r = _set(x)
@@ -120,7 +127,8 @@ def _set_ap(x: MeasureInput) -> Result:
 
 
 @register_measure("set_f", display="SetF", options=(*_EMPTY, "beta"), binary=True,
-                  cutoff=False, builtin=True, matches="trec_eval `set_F`, `set_F.beta`",
+                  cutoff=False, builtin=True,
+                  unjudged_bounds="swap", matches="trec_eval `set_F`, `set_F.beta`",
                   formula="$\\frac{(1 + \\beta) P R'}{\\beta P + R'}$ with $P = h / n$, "
                           "$R' = h / R$ (0 when $h = 0$; $\\beta$ not squared, as trec_eval)")
 def _set_f(x: MeasureInput) -> Result:
@@ -131,7 +139,8 @@ def _set_f(x: MeasureInput) -> Result:
 
 
 @register_measure("utility", display="Utility", options=("weights",), binary=True,
-                  cutoff=False, builtin=True, matches="trec_eval `utility`, `utility.a,b,c,d`",
+                  cutoff=False, builtin=True,
+                  unjudged_bounds="swap", matches="trec_eval `utility`, `utility.a,b,c,d`",
                   formula="$a h + b (n - h) + c (R - h) + d (h - n - R)$ for weights "
                           "$(a, b, c, d)$: $d$ weighs the non-relevant documents not "
                           "retrieved of a collection of size 0 (trec_eval without `-N`)")

@@ -1,0 +1,247 @@
+"""How much a metric's value per query depends on the documents nobody judged
+(:func:`judgment_interval`).
+
+Each query's candidate labelings (:mod:`harness.metrics.judgment_labelings`) become
+pseudo-queries: the query's run rows, its judgments and its unjudged retrieved documents
+judged with the labeling's grades, evaluated together by :func:`harness.evaluate` in
+batches, so every option of the metric (ties, gain, cut-off, empty, ...) means what it
+means everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.errors import InputError, MetricDefinitionError
+from harness.metrics.definition import Metric, parse_metric
+from harness.metrics.evaluate import evaluate, negative_policy
+from harness.metrics.inputs import QRELS_COLUMNS, numeric, require_frame
+from harness.metrics.judgment_labelings import (GROUP_RULES, ORDER_RULES, Candidates,
+                                                candidates, grade_choices)
+from harness.metrics.prepare import prepare
+
+__all__ = ["judgment_interval", "COLUMNS"]
+
+COLUMNS = ("nonrelevant", "relevant", "condensed", "low", "high", "exact", "judged_at_k",
+           "n_unjudged", "method")
+#: Run rows evaluated per call of evaluate (pseudo-queries are batched up to about this).
+BATCH_ROWS = 1_000_000
+
+
+def judgment_interval(run: pd.DataFrame, qrels: pd.DataFrame, metric: Metric | str,
+                      *, ties: bool = False, max_labelings: int = 4096,
+                      **kwargs: Any) -> pd.DataFrame:
+    """Per query, the range of a metric over every labeling of the unjudged retrieved
+    documents.
+
+    Parameters
+    ----------
+    run, qrels : as in :func:`harness.evaluate` (qrels are required).
+    metric : Metric or str
+        Its ``unjudged`` option is ignored: the treatments are the columns. Its
+        ``unjudged_grade`` (default: the highest grade in ``qrels``) is the highest grade an
+        unjudged document may take; each takes a grade from 0 to it.
+    ties : bool, default False
+        Cover every order of tied documents too: ``low`` and ``high`` are the least and
+        greatest value over the labelings under ``ties='pessimistic'`` and
+        ``'optimistic'``, the extreme orders :func:`harness.tie_interval` gives.
+    max_labelings : int, default 4096
+        The most labelings tried for one query where the measure declares no shortcut (every
+        labeling: 12 binary documents, 5 with grades 0..4), or multisets for ``ideal``.
+    **kwargs : ``missing``, ``negative_labels``, ``nan_scores`` of :func:`harness.evaluate`.
+
+    Returns
+    -------
+    DataFrame indexed by qid, columns: ``nonrelevant``, ``relevant``, ``condensed`` (the
+    value under each ``unjudged`` treatment), ``low`` and ``high`` (the bounds over every
+    labeling; a labeling under which the query has no value, ``empty='exclude'``, is left
+    out), ``exact`` (both are attained by a labeling; else they are a valid but looser
+    bound: [0, 1] for nDCG, unbounded for a measure declaring nothing), ``judged_at_k``
+    (the share of the top k, or of the list, that is judged), ``n_unjudged`` (unjudged
+    retrieved documents) and ``method`` (how the bounds were found: constant, monotone,
+    swap, ideal, enumeration, bound). ``attrs``: ``grade``, ``metric``, ``unjudged_qids``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> run = pd.DataFrame({"qid": "q", "docid": ["a", "u", "b"], "score": [3.0, 2.0, 1.0]})
+    >>> qrels = pd.DataFrame({"qid": "q", "docid": ["a", "b"], "label": [1, 0]})
+    >>> judgment_interval(run, qrels, "P@2")[["nonrelevant", "relevant", "low", "high"]]
+         nonrelevant  relevant  low  high
+    qid
+    q            0.5       1.0  0.5   1.0
+    """
+    m = metric if isinstance(metric, Metric) else parse_metric(metric)
+    if not isinstance(max_labelings, int) or max_labelings < 1:
+        raise InputError(f"max_labelings must be an int >= 1, got {max_labelings!r}")
+    if m.ties == "random" and not ties:
+        raise MetricDefinitionError(
+            f"{m.display_name}: judgment_interval evaluates each labeling as a query of its "
+            "own, and ties='random' shuffles by query id; use ties='average'")
+    qrels = require_frame(qrels, "qrels", QRELS_COLUMNS)
+    kwargs = {**kwargs, "negative_labels": negative_policy([m], kwargs.get("negative_labels"))}
+    grade = _grade(m, qrels)
+    base = m.with_options(unjudged="nonrelevant", unjudged_grade=None)
+    variants = {"nonrelevant": base,
+                "relevant": base.with_options(unjudged="relevant", unjudged_grade=grade),
+                "condensed": base.with_options(unjudged="condensed"),
+                "judged_at_k": Metric("judged", k=m.k)}
+    table = evaluate(run, qrels, list(dict.fromkeys(variants.values())), **kwargs)
+    out = pd.DataFrame({name: table[v.display_name] for name, v in variants.items()})
+    low_m, high_m = ((base.with_options(ties="pessimistic"), base.with_options(ties="optimistic"))
+                     if ties else (base, base))
+    low, high, exact, n_unjudged, method = _bounds(run, qrels, m, grade, low_m, high_m, ties,
+                                                   max_labelings, out, kwargs)
+    out["low"], out["high"], out["exact"] = low, high, exact
+    out["n_unjudged"], out["method"] = n_unjudged, method
+    out = out[list(COLUMNS)]
+    out.attrs.update(grade=grade, metric=m.display_name, ties=ties,
+                     unjudged_qids=table.attrs.get("unjudged_qids", []))
+    return out
+
+
+def _grade(m: Metric, qrels: pd.DataFrame) -> float:
+    if m.unjudged_grade is not None:
+        return float(m.unjudged_grade)
+    labels = numeric(qrels, "label", "qrels")
+    top = float(np.max(labels)) if len(labels) else 0.0
+    if not top > 0:
+        raise InputError(f"{m.display_name}: unjudged documents take grades up to the highest "
+                         "grade judged, but no judgment has a positive grade; give "
+                         "unjudged_grade", column="label")
+    return top
+
+
+def _bounds(run: pd.DataFrame, qrels: pd.DataFrame, m: Metric, grade: float, low_m: Metric,
+            high_m: Metric, ties: bool, budget: int, out: pd.DataFrame,
+            kwargs: dict[str, Any]) -> tuple[np.ndarray, ...]:
+    """Per query of ``out``: the bounds, whether exact, the unjudged count and the method."""
+    rule_known = ties or m.ties in GROUP_RULES or m.ties in ORDER_RULES
+    fixed = m.ties in ORDER_RULES and not ties  # one order of the rows, else tie groups
+    order_rule = m.ties if fixed else "input"  # score order, tie groups in input order
+    prep = prepare(run, qrels, level=m.level if m.binary else 1,
+                   nan_scores=kwargs.get("nan_scores", "error"),
+                   negative_labels=kwargs["negative_labels"], missing="exclude")
+    prep.wait()
+    r = prep.ranking(order_rule)
+    judged = np.asarray(prep.judged, dtype=bool)[r.perm]
+    rows = prep.row[r.perm]  # run row per ranked row
+    score = prep.score[r.perm]
+    starts = np.concatenate([[0], np.cumsum(r.n)[:-1]])
+    choices = grade_choices(m, grade)
+    n = len(out)
+    low, high = np.full(n, np.nan), np.full(n, np.nan)
+    exact = np.ones(n, dtype=bool)
+    n_unjudged = np.zeros(n, dtype=np.int64)
+    method = np.full(n, "constant", dtype=object)
+    where = out.index.get_indexer(prep.qids)
+    plans: list[tuple[int, np.ndarray, np.ndarray, Candidates]] = []
+    for code, (start, size) in enumerate(zip(starts, r.n)):
+        sl = slice(start, start + size)
+        unj = np.flatnonzero(~judged[sl])
+        reach = _reach(score[sl], unj, m.k, fixed)
+        i = where[code]
+        n_unjudged[i] = len(unj)
+        plan = candidates(m, choices, reach, budget, rule_known)
+        if plan is None:  # too many labelings: a bound the measure's range gives
+            low[i], high[i] = (0.0, 1.0) if m.measure.unjudged_bounds == "ideal" else (
+                -np.inf, np.inf)
+            exact[i], method[i] = False, "bound"
+            continue
+        method[i] = plan.method
+        plans.append((code, np.sort(rows[sl]), rows[sl][unj], plan))
+    judgments = _by_query(qrels, prep)
+    for values_low, values_high, owners in _evaluate(plans, run, qrels, judgments, low_m,
+                                                     high_m, grade, prep, kwargs):
+        idx = where[owners]
+        np.fmin.at(low, idx, values_low)
+        np.fmax.at(high, idx, values_high)
+    # a query the run lacks (missing='zero') has one value whatever is judged
+    absent = out.index.get_indexer(out.index.difference(prep.qids))
+    low[absent] = high[absent] = out["nonrelevant"].to_numpy()[absent]
+    return low, high, exact, n_unjudged, method
+
+
+def _reach(score: np.ndarray, unj: np.ndarray, k: int | None, fixed: bool) -> np.ndarray:
+    """Which unjudged documents (ranked rows ``unj`` of one query) can reach the top k: by
+    position under a fixed order, by score (at least the k-th score) under tie groups."""
+    if k is None or k >= len(score):
+        return np.ones(len(unj), dtype=bool)
+    if fixed:
+        return unj < k
+    kth = np.sort(score)[::-1][k - 1]
+    return score[unj] >= kth
+
+
+def _by_query(qrels: pd.DataFrame, prep: Any) -> dict[Any, np.ndarray]:
+    """Qrels row numbers per evaluated query id."""
+    codes = prep.qids.get_indexer(qrels["qid"])
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(prep.qids) + 1))
+    return {code: order[bounds[code]:bounds[code + 1]] for code in range(len(prep.qids))}
+
+
+def _evaluate(plans: list[tuple[int, np.ndarray, np.ndarray, Candidates]],
+              run: pd.DataFrame, qrels: pd.DataFrame, judgments: dict[Any, np.ndarray],
+              low_m: Metric, high_m: Metric, grade: float, prep: Any,
+              kwargs: dict[str, Any]) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per batch of pseudo-queries: each one's value under ``low_m`` and ``high_m`` and the
+    query code it stands for."""
+    r_doc, r_score = run["docid"].to_numpy(), numeric(run, "score", "run")
+    j_doc, j_label = qrels["docid"].to_numpy(), numeric(qrels, "label", "qrels")
+    top = max(grade, float(prep.max_label))
+    metrics = list(dict.fromkeys([low_m, high_m]))
+    options = {"nan_scores": kwargs.get("nan_scores", "error"),
+               "negative_labels": kwargs["negative_labels"]}
+    batch: list[tuple[int, np.ndarray, np.ndarray, Candidates]] = []
+    size = 0
+    for plan in plans + [None]:  # type: ignore[list-item]
+        if plan is not None:
+            batch.append(plan)
+            size += len(plan[1]) * len(plan[3].grades)
+            if size < BATCH_ROWS:
+                continue
+        if not batch:
+            break
+        pr, pq, owners = _pseudo(batch, r_doc, r_score, j_doc, j_label, judgments, qrels)
+        table = evaluate(pr, pq, metrics, top_label=top, **options)
+        ids = table.index.to_numpy()
+        a, b = table[low_m.display_name].to_numpy(), table[high_m.display_name].to_numpy()
+        # either tie extreme may be the low one (a measure falling as labels rise)
+        yield np.fmin(a, b), np.fmax(a, b), owners[ids]
+        batch, size = [], 0
+
+
+def _pseudo(batch: list[tuple[int, np.ndarray, np.ndarray, Candidates]], r_doc: np.ndarray,
+            r_score: np.ndarray, j_doc: np.ndarray, j_label: np.ndarray,
+            judgments: dict[Any, np.ndarray], qrels: pd.DataFrame
+            ) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
+    """The batch's labelings as pseudo-queries 0, 1, ...: a run and qrels, and the query
+    code each pseudo-query stands for."""
+    run_parts, qrel_parts, owners = [], [], []
+    pid = 0
+    for code, run_rows, unjudged_rows, plan in batch:
+        m = len(plan.grades)
+        ids = np.arange(pid, pid + m)
+        pid += m
+        owners.append(np.full(m, code))
+        run_parts.append((np.repeat(ids, len(run_rows)), np.tile(r_doc[run_rows], m),
+                          np.tile(r_score[run_rows], m)))
+        own = judgments.get(code, np.zeros(0, dtype=np.int64))
+        relabelled = np.isin(j_doc[own], r_doc[unjudged_rows])  # judged negative: unjudged
+        own = own[~relabelled]
+        qrel_parts.append((np.repeat(ids, len(own)), np.tile(j_doc[own], m),
+                           np.tile(j_label[own], m)))
+        qrel_parts.append((np.repeat(ids, len(unjudged_rows)),
+                           np.tile(r_doc[unjudged_rows], m), plan.grades.ravel()))
+    pr = pd.DataFrame({"qid": np.concatenate([p[0] for p in run_parts]),
+                       "docid": np.concatenate([p[1] for p in run_parts]),
+                       "score": np.concatenate([p[2] for p in run_parts])})
+    pq = pd.DataFrame({"qid": np.concatenate([p[0] for p in qrel_parts]),
+                       "docid": np.concatenate([p[1] for p in qrel_parts]),
+                       "label": np.concatenate([p[2] for p in qrel_parts])})
+    return pr, pq, np.concatenate(owners)

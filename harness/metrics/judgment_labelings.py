@@ -1,0 +1,130 @@
+"""The labelings of one query's unjudged retrieved documents that
+:func:`harness.judgment_interval` evaluates, chosen by what the measure declares
+(:attr:`~harness.metrics.registry.Measure.unjudged_bounds`).
+
+A labeling gives each unjudged retrieved document a grade from :func:`grade_choices`; the
+measure's value over every labeling has its minimum and maximum among these candidates:
+
+- ``constant``: a measure that reads no label (Judged, NumRet, ...): one labeling.
+- ``monotone``: the value moves in one direction with each document's gain (DCG, P, RR,
+  ERR, ...). The extremes over labelings where the query is not *empty* (no relevant
+  document) are all-lowest and all-highest; the least non-empty labeling lies above some
+  labeling with one document labelled. So: all-lowest, all-highest, and each document alone
+  at each higher grade.
+- ``swap``: binary; with s of the documents relevant (so R fixed), moving relevance to a
+  higher-ranked document changes the value in one direction only (AP, R, Rprec, bpref, ...).
+  The extremes for each s label the top s or the bottom s: 2s + 1 labelings in all.
+- ``ideal``: a sum of gains over ranks divided by its ideal ranking's (nDCG). For a multiset
+  of grades over the documents that can reach the top k, sorting it over their ranks (highest
+  gains first, or last) is best (worst) by the rearrangement inequality, while the ideal
+  depends on the multiset only; a document that cannot reach the top k only raises the ideal,
+  so it takes the lowest gain (for the maximum) or the highest (for the minimum). Every
+  multiset is tried while their number stays within the budget.
+- otherwise every labeling is tried while their number stays within the budget.
+
+Tied scores: with the ranks' tie groups kept (``average``, ``optimistic``, ``pessimistic``)
+the documents are taken in score order, the members of a tie group being interchangeable;
+a deterministic tie rule (``input``, ``docid``, ...) gives the order itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.metrics.definition import Metric
+
+__all__ = ["grade_choices", "Candidates", "candidates", "ORDER_RULES"]
+
+#: Tie rules whose order is one fixed order of the rows (not a function of the labels).
+ORDER_RULES = ("input", "docid", "docid_exact", "docid_ascending")
+#: Tie rules under which documents of one tie group are interchangeable for these bounds.
+GROUP_RULES = ("average", "optimistic", "pessimistic")
+
+
+def grade_choices(metric: Metric, grade: float) -> np.ndarray:
+    """The grades an unjudged document may take, in increasing order of what they add:
+    0 and ``grade`` for a binary measure (grades between read as one of them), every
+    integer up to ``grade`` and ``grade`` for a graded one (ordered by gain where the
+    measure has one), 0 alone for a measure that reads no label."""
+    spec = metric.measure
+    if spec.graded or (spec.binary and getattr(metric, "graded", False)):
+        grades = np.unique(np.append(np.arange(0.0, math.floor(grade) + 1.0), grade))
+        if "gain" in spec.options:
+            gains = np.asarray(metric.gain_function()(grades), dtype=np.float64)
+            return grades[np.argsort(gains, kind="stable")]
+        return grades
+    if spec.binary:
+        return np.array([0.0, grade]) if grade >= metric.level else np.array([0.0])
+    return np.array([0.0])
+
+
+@dataclass
+class Candidates:
+    """A query's labelings to evaluate (rows: labelings, columns: its unjudged documents in
+    rank order), whether their extremes are the exact bounds, and how they were chosen."""
+
+    grades: np.ndarray
+    exact: bool
+    method: str
+
+
+def candidates(metric: Metric, choices: np.ndarray, reach: np.ndarray, budget: int,
+               rule_known: bool) -> Candidates | None:
+    """The labelings of ``len(reach)`` unjudged documents (in rank order; ``reach``: can
+    each reach the top k) whose extremes bound the measure, or None when none is within
+    ``budget`` labelings (then only a looser bound is known). ``rule_known``: the tie rule
+    keeps the order argument (see the module's notes)."""
+    u, c = len(reach), len(choices)
+    if u == 0 or c == 1:
+        return Candidates(np.full((1, u), choices[0]), True, "constant")
+    kind = metric.measure.unjudged_bounds if rule_known else ""
+    if kind == "monotone" and _monotone_gains(metric, choices):
+        single = np.repeat(np.full((1, u), choices[0]), u * (c - 1), axis=0)
+        rows = np.arange(u * (c - 1))
+        single[rows, rows // (c - 1)] = np.tile(choices[1:], u)
+        ends = np.array([np.full(u, choices[0]), np.full(u, choices[-1])])
+        return Candidates(np.vstack([ends, single]), True, "monotone")
+    if kind == "swap" and c == 2:
+        s = np.arange(u + 1)[:, None]
+        top = np.where(np.arange(u)[None, :] < s, choices[1], choices[0])
+        bottom = np.where(np.arange(u)[None, :] >= u - s, choices[1], choices[0])
+        return Candidates(np.unique(np.vstack([top, bottom]), axis=0), True, "swap")
+    if kind == "ideal":
+        inside = int(reach.sum())
+        if math.comb(inside + c - 1, c - 1) * 2 <= budget:
+            return Candidates(_sorted_multisets(choices, reach), True, "ideal")
+    if c ** u <= budget:
+        every = np.array(list(itertools.product(range(c), repeat=u)), dtype=np.int64)
+        return Candidates(choices[every], True, "enumeration")
+    return None
+
+
+def _monotone_gains(metric: Metric, choices: np.ndarray) -> bool:
+    """Whether the choices, in their order, never lower what a document adds (a gain table
+    or formula need not be monotone in the grade)."""
+    if "gain" not in metric.measure.options:
+        return bool(np.all(np.diff(choices) >= 0))
+    gains = np.asarray(metric.gain_function()(choices), dtype=np.float64)
+    return bool(np.all(np.diff(gains) >= 0))
+
+
+def _sorted_multisets(choices: np.ndarray, reach: np.ndarray) -> np.ndarray:
+    """Every multiset of choices over the documents that can reach the top k, sorted over
+    them best first (the others lowest) and worst first (the others highest)."""
+    inside = np.flatnonzero(reach)
+    outside = np.flatnonzero(~reach)
+    c = len(choices)
+    combos = np.array(list(itertools.combinations_with_replacement(range(c), len(inside))),
+                      dtype=np.int64).reshape(-1, len(inside)) if len(inside) else \
+        np.zeros((1, 0), dtype=np.int64)
+    best = np.empty((len(combos), len(reach)), dtype=np.int64)
+    best[:, inside] = combos[:, ::-1]  # the highest choices on the first ranks
+    best[:, outside] = 0
+    worst = np.empty_like(best)
+    worst[:, inside] = combos  # the lowest first
+    worst[:, outside] = c - 1
+    return choices[np.vstack([best, worst])]
