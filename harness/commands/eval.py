@@ -24,7 +24,8 @@ measures with parameters: P.5,10  ndcg_cut.10,20  iprec_at_recall..10,.20  recal
   Rprec_mult.0.5,2.0  utility.2,-1,0,0  11pt_avg..25,.5,.75  ndcg.1=3,2=9  G.1=2
   relstring.20  success.1,5  set_F.0.5  rbp.p=0.95  unj.10
 inputs: TREC text (qrels: qid iter docno rel; run: qid Q0 docno rank score runid;
-  '#' starts a comment line), gzip (.gz) or parquet (qid, docid, label | score).
+  '#' starts a comment line; fields split on ASCII whitespace as trec_eval splits them,
+  lines ended by LF, CRLF or CR), gzip (.gz) or parquet (qid, docid, label | score).
 examples:
   harness eval qrels.txt run.txt
   harness eval -q -m all_trec -l2 qrels.txt run.txt

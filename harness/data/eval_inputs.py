@@ -1,10 +1,12 @@
 """The input files of ``harness eval``: qrels, runs, preference judgments and Z-score
 tables, as TREC text (optionally gzip-compressed, ``.gz``) or parquet.
 
-Text files follow trec_eval: whitespace-separated columns, blank lines and lines starting
-with ``#`` skipped (a ``#`` inside a docno is part of it), columns after the last one read
-ignored. A bad line raises :class:`~harness.errors.InputError` whose message names the
-file and the line (``qrels.txt line 12: ...``).
+Text files are read as trec_eval reads them (:func:`harness.data.trec.trec_lines`: fields
+split on ASCII whitespace only, ``\n``, ``\r\n`` and ``\r`` line ends, blank lines and
+lines starting with ``#`` skipped, a run's columns after the sixth ignored); a plain file
+(one separator character, no comment) is read by Arrow's CSV reader instead, with the same
+result. A bad line raises :class:`~harness.errors.InputError` whose message names the file
+and the line (``qrels.txt line 12 has 5 fields, expected 4 ...``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from harness.data.trec import read_prefs as read_text_prefs
+from harness.data.trec import trec_lines
 from harness.errors import InputError
 
 __all__ = ["read_eval_qrels", "read_eval_run", "read_prefs", "read_zscores", "is_table"]
@@ -31,8 +34,9 @@ def _fast_columns(path: Path, n_fields: int, number: int, keep: tuple[int, ...]
                   ) -> dict[int, pd.Series] | None:
     """The file's columns ``keep`` (of ``n_fields``) as string Series (``number``: float),
     read by Arrow's CSV reader, when the file is plain (UTF-8, one separator character,
-    exactly ``n_fields`` non-empty fields a line, no comment or CR line); None otherwise,
-    and the line-by-line reader takes over (it names the line of any fault).
+    exactly ``n_fields`` non-empty fields a line, no comment line; any of ``\n``, ``\r\n``,
+    ``\r`` ending lines, as Arrow reads them); None otherwise, and the line-by-line reader
+    takes over (it names the line of any fault).
 
     The checks are byte searches (most ``memchr``, a few ms on 50 MB): a repeated separator
     is searched for; a leading or trailing one makes an extra field, which Arrow's count of
@@ -53,9 +57,9 @@ def _fast_columns(path: Path, n_fields: int, number: int, keep: tuple[int, ...]
         return None
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8):]
-    if not data or b"\r" in data or (b"#" in data and (data.startswith(b"#")
-                                                       or b"\n#" in data)):
-        return None
+    if not data or b"\x0b" in data or b"\x0c" in data or (b"#" in data and (
+            data.startswith(b"#") or b"\n#" in data or b"\r#" in data)):
+        return None  # a vertical tab or form feed separates fields too (C's isspace)
     has_tab, has_space = b"\t" in data, b" " in data
     if has_tab == has_space or (b"\t\t" if has_tab else b"  ") in data:
         return None  # mixed or repeated separators: trec_eval's whitespace rule, line by line
@@ -81,38 +85,6 @@ def _fast_columns(path: Path, n_fields: int, number: int, keep: tuple[int, ...]
             return None  # an empty field: a separator at the start or end of a line
         out[i] = column.to_pandas()
     return out
-
-
-def _lines(path: Path, n_fields: int, kind: str) -> tuple[list[list[str]], list[int]]:
-    if not path.is_file():
-        raise InputError(f"{kind} file not found: {path}")
-    opener = gzip.open if path.suffix == ".gz" else open
-    rows, linenos = [], []
-    try:
-        with opener(path, "rb") as fh:
-            for lineno, raw in enumerate(fh, start=1):
-                if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
-                    raw = raw[len(codecs.BOM_UTF8):]
-                try:
-                    text = raw.decode("utf-8").strip()
-                except UnicodeDecodeError:
-                    raise InputError(f"{path} line {lineno}: not UTF-8: {raw.rstrip()!r}"
-                                     ) from None
-                if not text or text.startswith("#"):
-                    continue
-                fields = text.split()
-                if len(fields) < n_fields:
-                    raise InputError(f"{path} line {lineno}: {len(fields)} fields, expected "
-                                     f"{n_fields} ({kind} format): {text!r}")
-                rows.append(fields[:n_fields])
-                linenos.append(lineno)
-    except (OSError, EOFError) as exc:
-        if isinstance(exc, FileNotFoundError):
-            raise
-        raise InputError(f"{path}: cannot be read as {kind} ({exc})") from None
-    if not rows:
-        raise InputError(f"{path}: no {kind} line")
-    return rows, linenos
 
 
 def _numbers(values: list[str], linenos: list[int], path: Path, what: str) -> np.ndarray:
@@ -157,7 +129,7 @@ def read_eval_qrels(path: str | Path) -> pd.DataFrame:
         if np.isfinite(values).all():
             return pd.DataFrame({"qid": fast[0], "iter": fast[1], "docid": fast[2],
                                  "label": values})
-    rows, linenos = _lines(p, 4, "qrels")
+    rows, linenos = trec_lines(p, 4, "qrels")
     qid, it, docid, label = zip(*rows)
     return pd.DataFrame({"qid": qid, "iter": it, "docid": docid,
                          "label": _numbers(list(label), linenos, p, "relevance")})
@@ -179,7 +151,7 @@ def read_eval_run(path: str | Path) -> tuple[pd.DataFrame, str]:
         if np.isfinite(values).all():  # a document twice: the engine names its query
             return (pd.DataFrame({"qid": fast[0], "docid": fast[2], "score": values}),
                     str(fast[5].iloc[-1]))
-    rows, linenos = _lines(p, 6, "run")
+    rows, linenos = trec_lines(p, 6, "run", more=True)
     qid, _, docid, _, score, runid = zip(*rows)
     run = pd.DataFrame({"qid": qid, "docid": docid,
                         "score": _numbers(list(score), linenos, p, "score")})
@@ -203,7 +175,7 @@ def read_prefs(path: str | Path) -> pd.DataFrame:
 def read_zscores(path: str | Path) -> dict[tuple[str, str], tuple[float, float]]:
     """A ``-Z`` file (``qid measure mean stddev``): ``{(qid, measure): (mean, stddev)}``."""
     p = Path(path)
-    rows, linenos = _lines(p, 4, "zscores")
+    rows, linenos = trec_lines(p, 4, "zscores")
     qid, measure, mean, std = zip(*rows)
     means = _numbers(list(mean), linenos, p, "mean")
     stds = _numbers(list(std), linenos, p, "stddev")

@@ -4,10 +4,18 @@
 - run: ``qid Q0 docid rank score runid`` per line; the rank column is ignored (documents are
   ranked by score), and anything after the sixth column is ignored, as trec_eval does.
 
-Blank lines and lines starting with ``#`` are skipped. A docid may itself contain ``#``.
-Files are UTF-8; a byte-order mark at the start is dropped (Windows editors write one, and
-it would otherwise become part of the first qid, so that query would never meet its
-judgments). Bytes that are not UTF-8 raise an error naming the file and line.
+Every TREC text file is read by one function, :func:`trec_lines`, as trec_eval reads it:
+fields are separated by ASCII whitespace only (space, tab, vertical tab, form feed: C's
+``isspace``), so a no-break space or another Unicode space inside a docid is part of it;
+lines end at ``\n``, ``\r\n`` or a lone ``\r`` alike. Blank lines and lines starting
+with ``#`` are skipped (a docid may itself contain ``#``). A line with too few fields, or
+with too many where trec_eval refuses them (qrels, preferences), is refused naming the file
+and the line, and what the file looks like when its first line has another format's
+number of fields (a run given as qrels, preferences given as qrels, ...). Files are UTF-8
+(a ``.gz`` file is decompressed first); a byte-order mark at the start is dropped
+(Windows editors write one, and it would otherwise become part of the first qid, so that
+query would never meet its judgments). Bytes that are not UTF-8 raise an error naming the
+file and line.
 """
 
 from __future__ import annotations
@@ -24,45 +32,73 @@ import pandas as pd
 
 from harness.errors import InputError
 
-__all__ = ["read_qrels", "read_run", "read_prefs", "warn_on_few_judged"]
+__all__ = ["read_qrels", "read_run", "read_prefs", "trec_lines", "warn_on_few_judged",
+           "FIELDS", "LAYOUTS"]
 
 log = logging.getLogger("harness")
 #: Below this share of run queries that have a judgment, :func:`warn_on_few_judged` warns.
 MIN_JUDGED_SHARE = 0.5
 
 
-def _decoded(raw: bytes, lineno: int, p: Path, kind: str) -> str:
-    if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
-        raw = raw[len(codecs.BOM_UTF8):]
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"{kind} file {p} is not UTF-8: line {lineno}, byte {exc.start + 1} is "
-            f"{raw[exc.start:exc.start + 1]!r} in {raw.rstrip()!r}; re-encode it as UTF-8 "
-            f"(e.g. iconv -f latin1 -t utf-8)", table=p.name, row=lineno) from None
+#: The fields of each kind of TREC file, for messages.
+FIELDS = {"qrels": "qid iter docno rel", "run": "qid Q0 docno rank score runid",
+          "prefs": "qid jg jsg docno rel", "zscores": "qid measure mean stddev"}
+#: What a TREC file with this many fields a line is, for the message that refuses it.
+LAYOUTS = {4: f"qrels ({FIELDS['qrels']})",
+           5: f"preferences ({FIELDS['prefs']}; harness eval -R prefs)",
+           6: f"a run ({FIELDS['run']})"}
 
 
-def _rows(path: str | PathLike[str], n_fields: int, kind: str) -> list[list[str]]:
+def trec_lines(path: str | PathLike[str], n_fields: int, kind: str, *,
+               more: bool = False) -> tuple[list[list[str]], list[int]]:
+    """The data lines of a TREC text file, each as its first ``n_fields`` fields, with
+    their 1-based line numbers.
+
+    ``kind`` names the file in messages (``qrels``, ``run``, ``prefs``, ...); ``more``:
+    fields after the ``n_fields``-th are ignored (trec_eval's runs) instead of refused
+    (its qrels and preferences). Raises :class:`InputError` for a missing or unreadable
+    file, bytes that are not UTF-8, a line with the wrong number of fields (naming what
+    the file looks like, when its first line has another format's count) and a file
+    without a data line.
+    """
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{kind} file not found: {p}")
-    rows = []
-    with p.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            stripped = _decoded(raw, lineno, p, kind).strip()
-            if not stripped or stripped.startswith("#"):
-                continue
-            fields = stripped.split()
-            if len(fields) < n_fields:
+    try:
+        with (gzip.open(p, "rb") if p.suffix == ".gz" else p.open("rb")) as fh:
+            data = fh.read()
+    except (OSError, EOFError) as exc:
+        raise InputError(f"{p}: cannot be read as {kind} ({exc})") from None
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    rows: list[list[str]] = []
+    linenos: list[int] = []
+    for lineno, raw in enumerate(data.splitlines(), start=1):  # \n, \r\n, \r
+        fields = raw.split()  # ASCII whitespace only: b" \t\n\r\x0b\x0c"
+        if not fields or fields[0].startswith(b"#"):
+            continue
+        if len(fields) < n_fields or (len(fields) > n_fields and not more):
+            looks = LAYOUTS.get(len(fields)) if not rows else None
+            hint = f"; the file looks like {looks}" if looks else ""
+            text = raw.decode("utf-8", errors="replace").strip()
+            raise InputError(f"{p} line {lineno} has {len(fields)} fields, expected "
+                             f"{n_fields} ({kind}: {FIELDS.get(kind, '')}){hint}: {text!r}",
+                             table=p.name, row=lineno)
+        try:
+            rows.append([f.decode("utf-8") for f in fields[:n_fields]])
+        except UnicodeDecodeError:
+            try:  # the line decoded whole, to name its first bad byte
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
                 raise InputError(
-                    f"{kind} line has {len(fields)} fields, expected {n_fields}: {stripped!r}",
-                    table=f"{p.name}", row=lineno,
-                )
-            rows.append(fields[:n_fields])
+                    f"{kind} file {p} is not UTF-8: line {lineno}, byte {exc.start + 1} is "
+                    f"{raw[exc.start:exc.start + 1]!r} in {raw.rstrip()!r}; re-encode it as "
+                    f"UTF-8 (e.g. iconv -f latin1 -t utf-8)", table=p.name, row=lineno
+                ) from None
+        linenos.append(lineno)
     if not rows:
         raise InputError(f"{kind} file {p} holds no data line", table=p.name)
-    return rows
+    return rows, linenos
 
 
 def _to_number(df: pd.DataFrame, column: str, path: str | PathLike[str], kind: str,
@@ -81,7 +117,7 @@ def read_qrels(path: str | PathLike[str]) -> pd.DataFrame:
 
     ``qid`` and ``docid`` are strings; ``label`` is int64 (float64 if a grade is fractional).
     """
-    rows = _rows(path, 4, "qrels")
+    rows, _ = trec_lines(path, 4, "qrels")
     df = pd.DataFrame(rows, columns=["qid", "iter", "docid", "label"]).drop(columns="iter")
     _to_number(df, "label", path, "qrels", integer=True)
     return df
@@ -90,7 +126,7 @@ def read_qrels(path: str | PathLike[str]) -> pd.DataFrame:
 def read_run(path: str | PathLike[str]) -> pd.DataFrame:
     """Read a TREC run file into a DataFrame with columns ``qid``, ``docid``, ``score``,
     ``rank`` and ``run_id``. Scores are float64."""
-    rows = _rows(path, 6, "run")
+    rows, _ = trec_lines(path, 6, "run", more=True)
     df = pd.DataFrame(rows, columns=["qid", "q0", "docid", "rank", "score", "run_id"])
     df = df.drop(columns="q0")[["qid", "docid", "score", "rank", "run_id"]]
     _to_number(df, "score", path, "run", integer=False)
@@ -116,30 +152,15 @@ def read_prefs(path: str | PathLike[str]) -> pd.DataFrame:
         number; the message names the file (``table``) and the 1-based line (``row``).
     """
     p = Path(path)
-    if not p.is_file():
-        raise InputError(f"prefs file not found: {p}")
-    rows: list[list[str]] = []
-    with (gzip.open(p, "rb") if p.suffix == ".gz" else p.open("rb")) as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            text = _decoded(raw, lineno, p, "prefs")
-            if text.startswith("#") or not text.strip():
-                continue
-            fields = text.split()
-            if len(fields) != 5:
-                raise InputError(
-                    f"prefs line {lineno} has {len(fields)} fields, expected 5 "
-                    f"(qid jg jsg docno rel_level): {text.strip()!r}",
-                    table=p.name, row=lineno)
-            try:
-                level = float(fields[4])
-            except ValueError:
-                level = float("nan")
-            if not np.isfinite(level):
-                raise InputError(f"prefs line {lineno}: rel_level {fields[4]!r} is not a finite "
-                                 "number", table=p.name, row=lineno, column="rel")
-            rows.append(fields)
-    if not rows:
-        raise InputError(f"prefs file {p} holds no data line", table=p.name)
+    rows, linenos = trec_lines(p, 5, "prefs")
+    for fields, lineno in zip(rows, linenos):
+        try:
+            level = float(fields[4])
+        except ValueError:
+            level = float("nan")
+        if not np.isfinite(level):
+            raise InputError(f"prefs line {lineno}: rel_level {fields[4]!r} is not a finite "
+                             "number", table=p.name, row=lineno, column="rel")
     df = pd.DataFrame(rows, columns=["qid", "jg", "jsg", "docid", "rel"])
     df["rel"] = df["rel"].astype("float64")
     return df
