@@ -4,18 +4,21 @@ Each pending file is a :class:`~harness.tracking.LogPlan` saved before the job t
 (see :mod:`harness.tracking.pending`). A plan that still cannot be sent stays pending; the
 command exits non-zero if any does. ``--drop NAME`` (or ``--drop-missing``) moves a plan
 whose result files were deleted to ``dropped/``, marking the runs it had started FAILED.
+A file that is not a log plan is moved to ``corrupt/`` (sync exits non-zero). Several syncs
+(and jobs) at once send each plan once: a plan being sent elsewhere is left to its sender.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+from pathlib import Path
 
 from harness.commands.base import DIFFERENT, OK, UNREACHABLE, add_tracking_uri
 from harness.paths import project_path
 from harness.tracking import LogPlan, configure_requests
 from harness.tracking.log_plan import missing_files
-from harness.tracking.pending import drop, replay
+from harness.tracking.pending import CORRUPT, drop, replay
 
 log = logging.getLogger("harness.sync")
 
@@ -38,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         names = list(args.drop)
         if args.drop_missing and pending.is_dir():
             names += [m.name for m in sorted(pending.glob("*.json"))
-                      if missing_files(LogPlan.load(m)) and m.name not in names]
+                      if _misses_files(m) and m.name not in names]
         if not names:
             log.info("no plan in %s has missing result files", pending)
         drop(pending, names, args.tracking_uri)
@@ -46,8 +49,20 @@ def main(argv: list[str] | None = None) -> int:
     if not pending.is_dir() or not any(pending.glob("*.json")):
         log.info("nothing pending in %s", pending)
         return 0
-    sent, failed, unreachable = replay(pending, args.tracking_uri)
-    log.info("%d plan(s) sent, %d still pending", sent, failed)
-    if failed and unreachable == failed:
+    done = replay(pending, args.tracking_uri)
+    log.info("%d plan(s) sent, %d still pending%s%s", done.sent, done.failed,
+             f", {done.busy} left to the process sending them" if done.busy else "",
+             f", {done.corrupt} not a log plan (moved to {pending / CORRUPT})"
+             if done.corrupt else "")
+    if done.failed and done.unreachable == done.failed and not done.corrupt:
         return UNREACHABLE  # every plan waits for a store that did not answer
-    return DIFFERENT if failed else OK
+    return DIFFERENT if done.failed or done.corrupt else OK
+
+
+def _misses_files(marker: Path) -> bool:
+    """Whether the plan in ``marker`` can never complete (a plan sent or unreadable meanwhile
+    is not one to drop)."""
+    try:
+        return bool(missing_files(LogPlan.load(marker)))
+    except (OSError, ValueError, TypeError, KeyError):
+        return False

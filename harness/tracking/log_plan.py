@@ -10,6 +10,12 @@ A replay is idempotent. Every run is created with a ``harness.plan_run`` tag (th
 and the record's key); a replay first looks for a run with that tag, so a run created just
 before a kill, whose id never reached the file, is continued rather than created again.
 Metrics carry the time the work ended, so sending them twice stores them once.
+
+Sending a plan is claimed: :func:`execute` holds the plan's lock (``<plan>.json.lock``
+beside it, :mod:`filelock`; the system releases it when its process dies) while it sends,
+and reads the plan's progress from disk once it holds it. Any number of jobs and
+``harness sync`` processes thus send each plan once: one sends, the others skip it
+(:func:`claimed` with ``wait=0``) or wait and find it sent.
 """
 
 from __future__ import annotations
@@ -18,13 +24,15 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 __all__ = ["RunRecord", "LogPlan", "execute", "batches", "refused", "close_open_runs",
-           "missing_files", "PARAM_LIMIT", "PLAN_RUN_TAG", "EXPERIMENT_ID"]
+           "missing_files", "claimed", "PlanBusy", "PARAM_LIMIT", "PLAN_RUN_TAG",
+           "EXPERIMENT_ID", "CLAIM_WAIT_S"]
 
 PARAM_LIMIT = 6000  # MLflow truncates (or refuses) longer param values
 PLAN_RUN_TAG = "harness.plan_run"  # "<plan id>/<record key>": finds a run after a kill
@@ -101,9 +109,49 @@ def batches(params: list[Any], metrics: list[Any]) -> list[tuple[list[Any], list
     return out
 
 
+#: How long a job waits for a plan that another process (``harness sync``) is sending.
+CLAIM_WAIT_S = 600.0
+
+
+class PlanBusy(Exception):
+    """Another process held the plan's lock for longer than the wait."""
+
+
+_HELD: set[str] = set()  # plans whose lock this process holds (a claim is re-entrant)
+
+
+@contextmanager
+def claimed(marker: Path, *, wait: float = 0.0) -> Iterator[bool]:
+    """Hold the lock of the plan saved in ``marker`` (waiting up to ``wait`` seconds);
+    yields whether this process holds it. Whoever holds it checks that ``marker`` still
+    exists before sending: another process may have sent it meanwhile. The lock file is
+    removed once the plan is gone (while still held, so that no process can act on a plan
+    another one sent)."""
+    key = str(marker)
+    if key in _HELD:
+        yield True
+        return
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(f"{marker}.lock", thread_local=False)
+    try:
+        lock.acquire(timeout=wait)
+    except Timeout:
+        yield False
+        return
+    _HELD.add(key)
+    try:
+        yield True
+    finally:
+        _HELD.discard(key)
+        if not marker.exists():
+            Path(f"{marker}.lock").unlink(missing_ok=True)
+        lock.release()
+
+
 def execute(plan: LogPlan, marker: Path, *,
-            progress: Callable[[Iterable[RunRecord]], Iterable[RunRecord]] | None = None
-            ) -> dict[str, str]:
+            progress: Callable[[Iterable[RunRecord]], Iterable[RunRecord]] | None = None,
+            wait: float = CLAIM_WAIT_S) -> dict[str, str]:
     """Send the plan to MLflow; returns record key -> run id, and :data:`EXPERIMENT_ID` ->
     the experiment's id. Deletes ``marker`` on success.
 
@@ -111,7 +159,37 @@ def execute(plan: LogPlan, marker: Path, *,
     ``log_batch`` calls as MLflow allows, its dataset, its artifacts and ``set_terminated``.
     Raises whatever MLflow raises when the store is unreachable; the marker then holds the
     progress so far. ``progress`` wraps the iterable of runs (e.g. a progress bar).
+
+    The plan is claimed first (:func:`claimed`, waiting up to ``wait`` seconds, else
+    :class:`PlanBusy`); its progress is then read from ``marker``, where another process
+    may have saved some. A plan another process sent while this one waited is not sent
+    again: its run ids are looked up in the store.
     """
+    with claimed(marker, wait=wait) as mine:
+        if not mine:
+            raise PlanBusy(f"the log plan {marker} is being sent by another process "
+                           f"(waited {wait:g}s)")
+        if not marker.is_file():
+            return _sent_ids(plan)
+        saved = LogPlan.load(marker)
+        if saved.plan_id == plan.plan_id:  # another process's progress, if any
+            plan.runs, plan.attempts = saved.runs, saved.attempts
+        return _execute(plan, marker, progress)
+
+
+def _sent_ids(plan: LogPlan) -> dict[str, str]:
+    """:func:`execute`'s answer for a plan another process sent: the ids of its runs."""
+    from harness.tracking.store import ensure_experiment, open_client
+
+    client = open_client(plan.tracking_uri)
+    exp_id = ensure_experiment(client, plan.experiment, plan.artifact_root)
+    return {r.key: r.run_id or _find_run(client, exp_id, f"{plan.plan_id}/{r.key}") or ""
+            for r in plan.runs} | {EXPERIMENT_ID: exp_id}
+
+
+def _execute(plan: LogPlan, marker: Path,
+             progress: Callable[[Iterable[RunRecord]], Iterable[RunRecord]] | None
+             ) -> dict[str, str]:
     from mlflow.entities import Metric, Param
     from harness.tracking.store import ensure_experiment, open_client
 
