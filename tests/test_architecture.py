@@ -16,7 +16,7 @@ ROOT = Path(harness.__file__).resolve().parent
 #: Packages holding only a ``python -m harness.<name>`` entry point (``__main__.py``, a few
 #: lines handing over to harness.commands); compare, explain and reproduce hold theirs beside
 #: their library code.
-ENTRY_PACKAGES = ("sync", "cluster", "scored_run", "eval")
+ENTRY_PACKAGES = ("sync", "cluster", "scored_run", "eval", "judgments")
 #: Packages (and top-level modules) by layer; a layer imports only the layers below it.
 LAYERS = (
     ("errors", "paths", "version", "progress"),
@@ -163,8 +163,8 @@ def test_every_command_has_one_home_and_one_entry_point() -> None:
 
     commands = sorted(p.stem for p in (ROOT / "commands").glob("*.py")
                       if p.stem not in ("__init__", "base", "dispatch"))
-    assert commands == ["cluster", "compare", "eval", "explain", "reproduce", "scored_run",
-                        "sync"]
+    assert commands == ["cluster", "compare", "eval", "explain", "judgments", "reproduce",
+                        "scored_run", "sync"]
     # ``harness <command>``: each command's module, and the study (Hydra) as ``run``
     assert {name: c.module for name, c in COMMANDS.items()} == {
         STUDY: "harness.app.main",

@@ -33,7 +33,7 @@ def test_help_lists_every_command_on_one_line_and_the_exit_codes() -> None:
     listed = [line.split()[0] for line in out.split("commands:\n", 1)[1].split("\n\n")[0]
               .splitlines()]
     assert listed == ["run", "compare", "reproduce", "explain", "sync", "cluster", "scored-run",
-                      "eval"]
+                      "eval", "judgments"]
     for name, command in COMMANDS.items():
         assert f"  {name:<10}  {command.summary}\n" in out
     assert "0 ok, 1 a finding" in out and "2 bad input" in out and "3 service unreachable" in out
@@ -51,7 +51,8 @@ def test_every_command_answers_help(name: str) -> None:
 
 
 @pytest.mark.parametrize("module", ["harness", "harness.compare", "harness.sync",
-                                    "harness.cluster", "harness.scored_run", "harness.eval"])
+                                    "harness.cluster", "harness.scored_run", "harness.eval",
+                                    "harness.judgments"])
 def test_python_dash_m_keeps_working(module: str) -> None:
     proc = subprocess.run([sys.executable, "-m", module, "--help"], cwd=PROJECT,
                           capture_output=True, text=True, timeout=120)

@@ -47,6 +47,8 @@ COMMANDS: dict[str, Command] = {
                           "run (to try streaming)"),
     "eval": Command("harness.commands.eval", "trec_eval's command line and output; "
                     "ir_measures' and ranx's names too"),
+    "judgments": Command("harness.commands.judgments", "how much a comparison of TREC runs "
+                         "depends on unjudged documents"),
 }
 #: Hydra's own flags: a command line starting with one of them is a study's
 HYDRA_FLAGS = frozenset((

@@ -1,0 +1,90 @@
+"""Judgment intervals of several runs, summarised (``harness judgments``): per run and
+metric the mean under each unjudged treatment and the interval of the mean over every
+labeling; per pair of runs, the difference under each treatment, its interval and whether
+the verdict holds across it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.metrics.definition import Metric, parse_metric
+from harness.metrics.judgment_interval import judgment_interval
+
+__all__ = ["judgment_tables", "markdown"]
+
+TREATMENTS = ("nonrelevant", "relevant", "condensed")
+
+
+def judgment_tables(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame,
+                    metrics: Sequence[Metric | str], *, ties: bool = False,
+                    **kwargs: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The two tables of ``harness judgments``.
+
+    ``runs``: name -> run, the first the baseline. Returns ``per_run`` (one row per run and
+    metric: ``judged_at_k``, the means under each treatment, ``low`` and ``high``, the
+    least and greatest mean over every labeling, ``exact``, the share of queries whose
+    bounds are exact, and ``n_queries``) and ``pairs`` (one row per other run and metric:
+    the mean difference run - baseline over their common queries under each treatment,
+    ``worst`` and ``best``, the difference's least and greatest value over independent
+    labelings of the two runs — conservative where both retrieved one unjudged document,
+    which a real judgment would label once — and ``verdict``).
+    """
+    rows, pair_rows = [], []
+    names = list(runs)
+    for metric in metrics:
+        m = metric if isinstance(metric, Metric) else parse_metric(metric)
+        tables = {name: judgment_interval(run, qrels, m, ties=ties, **kwargs)
+                  for name, run in runs.items()}
+        for name, t in tables.items():
+            rows.append({"run": name, "metric": m.display_name,
+                         "judged_at_k": t["judged_at_k"].mean(),
+                         **{c: t[c].mean() for c in (*TREATMENTS, "low", "high")},
+                         "exact": t["exact"].mean(), "n_queries": len(t)})
+        base = tables[names[0]]
+        for name in names[1:]:
+            pair_rows.append(_pair(name, names[0], m.display_name, tables[name], base))
+    return pd.DataFrame(rows), pd.DataFrame(pair_rows)
+
+
+def _pair(name: str, baseline: str, metric: str, a: pd.DataFrame, b: pd.DataFrame
+          ) -> dict[str, Any]:
+    common = a.index.intersection(b.index)
+    a, b = a.loc[common], b.loc[common]
+    diff = {t: float((a[t] - b[t]).mean()) for t in TREATMENTS}
+    worst = float((a["low"] - b["high"]).mean())
+    best = float((a["high"] - b["low"]).mean())
+    return {"run": name, "baseline": baseline, "metric": metric, **diff, "worst": worst,
+            "best": best, "n_queries": len(common),
+            "verdict": verdict(name, baseline, diff, worst, best)}
+
+
+def verdict(a: str, b: str, diff: Mapping[str, float], worst: float, best: float) -> str:
+    """Whether ``a`` beats ``b`` (or loses) under every treatment and every labeling."""
+    if worst > 0:
+        return f"{a} > {b} under every labeling"
+    if best < 0:
+        return f"{a} < {b} under every labeling"
+    wins = [t for t in TREATMENTS if diff[t] > 0]
+    if len(wins) == len(TREATMENTS):
+        return f"{a} > {b} under the three treatments, not under every labeling"
+    if not wins:
+        return f"{a} < {b} under the three treatments, not under every labeling"
+    return f"{a} > {b} only if unjudged documents are {' or '.join(wins)}"
+
+
+def markdown(frame: pd.DataFrame, digits: int = 4, signed: bool = False) -> str:
+    """A table as Markdown, numbers rounded to ``digits`` (with their sign: ``signed``)."""
+    def cell(v: Any) -> str:
+        if isinstance(v, (float, np.floating)):
+            return f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
+        return str(v)
+
+    head = "| " + " | ".join(map(str, frame.columns)) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    body = ["| " + " | ".join(cell(v) for v in row) + " |"
+            for row in frame.itertuples(index=False)]
+    return "\n".join([head, rule, *body])
