@@ -12,7 +12,7 @@ import pytest
 
 from harness import Metric, evaluate, parse_metric
 from harness.errors import InputError, MetricDefinitionError
-from tests.test_judged_only import TREC, _data
+from tests.test_judged_only import TREC, _data, assert_same_as_trec
 
 
 def _augmented(run: pd.DataFrame, qrels: pd.DataFrame, grade: int) -> dict:
@@ -39,17 +39,7 @@ def test_relevant_equals_trec_eval_on_augmented_qrels(seed: int, grade: int | No
     theirs = pytrec_eval.RelevanceEvaluator(_augmented(run, qrels, top), set(TREC)).evaluate(r)
     metrics = [parse_metric(f"trec_eval:{name}", unjudged="relevant", unjudged_grade=grade)
                for name in TREC]
-    ours = evaluate(run, qrels, metrics)
-    keys = {"ndcg_cut.5": "ndcg_cut_5", "P.5": "P_5", "recall.10": "recall_10",
-            "map_cut.5": "map_cut_5", "success.3": "success_3"}
-    compared = 0
-    for name, m in zip(TREC, metrics):
-        for qid, values in theirs.items():
-            if qid in ours.index:
-                assert ours.loc[qid, m.display_name] == pytest.approx(
-                    values[keys.get(name, name)], abs=1e-12), (name, qid)
-                compared += 1
-    assert compared > 100
+    assert_same_as_trec(theirs, evaluate(run, qrels, metrics), metrics)
 
 
 def test_relevant_by_hand() -> None:
