@@ -115,3 +115,15 @@ def test_explain_difference_splits_out_the_unjudged_treatment() -> None:
     # is half its interaction with unjudged: v({grade}) = v({})
     alone = evaluate(run, qrels, [Metric("ndcg", k=10, unjudged_grade=2)]).iloc[:, -1]
     assert alone.mean() == pytest.approx(e.mean_a, abs=1e-12)
+
+
+def test_the_sklearn_check_leaves_out_other_treatments_of_unjudged_documents() -> None:
+    from harness.metrics.sklearn_check import check_against_sklearn
+
+    run, qrels = _data(0)
+    ms = [parse_metric(f"nDCG@10(ideal=retrieved{t})")
+          for t in ("", ",unjudged=condensed", ",unjudged=relevant")]
+    results = check_against_sklearn(run, qrels, ms, evaluate(run, qrels, ms))
+    assert [r.status for r in results] == ["checked", "not checked", "not checked"]
+    assert results[0].max_abs_diff < 1e-12
+    assert "sklearn reads an unjudged document as label 0" in results[2].reason

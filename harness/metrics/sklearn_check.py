@@ -48,6 +48,8 @@ def sklearn_expressible(metric: Metric) -> str | None:
         return "gain is neither linear nor exp2"
     if not (metric.discount in ("log2", "ln") or re.fullmatch(r"log[\d.]+", metric.discount)):
         return "discount is not logarithmic"
+    if metric.unjudged != "nonrelevant":  # sklearn ranks every row, an unjudged one as 0
+        return f"unjudged={metric.unjudged}: sklearn reads an unjudged document as label 0"
     return None
 
 
