@@ -16,7 +16,7 @@ import numpy as np
 from harness.metrics.ranked import exclusive_count, ratio, topk_sum
 from harness.metrics.registry import MeasureInput, register_measure
 
-__all__ = ["depth"]
+__all__ = ["depth", "judged_above"]
 
 
 def depth(x: MeasureInput) -> np.ndarray:
@@ -44,10 +44,17 @@ def _judged(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
 def _bpref(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     prep, metric, r = x.prep, x.metric, x.ranking
     nq = prep.n_queries
-    rel, judged, n_rel = x.relevant(), x.judged, x.n_relevant()
-    nonrel = ((judged > 0) & (rel == 0)).astype(np.int64)
+    n_rel = x.n_relevant()
     n_nonrel = np.bincount(prep.judged_q, weights=prep.judged_label < metric.level,
                            minlength=nq)
+    if r.gid is None and metric.level > 0:  # the relevant rows alone: the same terms
+        q, _, _, before = judged_above(x)
+        big_r = n_rel[q]
+        terms = 1.0 - ratio(np.minimum(before, big_r), np.minimum(big_r, n_nonrel[q]))
+        return _unscored(x, ratio(np.bincount(q, weights=terms, minlength=nq), n_rel),
+                         n_nonrel), n_rel == 0
+    rel, judged = x.relevant(), x.judged
+    nonrel = ((judged > 0) & (rel == 0)).astype(np.int64)
     before = exclusive_count(r, nonrel, r.n).astype(np.float64)
     big_r = n_rel[r.q]
     scale = np.minimum(big_r, n_nonrel[r.q])
@@ -67,6 +74,28 @@ def _bpref(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     terms = r_g * (1.0 - ratio(total / (m + 1.0), scale_g))
     values = ratio(np.bincount(r.q[start], weights=terms, minlength=nq), n_rel)
     return _unscored(x, values, n_nonrel), n_rel == 0
+
+
+def judged_above(x: MeasureInput) -> tuple[np.ndarray, ...]:
+    """The ranked relevant rows (label >= level > 0; a ranking without tie groups), query
+    after query: (query, position, relevant rows above, judged non-relevant rows above),
+    the counts as floats. From the judged rows alone, once per ranking and level (bpref,
+    gm_bpref and infAP share it): a relevant row is judged, so the judged rows above it
+    less the relevant ones above it are the judged non-relevant ones."""
+    def make() -> tuple[np.ndarray, ...]:
+        r, nq = x.ranking, x.n_queries
+        rows = np.flatnonzero(x.judged > 0)
+        q = r.q[rows]
+        n = np.bincount(q, minlength=nq)
+        judged_before = np.arange(len(rows)) - (np.cumsum(n) - n)[q]
+        relevant = r.label[rows] >= x.metric.level
+        q, pos, judged_before = q[relevant], r.pos[rows][relevant], judged_before[relevant]
+        n = np.bincount(q, minlength=nq)
+        rel_before = np.arange(len(q)) - (np.cumsum(n) - n)[q]
+        return (q, pos, rel_before.astype(np.float64),
+                (judged_before - rel_before).astype(np.float64))
+
+    return x.cache.get_or(("judged_above", id(x.ranking), x.metric.level), make)
 
 
 def _unscored(x: MeasureInput, values: np.ndarray, n_nonrel: np.ndarray) -> np.ndarray:

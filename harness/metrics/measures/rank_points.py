@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.errors import MetricDefinitionError
+from harness.metrics.measures.judged import judged_above
 from harness.metrics.measures.recall_levels import interpolated_at, relevant_within
 from harness.metrics.ranked import exclusive_count, ratio
 from harness.metrics.registry import MeasureInput, register_measure
@@ -95,20 +96,30 @@ def _iprec_avg(x: MeasureInput) -> Result:
 def _infap(x: MeasureInput) -> Result:
     refuse_average(x, "infAP weights each relevant document by a ratio of counts above it")
     r, nq = x.ranking, x.n_queries
-    rel, n_rel = x.relevant(), x.n_relevant()
-    nonrel = (x.judged > 0) & (rel == 0)
-    above_rel = exclusive_count(r, rel.astype(np.int64), r.n).astype(np.float64)
-    above_non = exclusive_count(r, nonrel.astype(np.int64), r.n).astype(np.float64)
+    n_rel = x.n_relevant()
+    if r.sparse() and x.metric.level > 0:  # the relevant rows, with the counts above each
+        q, pos, a, s = judged_above(x)
+        hit = None
+    else:
+        rel = x.relevant()
+        nonrel = (x.judged > 0) & (rel == 0)
+        hit = rel > 0
+        q, pos = r.q[hit], r.pos[hit]
+        a = exclusive_count(r, rel.astype(np.int64), r.n)[hit].astype(np.float64)
+        s = exclusive_count(r, nonrel.astype(np.int64), r.n)[hit].astype(np.float64)
     # in the pool but not judged (a negative label): counted in the share of documents
     # above whose precision is inferred, as trec_eval's pool_unjudged_so_far
-    pooled = exclusive_count(r, x.negative.astype(np.int64), r.n).astype(np.float64)
-    hit = rel > 0
-    j, a, s = r.pos[hit].astype(np.float64), above_rel[hit], above_non[hit]
+    if r.grouped_negative is None:  # no negative label: none above any row
+        pooled = np.zeros(len(q))
+    else:
+        pooled = exclusive_count(r, x.negative.astype(np.int64), r.n).astype(np.float64)
+        pooled = pooled[hit if hit is not None else x.relevant() > 0]
+    j = pos.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        term = 1.0 / (j + 1.0) + (j / (j + 1.0)) * ((a + s + pooled[hit]) / j) * (
+        term = 1.0 / (j + 1.0) + (j / (j + 1.0)) * ((a + s + pooled) / j) * (
             (a + INFAP_EPSILON) / (a + s + 2.0 * INFAP_EPSILON))
     term = np.where(j == 0, 1.0, term)
-    return ratio(np.bincount(r.q[hit], weights=term, minlength=nq), n_rel), n_rel == 0
+    return ratio(np.bincount(q, weights=term, minlength=nq), n_rel), n_rel == 0
 
 
 @register_measure("bin_g", display="BinG", options=_EMPTY, binary=True, cutoff=False,
