@@ -127,3 +127,15 @@ def test_the_sklearn_check_leaves_out_other_treatments_of_unjudged_documents() -
     assert [r.status for r in results] == ["checked", "not checked", "not checked"]
     assert results[0].max_abs_diff < 1e-12
     assert "sklearn reads an unjudged document as label 0" in results[2].reason
+
+
+def test_the_judgments_metric_grid_holds_each_treatment() -> None:
+    from harness.app.plan import build_metrics
+    from tests.test_app_config import _grid
+
+    names = [m.display_name for m in build_metrics(_grid("judgments"))]
+    for stem in ("nDCG@10(gain=linear,ties=docid", "AP(ties=docid"):
+        assert [n for n in names if n.startswith(stem)] == [
+            f"{stem})", f"{stem},unjudged=condensed)", f"{stem},unjudged=relevant)"]
+    assert "Bpref(ties=docid)" in names and "infAP(ties=docid)" in names
+    assert len(names) == 8
