@@ -16,7 +16,7 @@ import numpy as np
 from harness.metrics.ranked import exclusive_count, ratio, topk_sum
 from harness.metrics.registry import MeasureInput, register_measure
 
-__all__ = ["depth", "judged_above"]
+__all__ = ["depth", "judged_above", "judged_rows"]
 
 
 def depth(x: MeasureInput) -> np.ndarray:
@@ -76,6 +76,13 @@ def _bpref(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     return _unscored(x, values, n_nonrel), n_rel == 0
 
 
+def judged_rows(x: MeasureInput) -> np.ndarray:
+    """The ranked rows (indices in ranked order) whose document is judged, once per
+    ranking."""
+    return x.cache.get_or(("judged_rows", id(x.ranking)),
+                          lambda: np.flatnonzero(x.judged > 0))
+
+
 def judged_above(x: MeasureInput) -> tuple[np.ndarray, ...]:
     """The ranked relevant rows (label >= level > 0; a ranking without tie groups), query
     after query: (query, position, relevant rows above, judged non-relevant rows above),
@@ -84,7 +91,7 @@ def judged_above(x: MeasureInput) -> tuple[np.ndarray, ...]:
     less the relevant ones above it are the judged non-relevant ones."""
     def make() -> tuple[np.ndarray, ...]:
         r, nq = x.ranking, x.n_queries
-        rows = np.flatnonzero(x.judged > 0)
+        rows = judged_rows(x)
         q = r.q[rows]
         n = np.bincount(q, minlength=nq)
         judged_before = np.arange(len(rows)) - (np.cumsum(n) - n)[q]

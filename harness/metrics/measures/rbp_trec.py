@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.metrics.measures.judged import judged_rows
 from harness.metrics.ranked import topk_sum
 from harness.metrics.registry import MeasureInput, register_measure
 
@@ -52,9 +53,20 @@ def _scale(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
                           "$0 .. \\max rel$ leave $[0, 1]$, else $g(rel_i)$; 0 if unjudged")
 def _rbp_scaled(x: MeasureInput) -> Result:
     lo, hi = _scale(x)
-    r = x.ranking
-    g = x.metric.gain_function()(r.label)
+    r, k = x.ranking, x.metric.k
     rescale = (lo < 0) | (hi > 1)
+    if r.sparse():  # an unjudged row adds an exact 0: sum over the judged rows alone
+        rows = judged_rows(x)
+        if k is not None:
+            rows = rows[r.pos[rows] < k]
+        q, p = r.q[rows], x.metric.p
+        g = x.metric.gain_function()(r.label[rows])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            scaled = np.where(rescale[q], (g - lo[q]) / (hi - lo)[q], g)
+        weights = (1.0 - p) * p ** r.pos[rows].astype(np.float64)
+        values = np.bincount(q, weights=weights * scaled, minlength=x.n_queries)
+        return values, np.zeros(x.n_queries, dtype=bool)
+    g = x.metric.gain_function()(r.label)
     with np.errstate(invalid="ignore", divide="ignore"):
         scaled = np.where(rescale[r.q], (g - lo[r.q]) / (hi - lo)[r.q], g)
     values = np.where(x.judged > 0, scaled, 0.0)
