@@ -40,7 +40,8 @@ from harness.errors import MetricDefinitionError
 from harness.metrics.definition import CONVENTIONS, Metric, parse_metric
 from harness.metrics.options import OPTIONS
 
-__all__ = ["Explanation", "explain_difference", "DATA_OPTIONS", "METRIC_OPTIONS"]
+__all__ = ["Explanation", "explain_difference", "DATA_OPTIONS", "METRIC_OPTIONS",
+           "differing_options", "hybrid", "shapley_terms", "shown"]
 
 #: Options of a Metric that can differ between two definitions of one metric family: the
 #: cut-off and every declared option (ties, gain, ..., unjudged, unjudged_grade).
@@ -112,6 +113,43 @@ def _options(m: Metric) -> dict[str, Any]:
     return {opt: getattr(m, opt) for opt in METRIC_OPTIONS if hasattr(m, opt)}
 
 
+def differing_options(a: Metric, b: Metric) -> tuple[str, ...]:
+    """The options of :data:`METRIC_OPTIONS` whose values differ between ``a`` and ``b``.
+
+    >>> differing_options(parse_metric("ndcg@10"), parse_metric("ndcg@5(gain=linear)"))
+    ('k', 'gain')
+    """
+    oa, ob = _options(a), _options(b)
+    return tuple(o for o in METRIC_OPTIONS if oa.get(o) != ob.get(o))
+
+
+def hybrid(a: Metric, b: Metric, switched: Any) -> Metric:
+    """Definition ``a`` with the options named in ``switched`` taken from ``b``.
+
+    >>> hybrid(parse_metric("ndcg@10"), parse_metric("ndcg@5(gain=linear)"), {"gain"})
+    Metric('nDCG@10(gain=linear)')
+    """
+    oa, ob = _options(a), _options(b)
+    return Metric(a.name, **{o: (ob if o in switched else oa)[o] for o in oa})
+
+
+def shapley_terms(players: tuple[str, ...]
+                  ) -> list[tuple[str, frozenset[str], float]]:
+    """Every ``(player, S, weight)`` of the exact Shapley value of each player:
+    phi_player = sum of weight * (v(S + player) - v(S)) over the coalitions S without it.
+
+    >>> [(p, sorted(s), w) for p, s, w in shapley_terms(("x", "y")) if p == "x"]
+    [('x', [], 0.5), ('x', ['y'], 0.5)]
+    """
+    n, out = len(players), []
+    for player in players:
+        others = [p for p in players if p != player]
+        for r in range(len(others) + 1):
+            weight = math.factorial(r) * math.factorial(n - r - 1) / math.factorial(n)
+            out += [(player, frozenset(c), weight) for c in itertools.combinations(others, r)]
+    return out
+
+
 def _data(convention: Any, given: Mapping[str, Any] | None) -> dict[str, Any]:
     out = dict(_DATA_DEFAULTS)
     if isinstance(convention, str) and convention == "trec_eval":
@@ -167,8 +205,7 @@ def explain_difference(run: pd.DataFrame, qrels: pd.DataFrame | None = None,
                                     f"{ma.display_name} and {mb.display_name}")
     da, db = _data(a, data_a), _data(b, data_b)
     oa, ob = _options(ma), _options(mb)
-    differing = [o for o in METRIC_OPTIONS if oa.get(o) != ob.get(o)]
-    differing += [o for o in DATA_OPTIONS if da[o] != db[o]]
+    differing = [*differing_options(ma, mb), *(o for o in DATA_OPTIONS if da[o] != db[o])]
     players = tuple(differing)
     n = len(players)
     values: dict[frozenset[str], pd.Series] = {}
@@ -176,10 +213,8 @@ def explain_difference(run: pd.DataFrame, qrels: pd.DataFrame | None = None,
     subsets = [frozenset(c) for r in range(n + 1) for c in itertools.combinations(players, r)]
     by_data: dict[tuple[Any, ...], list[tuple[frozenset[str], Metric]]] = {}
     for s in subsets:
-        opts = {o: (ob if o in s else oa)[o] for o in oa}
         data = {o: (db if o in s else da)[o] for o in DATA_OPTIONS}
-        hybrid = Metric(ma.name, **opts)
-        by_data.setdefault(tuple(data.values()), []).append((s, hybrid))
+        by_data.setdefault(tuple(data.values()), []).append((s, hybrid(ma, mb, s)))
     from harness.metrics.evaluate import aggregate, evaluate
 
     for data_values, members in by_data.items():
@@ -187,25 +222,22 @@ def explain_difference(run: pd.DataFrame, qrels: pd.DataFrame | None = None,
         unique = list(dict.fromkeys(m for _, m in members))
         frame = evaluate(run, qrels, unique, **data)
         summary = aggregate(frame)
-        for s, hybrid in members:
-            values[s] = frame[hybrid.display_name]
-            means[s] = float(summary.at[hybrid.display_name, "mean"])
+        for s, m in members:
+            values[s] = frame[m.display_name]
+            means[s] = float(summary.at[m.display_name, "mean"])
     qids = pd.Index(sorted(set().union(*(v.index for v in values.values()))), name="qid")
-    table_rows, per_query = [], {}
+    phi_mean = dict.fromkeys(players, 0.0)
+    per_query = {p: np.zeros(len(qids)) for p in players}
+    for player, s, weight in shapley_terms(players):
+        phi_mean[player] += weight * (means[s | {player}] - means[s])
+        per_query[player] += weight * (_dense(values[s | {player}], qids)
+                                       - _dense(values[s], qids))
+    table_rows = []
     for player in players:
-        others = [p for p in players if p != player]
-        phi_mean, phi_q = 0.0, np.zeros(len(qids))
-        for r in range(len(others) + 1):
-            weight = math.factorial(r) * math.factorial(n - r - 1) / math.factorial(n)
-            for c in itertools.combinations(others, r):
-                s = frozenset(c)
-                phi_mean += weight * (means[s | {player}] - means[s])
-                phi_q += weight * (_dense(values[s | {player}], qids) - _dense(values[s], qids))
-        per_query[player] = phi_q
         source = oa if player in oa else da
         target = ob if player in ob else db
-        table_rows.append({"option": player, "a": _shown(source[player]),
-                           "b": _shown(target[player]), "contribution": phi_mean})
+        table_rows.append({"option": player, "a": shown(source[player]),
+                           "b": shown(target[player]), "contribution": phi_mean[player]})
     empty = frozenset()
     mean_a, mean_b = means[empty], means[frozenset(players)]
     table = pd.DataFrame(table_rows, columns=["option", "a", "b", "contribution"])
@@ -227,7 +259,9 @@ def _dense(values: pd.Series, qids: pd.Index) -> np.ndarray:
     return values.reindex(qids).fillna(0.0).to_numpy(dtype=np.float64)
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
+    """An option's value as the explanation tables show it (``auto`` for None, a gain
+    table as ``{label: gain, ...}``)."""
     if value is None:
         return "auto"
     if isinstance(value, tuple):  # a gain table
