@@ -207,6 +207,7 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
     from harness.compare.report import build_report, comparison_display, log_report, report_dir
     from harness.compare.record import (comparison_spec, log_comparison, overall_verdict,
                                         write_spec)
+    from harness.compare.verdict_shifts import change_lines, verdict_changes
     from harness.compare.verdicts import gate_lines, verdict_lines, verdict_table
 
     with steps("load runs"):
@@ -238,6 +239,7 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
     verdicts = None if baseline is None else verdict_table(
         sweep.per_query, comparison, margins, test=args.verdict_test,
         equivalence=args.equivalence)
+    changes = None if verdicts is None else verdict_changes(verdicts, sweep.per_query)
     n_queries = max(len(f) for f in sweep.per_query.values())
     print(f"{sweep.experiment}: {len(sweep.versions)} ranker versions "
           f"({', '.join(sweep.versions)}), {len(sweep.variants)} variants, up to {n_queries} "
@@ -252,7 +254,7 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
     slug = selection_slug(args, p_defaults=parser().parse_args(["x"]))
     out = report_dir(sweep, args.out_dir) / (slug or "")
     with steps("write report and figures"):
-        paths = build_report(sweep, comparison, sens, out)
+        paths = build_report(sweep, comparison, sens, out, verdicts=verdicts, changes=changes)
         pairwise = paths.directory / "comparison.txt"
         with pd.option_context("display.width", 250, "display.max_rows", None,
                                "display.max_columns", None, "display.max_colwidth", 60):
@@ -262,9 +264,9 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
     print(f"report: {paths.html}\n        {paths.markdown}\n        {paths.latex}")
     status = 0
     spec = comparison_spec(sweep, comparison, verdicts, args.variants)
-    write_spec(paths.directory, spec, verdicts)
+    write_spec(paths.directory, spec, verdicts, changes)
     if verdicts is not None:
-        print("\n".join(verdict_lines(verdicts)))
+        print("\n".join(verdict_lines(verdicts) + change_lines(changes)))
         if args.gate:
             passed, lines = gate_lines(verdicts)
             print("\n".join(lines))
@@ -274,7 +276,7 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
     experiment = args.log_experiment or sweep.provenance.get("experiments",
                                                              [sweep.experiment])[0]
     with steps("log the comparison to MLflow"):
-        run_id = log_comparison(sweep, paths.directory, spec, verdicts,
+        run_id = log_comparison(sweep, paths.directory, spec, verdicts, changes=changes,
                                 experiment=experiment, pending_dir=args.pending_dir)
     print(f"comparison logged as run {run_id} (experiment {experiment!r}, harness.verdict="
           f"{overall_verdict(verdicts)}); recompute it: harness reproduce {run_id}")

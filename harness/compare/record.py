@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from harness.compare.load import Sweep
+from harness.compare.verdict_shifts import CHANGES_FILE, change_markdown
 from harness.compare.verdicts import PASSING, VERDICT_CODES, VERDICTS
 from harness.errors import TrackingUnavailable
 from harness.paths import project_path
@@ -50,7 +51,7 @@ def comparison_spec(sweep: Sweep, comparison: pd.DataFrame, verdicts: pd.DataFra
                                       "confidence", "family", "max_queries")},
         "verdicts": None if verdicts is None else {
             "test": verdicts.attrs["test"], "equivalence": verdicts.attrs["equivalence"],
-            "margins": verdicts.attrs["margins"]},
+            "margins": verdicts.attrs["margins"], "changes": CHANGES_FILE},
     }
 
 
@@ -63,20 +64,23 @@ def overall_verdict(verdicts: pd.DataFrame | None) -> str:
     return max(rows["verdict"], key=lambda v: VERDICTS.index(v))
 
 
-def write_spec(directory: Path, spec: Mapping[str, Any], verdicts: pd.DataFrame | None
-               ) -> None:
-    """``comparison.json`` and ``verdicts.csv`` beside the report."""
+def write_spec(directory: Path, spec: Mapping[str, Any], verdicts: pd.DataFrame | None,
+               changes: pd.DataFrame | None = None) -> None:
+    """``comparison.json``, ``verdicts.csv`` and the verdict's changes across metric
+    definitions (:data:`~harness.compare.verdict_shifts.CHANGES_FILE`) beside the report."""
     (directory / SPEC_ARTIFACT).write_text(json.dumps(spec, indent=1, default=str))
     if verdicts is not None:
         verdicts.to_csv(directory / "verdicts.csv", index=False)
+    if changes is not None:
+        changes.to_csv(directory / CHANGES_FILE, index=False)
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:60]
 
 
-def _tags(sweep: Sweep, spec: Mapping[str, Any], verdicts: pd.DataFrame | None
-          ) -> dict[str, str]:
+def _tags(sweep: Sweep, spec: Mapping[str, Any], verdicts: pd.DataFrame | None,
+          changes: pd.DataFrame | None) -> dict[str, str]:
     ranker_runs = [r for ids in spec["versions"].values() for r in ids]
     baselines = spec["baselines"]
     tags = {"harness.role": COMPARISON_ROLE, VERDICT_TAG: overall_verdict(verdicts),
@@ -95,6 +99,8 @@ def _tags(sweep: Sweep, spec: Mapping[str, Any], verdicts: pd.DataFrame | None
         for verdict in VERDICTS:
             tags[f"{VERDICT_TAG}.{_slug(verdict)}"] = str(int((verdicts["verdict"]
                                                                == verdict).sum()))
+    if changes is not None:  # metrics (per pair) whose verdict changes with the definition
+        tags["harness.verdict_changes"] = str(len(changes))
     return tags
 
 
@@ -112,7 +118,8 @@ def _metrics(verdicts: pd.DataFrame | None, keys: Mapping[str, str]) -> dict[str
     return out
 
 
-def _description(sweep: Sweep, verdicts: pd.DataFrame | None) -> str:
+def _description(sweep: Sweep, verdicts: pd.DataFrame | None,
+                 changes: pd.DataFrame | None = None) -> str:
     lines = [f"**Comparison** of {len(sweep.versions)} ranker versions on dataset "
              f"`{sweep.dataset_name}`: overall verdict **{overall_verdict(verdicts)}**."]
     if verdicts is not None:
@@ -121,12 +128,15 @@ def _description(sweep: Sweep, verdicts: pd.DataFrame | None) -> str:
                   "|---|---|---|---|---|---|"]
         lines += [f"| `{r.variant}` | {r.candidate} | {r.baseline} | {r.mean_diff:+.4f} | "
                   f"{r.verdict} | {r.decided_by} |" for r in shown.itertuples()]
+    if changes is not None:
+        lines += change_markdown(changes)
     lines += ["", "Recompute it: `harness reproduce <this run id>`."]
     return "\n".join(lines)
 
 
 def log_comparison(sweep: Sweep, directory: Path, spec: Mapping[str, Any],
                    verdicts: pd.DataFrame | None, *, experiment: str,
+                   changes: pd.DataFrame | None = None,
                    pending_dir: str | os.PathLike[str] = "runs/pending",
                    artifact_root: str = "runs/artifacts") -> str:
     """Log the comparison whose files are in ``directory`` as a run of ``experiment``;
@@ -157,8 +167,8 @@ def log_comparison(sweep: Sweep, directory: Path, spec: Mapping[str, Any],
                    for v, m in spec["verdicts"]["margins"].items()}
     now = int(time.time() * 1000)
     record = RunRecord(key=COMPARISON_ROLE, name=name,
-                       tags=_tags(sweep, spec, verdicts) | {
-                           "mlflow.note.content": _description(sweep, verdicts)},
+                       tags=_tags(sweep, spec, verdicts, changes) | {
+                           "mlflow.note.content": _description(sweep, verdicts, changes)},
                        params=params, metrics=_metrics(verdicts, keys),
                        artifacts=[[str(directory), ""]], start_ms=now, end_ms=now)
     plan = LogPlan(tracking_uri=sweep.tracking_uri, experiment=experiment,

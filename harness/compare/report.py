@@ -188,7 +188,29 @@ def _figures(sweep: Sweep, comparison: pd.DataFrame, sens: Sensitivity,
     return out
 
 
-def _tables(sweep: Sweep, comparison: pd.DataFrame, sens: Sensitivity
+def _verdict_tables(verdicts: pd.DataFrame | None, changes: pd.DataFrame | None
+                    ) -> dict[str, tuple[str, pd.DataFrame, bool]]:
+    """The verdicts of each candidate against each baseline, and where they change across
+    metric definitions (none without a baseline)."""
+    from harness.compare.verdict_shifts import changes_display
+    from harness.compare.verdicts import verdicts_display
+
+    if verdicts is None:
+        return {}
+    a = verdicts.attrs
+    out = {"verdicts": (f"Verdicts ({a.get('test')} one-sided, alpha {a.get('alpha')}, "
+                        f"{a.get('correction')} per {a.get('family')}"
+                        + (", equivalence (TOST)" if a.get("equivalence") else "") + ")",
+                        verdicts_display(verdicts), False)}
+    if changes is not None and not changes.empty:
+        out["verdict_changes"] = ("Verdict across metric definitions: where it changes, "
+                                  "and the options that account for the largest change",
+                                  changes_display(changes), False)
+    return out
+
+
+def _tables(sweep: Sweep, comparison: pd.DataFrame, sens: Sensitivity,
+            verdicts: pd.DataFrame | None = None, changes: pd.DataFrame | None = None
             ) -> dict[str, tuple[str, pd.DataFrame, bool]]:
     """Title, table and whether the index is shown, per section."""
     means, letters = means_display(sens.means, comparison)
@@ -205,6 +227,7 @@ def _tables(sweep: Sweep, comparison: pd.DataFrame, sens: Sensitivity
         "{:.2f}".format)) if len(sens.power) else sens.power
     return {
         "versions": ("Ranker versions", versions, False),
+        **_verdict_tables(verdicts, changes),
         "means": ("Mean per query; superscripts: the rankers (letters) this one is "
                   "significantly better than", means.T.rename_axis("variant"), True),
         "comparison": ("Paired comparisons", comparison_display(comparison), False),
@@ -257,7 +280,8 @@ def _provenance_tables(sweep: Sweep) -> dict[str, pd.DataFrame]:
 
 
 def build_report(sweep: Sweep, comparison: pd.DataFrame, sensitivity: Sensitivity,
-                 out_dir: str | Path) -> ReportPaths:
+                 out_dir: str | Path, *, verdicts: pd.DataFrame | None = None,
+                 changes: pd.DataFrame | None = None) -> ReportPaths:
     """Write the report of a comparison to ``out_dir``.
 
     Parameters
@@ -270,6 +294,10 @@ def build_report(sweep: Sweep, comparison: pd.DataFrame, sensitivity: Sensitivit
         From :func:`harness.compare.sensitivity`.
     out_dir : path
         Created if needed (see :func:`report_dir` for the conventional place).
+    verdicts, changes : DataFrame, optional
+        From :func:`harness.compare.verdicts.verdict_table` and
+        :func:`harness.compare.verdict_shifts.verdict_changes` (with a baseline): shown
+        after the ranker versions.
 
     Returns
     -------
@@ -280,7 +308,8 @@ def build_report(sweep: Sweep, comparison: pd.DataFrame, sensitivity: Sensitivit
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     parts = ReportParts(f"Ranker comparison: {sweep.experiment}", _settings(sweep, comparison),
-                   list(sensitivity.notes), _tables(sweep, comparison, sensitivity),
+                   list(sensitivity.notes),
+                   _tables(sweep, comparison, sensitivity, verdicts, changes),
                    _notes(sweep, comparison),
                    _figures(sweep, comparison, sensitivity, out / "figures"),
                    _provenance_tables(sweep), sweep)

@@ -100,10 +100,14 @@ def latex_report(parts: ReportParts) -> str:
     from harness.compare.latex import latex_document_tables
 
     tables = []
-    for key in ("means", "comparison", "winners", "power", "ties"):
+    for key in ("verdicts", "means", "comparison", "winners", "power", "ties"):
+        if key not in parts.tables:  # no verdicts without a baseline
+            continue
         caption, frame, index = parts.tables[key]
         if frame.empty:
             continue
+        if key == "verdicts":  # the numbers that decided each are in the HTML and CSV
+            frame = frame.drop(columns=["decided by"])
         frame = frame.reset_index() if index else frame
         if key == "comparison":  # the deciding test's corrected p-value is enough on paper
             drop = ["p t", "p Wilcoxon", "p perm"]

@@ -34,7 +34,7 @@ from harness.errors import CompareError
 
 __all__ = ["BETTER", "EQUIVALENT", "NOT_WORSE", "WORSE", "INCONCLUSIVE", "VERDICTS",
            "PASSING", "VERDICT_TESTS", "VERDICT_CODES", "parse_margins", "one_sided_p",
-           "verdict_table", "gate_failures", "verdict_lines", "gate_lines"]
+           "verdict_table", "gate_failures", "verdict_lines", "gate_lines", "verdicts_display"]
 
 BETTER, EQUIVALENT, NOT_WORSE = "better", "equivalent (within margin)", \
     "not worse (within margin)"
@@ -240,3 +240,15 @@ def gate_lines(verdicts: pd.DataFrame) -> tuple[bool, list[str]]:
     return False, [f"gate: FAILED ({len(failed)} of {len(gated)} gated comparison(s))"] + [
         f"  {r.variant}, {r.candidate} vs {r.baseline}: {r.verdict} (diff {r.mean_diff:+.4f}"
         f", margin {r.margin:g}; {r.decided_by})" for r in failed.itertuples()]
+
+
+def verdicts_display(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """The verdict table as a report shows it: one row per variant, candidate and baseline,
+    the mean difference, the margin, the verdict, the numbers that decided it and whether
+    the gate reads it."""
+    v = verdicts
+    return pd.DataFrame({
+        "variant": v["variant"], "candidate": v["candidate"], "baseline": v["baseline"],
+        "n": v["n"], "diff": v["mean_diff"].map("{:+.4f}".format),
+        "margin": v["margin"].map("{:g}".format), "verdict": v["verdict"],
+        "decided by": v["decided_by"], "gated": v["gated"].map({True: "yes", False: ""})})

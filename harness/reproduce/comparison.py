@@ -3,9 +3,10 @@
 The comparison run's ``comparison.json`` names the ranker runs of every version and the
 sha256 of each per-query artifact it read. They are downloaded again and checked against
 those digests (an altered or deleted artifact is an error naming it), the paired tests and
-the verdicts are recomputed with the options recorded, and every number of the logged
-``comparison.csv`` and ``verdicts.csv`` is compared with the recomputed one (as both read
-back from CSV, so the same rounding applies to both).
+the verdicts (and their changes across metric definitions) are recomputed with the options
+recorded, and every number of the logged ``comparison.csv``, ``verdicts.csv`` and
+``verdict_changes.csv`` is compared with the recomputed one (as both read back from CSV, so
+the same rounding applies to both).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pandas as pd
 from harness.compare.record import COMPARISON_ROLE, SPEC_ARTIFACT
 from harness.compare.runs import load_versions
 from harness.compare.stats import compare_table
+from harness.compare.verdict_shifts import CHANGES_FILE, verdict_changes
 from harness.compare.verdicts import verdict_table
 from harness.errors import HarnessError
 from harness.reproduce.checks import ReproduceError, read_artifact
@@ -31,7 +33,8 @@ __all__ = ["ComparisonResult", "reproduce_comparison", "is_comparison", "compari
 
 #: Columns naming a row of each table (the rest are its numbers and words).
 KEYS = {"comparison.csv": ("variant", "ranker_a", "ranker_b"),
-        "verdicts.csv": ("variant", "candidate", "baseline")}
+        "verdicts.csv": ("variant", "candidate", "baseline"),
+        CHANGES_FILE: ("candidate", "baseline", "metric")}
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,8 @@ def reproduce_comparison(client: Any, run: Any) -> ComparisonResult:
             now["verdicts.csv"] = verdict_table(
                 sweep.per_query, comparison, spec["verdicts"]["margins"],
                 test=spec["verdicts"]["test"], equivalence=spec["verdicts"]["equivalence"])
+            if spec["verdicts"].get("changes"):  # comparisons logged before issue 23's ★
+                now[CHANGES_FILE] = verdict_changes(now["verdicts.csv"], sweep.per_query)
     except HarnessError as exc:
         raise ReproduceError(f"comparison run {run_id}: {exc}") from None
     n_values, differences = 0, []
