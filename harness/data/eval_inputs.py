@@ -1,7 +1,7 @@
 """The input files of ``harness eval``: qrels, runs, preference judgments and Z-score
 tables, as TREC text (optionally gzip-compressed, ``.gz``) or parquet.
 
-Text files are read as trec_eval reads them (:func:`harness.data.trec.trec_lines`: fields
+Text files are read as trec_eval reads them (:func:`harness.data.trec.trec_fields`: fields
 split on ASCII whitespace only, ``\n``, ``\r\n`` and ``\r`` line ends, blank lines and
 lines starting with ``#`` skipped, a run's columns after the sixth ignored); a plain file
 (one separator character, no comment) is read by Arrow's CSV reader instead, with the same
@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from harness.data.trec import read_prefs as read_text_prefs
-from harness.data.trec import trec_lines
+from harness.data.trec import trec_fields
 from harness.errors import InputError
 
 __all__ = ["read_eval_qrels", "read_eval_run", "read_prefs", "read_zscores", "is_table"]
@@ -129,7 +129,7 @@ def read_eval_qrels(path: str | Path) -> pd.DataFrame:
         if np.isfinite(values).all():
             return pd.DataFrame({"qid": fast[0], "iter": fast[1], "docid": fast[2],
                                  "label": values})
-    rows, linenos = trec_lines(p, 4, "qrels")
+    rows, linenos = trec_fields(p, 4, "qrels")
     qid, it, docid, label = zip(*rows)
     return pd.DataFrame({"qid": qid, "iter": it, "docid": docid,
                          "label": _numbers(list(label), linenos, p, "relevance")})
@@ -151,7 +151,7 @@ def read_eval_run(path: str | Path) -> tuple[pd.DataFrame, str]:
         if np.isfinite(values).all():  # a document twice: the engine names its query
             return (pd.DataFrame({"qid": fast[0], "docid": fast[2], "score": values}),
                     str(fast[5].iloc[-1]))
-    rows, linenos = trec_lines(p, 6, "run", more=True)
+    rows, linenos = trec_fields(p, 6, "run", more=True)
     qid, _, docid, _, score, runid = zip(*rows)
     run = pd.DataFrame({"qid": qid, "docid": docid,
                         "score": _numbers(list(score), linenos, p, "score")})
@@ -175,7 +175,7 @@ def read_prefs(path: str | Path) -> pd.DataFrame:
 def read_zscores(path: str | Path) -> dict[tuple[str, str], tuple[float, float]]:
     """A ``-Z`` file (``qid measure mean stddev``): ``{(qid, measure): (mean, stddev)}``."""
     p = Path(path)
-    rows, linenos = trec_lines(p, 4, "zscores")
+    rows, linenos = trec_fields(p, 4, "zscores")
     qid, measure, mean, std = zip(*rows)
     means = _numbers(list(mean), linenos, p, "mean")
     stds = _numbers(list(std), linenos, p, "stddev")

@@ -4,7 +4,7 @@
 - run: ``qid Q0 docid rank score runid`` per line; the rank column is ignored (documents are
   ranked by score), and anything after the sixth column is ignored, as trec_eval does.
 
-Every TREC text file is read by one function, :func:`trec_lines`, as trec_eval reads it:
+Every TREC text file is read by one function, :func:`trec_fields`, as trec_eval reads it:
 fields are separated by ASCII whitespace only (space, tab, vertical tab, form feed: C's
 ``isspace``), so a no-break space or another Unicode space inside a docid is part of it;
 lines end at ``\n``, ``\r\n`` or a lone ``\r`` alike. Blank lines and lines starting
@@ -32,7 +32,7 @@ import pandas as pd
 
 from harness.errors import InputError
 
-__all__ = ["read_qrels", "read_run", "read_prefs", "trec_lines", "warn_on_few_judged",
+__all__ = ["read_qrels", "read_run", "read_prefs", "trec_fields", "warn_on_few_judged",
            "FIELDS", "LAYOUTS"]
 
 log = logging.getLogger("harness")
@@ -49,7 +49,7 @@ LAYOUTS = {4: f"qrels ({FIELDS['qrels']})",
            6: f"a run ({FIELDS['run']})"}
 
 
-def trec_lines(path: str | PathLike[str], n_fields: int, kind: str, *,
+def trec_fields(path: str | PathLike[str], n_fields: int, kind: str, *,
                more: bool = False) -> tuple[list[list[str]], list[int]]:
     """The data lines of a TREC text file, each as its first ``n_fields`` fields, with
     their 1-based line numbers.
@@ -117,7 +117,7 @@ def read_qrels(path: str | PathLike[str]) -> pd.DataFrame:
 
     ``qid`` and ``docid`` are strings; ``label`` is int64 (float64 if a grade is fractional).
     """
-    rows, _ = trec_lines(path, 4, "qrels")
+    rows, _ = trec_fields(path, 4, "qrels")
     df = pd.DataFrame(rows, columns=["qid", "iter", "docid", "label"]).drop(columns="iter")
     _to_number(df, "label", path, "qrels", integer=True)
     return df
@@ -126,7 +126,7 @@ def read_qrels(path: str | PathLike[str]) -> pd.DataFrame:
 def read_run(path: str | PathLike[str]) -> pd.DataFrame:
     """Read a TREC run file into a DataFrame with columns ``qid``, ``docid``, ``score``,
     ``rank`` and ``run_id``. Scores are float64."""
-    rows, _ = trec_lines(path, 6, "run", more=True)
+    rows, _ = trec_fields(path, 6, "run", more=True)
     df = pd.DataFrame(rows, columns=["qid", "q0", "docid", "rank", "score", "run_id"])
     df = df.drop(columns="q0")[["qid", "docid", "score", "rank", "run_id"]]
     _to_number(df, "score", path, "run", integer=False)
@@ -152,7 +152,7 @@ def read_prefs(path: str | PathLike[str]) -> pd.DataFrame:
         number; the message names the file (``table``) and the 1-based line (``row``).
     """
     p = Path(path)
-    rows, linenos = trec_lines(p, 5, "prefs")
+    rows, linenos = trec_fields(p, 5, "prefs")
     for fields, lineno in zip(rows, linenos):
         try:
             level = float(fields[4])
