@@ -290,3 +290,33 @@ def test_compare_shows_logs_reports_and_reproduces_the_change(data, tmp_path: Pa
     assert re.match(rf"comparison run {run_id}: identical — \d+ values recomputed", out)
     path = Path(client.download_artifacts(run_id, CHANGES_FILE, str(tmp_path / "dl")))
     assert pd.read_csv(path)["verdict_b"].tolist() == [INCONCLUSIVE]
+
+
+def test_the_report_shows_verdicts_only_when_there_are_some(tmp_path: Path) -> None:
+    from harness.compare import sensitivity
+    from harness.compare.report import build_report
+    from tests.test_report import fake_sweep
+
+    pq = frames({"nDCG@10": 0.10, "nDCG@10(gain=linear)": -0.10})
+    sweep = fake_sweep(pq)
+    plain = compare_table(pq, resamples=100)
+    paths = build_report(sweep, plain, sensitivity(pq, plain), tmp_path / "plain")
+    assert "Verdict" not in paths.html.read_text() + paths.markdown.read_text()
+    against = compare_table(pq, baseline=["base"], resamples=100)
+    verdicts = verdict_table(pq, against, {"nDCG@10": 0.01})
+    changes = verdict_changes(verdicts, pq)
+    paths = build_report(sweep, against, sensitivity(pq, against), tmp_path / "judged",
+                         verdicts=verdicts, changes=changes)
+    md = paths.markdown.read_text()
+    assert "| variant | candidate | baseline | n | diff | margin | verdict | decided by | " \
+           "gated |" in md
+    section = md[md.index("## Verdicts"):md.index("## Verdict across")]
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in section.splitlines()
+            if "| cand | base | 40 |" in line}
+    assert rows["nDCG@10"].endswith(" | yes |") and " | better | " in rows["nDCG@10"]
+    assert " | worse | " in rows["nDCG@10(gain=linear)"]
+    assert md.index("## Verdicts") < md.index("## Mean per query")
+    assert "better under nDCG@10; worse under nDCG@10(gain=linear)" in md
+    html = paths.html.read_text()
+    assert "<td>better</td>" in html and "<td>worse</td>" in html
+    assert "gain exp2 -&gt; linear" in html
