@@ -16,6 +16,8 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 from harness.metrics.trec_eval_compute import Evaluation
 
 __all__ = ["trec_lines", "table_rows", "render", "FORMATS"]
@@ -41,18 +43,37 @@ def _line(name: str, qid: str, kind: str, value: Any, z: bool) -> str:
 def trec_lines(ev: Evaluation, *, per_query: bool, summary: bool = True,
                z: bool = False) -> list[str]:
     """trec_eval's output lines for one run."""
-    out = []
-    if per_query:
-        for i, qid in enumerate(ev.qids):
-            for line in ev.lines:
-                if line.per_query and line.name in ev.values:
-                    out.append(_line(line.name, qid, line.kind, ev.values[line.name][i], z))
+    return _trec_text(ev, per_query=per_query, summary=summary, z=z).splitlines()
+
+
+def _trec_text(ev: Evaluation, *, per_query: bool, summary: bool, z: bool) -> str:
+    """trec_eval's output for one run: every query's lines (with ``per_query``), then the
+    summary lines, each ending with a newline."""
+    out = [_per_query_text(ev, z)] if per_query else []
     if summary:
         for line in ev.lines:
             if line.summary and line.name in ev.summary:
                 kind = "int" if line.aggregate == "count" else line.kind
-                out.append(_line(line.name, "all", kind, ev.summary[line.name], z))
-    return out
+                out.append(_line(line.name, "all", kind, ev.summary[line.name], z) + "\n")
+    return "".join(out)
+
+
+def _per_query_text(ev: Evaluation, z: bool) -> str:
+    """Every query's lines, query after query, as :func:`_line` writes them: one format
+    string of a query's lines (``%6.4f`` is ``{:6.4f}``, ``%d`` is ``int()``), repeated for
+    every query and filled at once (a million lines: one C call instead of a million)."""
+    lines = [ln for ln in ev.lines if ln.per_query and ln.name in ev.values]
+    if not lines or not ev.qids:
+        return ""
+    spec = {"text": "%s", "int": "%6.4f" if z else "%d", "float": "%6.4f"}
+    one_query = "".join(
+        f"{'Z' if z and ln.kind != 'text' else ''}{ln.name:<22}".replace("%", "%%")
+        + f"\t%s\t{spec[ln.kind]}\n" for ln in lines)
+    args = np.empty((len(ev.qids), len(lines), 2), dtype=object)  # (qid, value) per line
+    args[:, :, 0] = np.asarray(ev.qids, dtype=object)[:, None]
+    for j, ln in enumerate(lines):
+        args[:, j, 1] = ev.values[ln.name]
+    return (one_query * len(ev.qids)) % tuple(args.ravel().tolist())
 
 
 def _cell(kind: str, value: Any) -> Any:
@@ -95,8 +116,8 @@ def render(evs: list[Evaluation], fmt: str, *, per_query: bool, z: bool = False,
            summary: bool = True) -> str:
     """The whole output of ``harness eval`` in format ``fmt`` (see :data:`FORMATS`)."""
     if fmt == "trec":
-        return "".join(line + "\n" for ev in evs
-                       for line in trec_lines(ev, per_query=per_query, summary=summary, z=z))
+        return "".join(_trec_text(ev, per_query=per_query, summary=summary, z=z)
+                       for ev in evs)
     header, rows = table_rows(evs, per_query=per_query)
     if fmt == "json":
         return json.dumps(rows, indent=1) + "\n"
