@@ -54,12 +54,33 @@ class Evaluation:
 
 
 def trec_order(run: pd.DataFrame) -> pd.DataFrame:
-    """The run in trec_eval's order: per query, score descending (compared as float32, as
-    trec_eval stores them), ties by docno descending."""
-    key = run.assign(_s=-run["score"].to_numpy(dtype=np.float32))
-    key = key.sort_values(["qid", "_s", "docid"], ascending=[True, True, False],
-                          kind="stable")
-    return key.drop(columns="_s")
+    """The run in trec_eval's order: queries by qid (``strcmp``), each score descending
+    (compared as float32, as trec_eval stores them), ties by docno descending.
+
+    One integer sort on (query, score); only the rows of tied scores are then ordered by
+    docno, by Arrow's string sort (a sort of every row on the three keys took a second on
+    a 1M-line run). Rows equal on all three keep their order."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if len(run) == 0:
+        return run
+    qcode = pd.factorize(run["qid"], sort=True)[0]
+    neg = -run["score"].to_numpy(dtype=np.float32)
+    order = np.lexsort((neg, qcode))  # stable: equal keys keep the run's order
+    q, s = qcode[order], neg[order]
+    tied = np.zeros(len(order), dtype=bool)
+    same = (q[1:] == q[:-1]) & (s[1:] == s[:-1])
+    tied[1:] |= same
+    tied[:-1] |= same
+    if tied.any():
+        rows = np.flatnonzero(tied)
+        group = np.cumsum(~np.concatenate(([False], same)))[rows]  # tie group per row
+        docids = pa.array(run["docid"]).take(pa.array(order[rows]))
+        within = pc.sort_indices(pa.table({"g": group, "d": docids}),
+                                 sort_keys=[("g", "ascending"), ("d", "descending")])
+        order[rows] = order[rows[within.to_numpy()]]
+    return run.take(order)
 
 
 def _qid_set(qid: pd.Series) -> set[str]:
@@ -93,9 +114,14 @@ def _relstring(ranked: pd.DataFrame, qrels: pd.DataFrame, qids: list[str],
                length: int) -> list[str]:
     """Per query, the labels of its first ``length`` ranked documents as one character
     each: the grade, ``>`` above 9, ``.`` negative, ``-`` unjudged (trec_eval's relstring)."""
-    head = ranked[ranked.groupby("qid", sort=False).cumcount() < max(length, 0)]
-    judged = qrels.drop_duplicates(["qid", "docid"])[["qid", "docid", "label"]]
-    head = head[["qid", "docid"]].merge(judged, on=["qid", "docid"], how="left", sort=False)
+    qcode = pd.factorize(ranked["qid"])[0]  # rows come grouped by query, in trec order
+    start = np.flatnonzero(np.concatenate(([True], qcode[1:] != qcode[:-1])))
+    rank = np.arange(len(qcode)) - np.repeat(start, np.diff(np.append(start, len(qcode))))
+    head = ranked.loc[rank < max(length, 0), ["qid", "docid"]].reset_index(drop=True)
+    head["_row"] = np.arange(len(head))
+    # a document judged twice (judge groups) reads its first judgment
+    head = head.merge(qrels[["qid", "docid", "label"]], on=["qid", "docid"], how="left",
+                      sort=False).drop_duplicates("_row")
     rel = head["label"].to_numpy(dtype=np.float64)
     chars = np.full(len(rel), "-", dtype="<U1")
     known = ~np.isnan(rel)
@@ -103,8 +129,11 @@ def _relstring(ranked: pd.DataFrame, qrels: pd.DataFrame, qids: list[str],
     chars[known & (rel > 9)] = ">"
     digit = known & (rel >= 0) & (rel <= 9)
     chars[digit] = rel[digit].astype(np.int64).astype("<U1")
-    joined = pd.Series(chars, index=head["qid"].to_numpy()).groupby(level=0, sort=False).sum()
-    return ["'" + str(joined.get(q, "")) + "'" for q in qids]
+    hq = head["qid"].to_numpy(dtype=object)
+    first = np.flatnonzero(np.concatenate(([True], hq[1:] != hq[:-1]))) if len(hq) else []
+    ends = np.append(first[1:], len(hq)) if len(hq) else []
+    joined = {hq[a]: "".join(chars[a:b].tolist()) for a, b in zip(first, ends)}
+    return ["'" + joined.get(q, "") + "'" for q in qids]
 
 
 def _judge_groups(run: pd.DataFrame, qrels: pd.DataFrame, metric: Any,
