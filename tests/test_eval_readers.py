@@ -112,6 +112,19 @@ def test_crlf_files_keep_the_arrow_path(tmp_path: Path) -> None:
     assert _fast_columns(odd, 4, 3, (0, 1, 2, 3)) is None
 
 
+def test_comment_lines_keep_the_arrow_path(tmp_path: Path) -> None:
+    """Lines starting with '#' are dropped before Arrow reads (a '#' inside a docid
+    stays); a 1M-line run with a comment took seconds line by line."""
+    text = "# run of 2026\r\n1 Q0 a#1 1 2.5 r\r\n#\r\n# more\r\n1 Q0 b 2 1.5 r\r\n# end"
+    path = _write(tmp_path, "run.txt", text)
+    fast = _fast_columns(path, 6, 4, (0, 2, 4, 5))
+    assert fast is not None and list(fast[2]) == ["a#1", "b"] and list(fast[4]) == [2.5, 1.5]
+    assert list(read_run(path)["docid"]) == ["a#1", "b"]  # the line reader agrees
+    cr = _write(tmp_path, "cr.txt", text.replace("\r\n", "\r"))  # CR only: line by line
+    assert _fast_columns(cr, 6, 4, (0, 2, 4, 5)) is None
+    assert list(read_eval_run(cr)[0]["docid"]) == ["a#1", "b"]
+
+
 def test_a_run_ignores_fields_after_the_sixth_as_trec_eval_does(tmp_path: Path) -> None:
     path = _write(tmp_path, "run.txt", "q1 Q0 d1 1 2.5 r extra words\nq1 Q0 d2 2 1.5 r\n")
     frame, runid = read_eval_run(path)
