@@ -9,7 +9,9 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import InputError, MetricDefinitionError
+from harness.metrics.blocked import evaluate_blocked
 from harness.metrics.definition import Metric, parse_metric
+from harness.metrics.dense import dense_array
 from harness.metrics.kernels import Cache, compute
 from harness.metrics.prepare import prepare
 from harness.metrics.weighting import empty_mask, record_empty, summary
@@ -94,7 +96,9 @@ def evaluate(
     Notes
     -----
     Nothing is computed per query in Python: rows are factorised by qid, sorted once per tie
-    mode with :func:`numpy.lexsort`, and summed per query with :func:`numpy.bincount`.
+    mode with :func:`numpy.lexsort`, and summed per query with :func:`numpy.bincount`. A run
+    of more than ``harness.metrics.blocked.BLOCKED_ABOVE`` rows is evaluated in blocks of
+    whole queries and assembled, bit for bit the same table (:mod:`harness.metrics.blocked`).
 
     Examples
     --------
@@ -107,8 +111,21 @@ def evaluate(
     q1        4         4           3  0.8354               0.9134
     """
     mlist = as_metrics(metrics)
-    negative_labels = negative_policy(mlist, negative_labels)
     _check_top_label(top_label)
+    options = {"nan_scores": nan_scores, "missing": missing, "top_label": top_label,
+               "negative_labels": negative_policy(mlist, negative_labels)}
+    out = evaluate_blocked(run, qrels, mlist, _evaluate_whole, options)  # a large run
+    if out is None:
+        out = _evaluate_whole(run, qrels, mlist, **options)
+    if weights is not None:
+        out["weight"] = _weights_for(out.index, weights)
+    return out
+
+
+def _evaluate_whole(run: pd.DataFrame, qrels: pd.DataFrame | None, mlist: list[Metric], *,
+                    nan_scores: str, missing: str, negative_labels: str,
+                    top_label: float | None) -> pd.DataFrame:
+    """:func:`evaluate` of the whole run at once (of one block of a large run)."""
     levels = {m.level for m in mlist if m.binary}
     level = levels.pop() if len(levels) == 1 else 1
     prep = prepare(run, qrels, level=level, nan_scores=nan_scores, missing=missing,
@@ -138,8 +155,6 @@ def evaluate(
     out = pd.DataFrame(columns, index=prep.qids)
     for m, empty in empties.items():
         record_empty(out, m.display_name, empty, m.empty_weight)
-    if weights is not None:
-        out["weight"] = _weights_for(out.index, weights)
     out.attrs["missing_qids"] = list(prep.missing_qids) if missing == "exclude" else []
     out.attrs["unjudged_qids"] = list(prep.unjudged_qids)
     return out
@@ -323,8 +338,8 @@ def evaluate_dense(
     qid
     0         4         4           1             0.6876
     """
-    yt = _dense("y_true", y_true)
-    ys = _dense("y_score", y_score)
+    yt = dense_array("y_true", y_true)
+    ys = dense_array("y_score", y_score)
     if yt.ndim != 2 or ys.shape != yt.shape:
         raise InputError(
             f"y_true and y_score must be 2-D arrays of the same shape, got {yt.shape} and "
@@ -343,31 +358,6 @@ def evaluate_dense(
                              column="weight")
         w = pd.Series(warr, index=np.arange(yt.shape[0]))
     return evaluate(run, None, metrics, weights=w)
-
-
-def _dense(name: str, values: Any) -> np.ndarray:
-    """A 2-D float array, or an InputError naming the argument and the row that breaks it
-    (a list of another length, a value that is not a number)."""
-    try:
-        return np.asarray(values, dtype=np.float64)
-    except (ValueError, TypeError):
-        pass
-    rows = list(values) if not isinstance(values, np.ndarray) else list(values)
-    lengths = [len(r) if hasattr(r, "__len__") and not isinstance(r, str) else None
-               for r in rows]
-    if lengths and lengths[0] is not None and any(n != lengths[0] for n in lengths):
-        i = next(i for i, n in enumerate(lengths) if n != lengths[0])
-        raise InputError(f"{name} must be a rectangle of lists of one length (pad and mask "
-                         f"shorter lists): row 0 has {lengths[0]} items, row {i} has "
-                         f"{lengths[i]}", column=name, row=i)
-    for i, row in enumerate(rows):
-        for j, value in enumerate(row if lengths[i] is not None else [row]):
-            try:
-                float(value)
-            except (ValueError, TypeError):
-                raise InputError(f"{name} must hold numbers, got {value!r} at row {i}, item "
-                                 f"{j}", column=name, row=i) from None
-    raise InputError(f"{name} cannot be read as a 2-D array of numbers", column=name)
 
 
 def tie_interval(run: pd.DataFrame, qrels: pd.DataFrame | None = None,
