@@ -11,7 +11,9 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-__all__ = ["SweepParentRun", "PARENT_ENV", "parent_run_file", "failed_job_file",
+from harness.paths import project_path
+
+__all__ = ["SweepParentRun", "PARENT_ENV", "ACTIVE", "parent_run_file", "failed_job_file",
            "sweep_run_name"]
 
 log = logging.getLogger("harness")
@@ -33,12 +35,21 @@ class SweepParentRun(Callback):
     """Creates the store, schema, experiment and the sweep's parent run in the launching
     process (so parallel jobs never race to create a fresh SQLite store), and closes the
     parent at the end: FINISHED after ``on_multirun_end``, FAILED at exit otherwise (Hydra
-    skips ``on_multirun_end`` when a job fails)."""
+    skips ``on_multirun_end`` when a job fails, an interrupted sweep too).
+
+    For the case where this process dies without closing it (SIGKILL, a lost machine), the
+    parent's closing is also a pending log plan (``sweep-<run id>.json``, the parent FAILED)
+    that this process claims for the whole sweep: ``harness sync`` leaves it alone while
+    the sweep runs, and closes the parent once the process is gone. The parent thus ends
+    FINISHED or FAILED in every path."""
 
     def __init__(self) -> None:
         self.run_id: str | None = None
         self.uri: str | None = None
         self.experiment_id: str | None = None
+        self.sweep_dir: Path | None = None
+        self.pending_dir: Path | None = None
+        self._closing: tuple[Path, Any, Any] | None = None  # (plan file, plan, its claim)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         if not config.tracking.enabled:
@@ -62,15 +73,41 @@ class SweepParentRun(Callback):
         path = parent_run_file(config.hydra.sweep.dir)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(self.run_id)
-        atexit.register(self._close, "FAILED")
+        self.sweep_dir = Path(config.hydra.sweep.dir)
+        self.pending_dir = project_path(config.tracking.pending_dir)
+        self._hold_closing_plan(experiment, str(project_path(config.tracking.artifact_root)))
+        ACTIVE[:] = [self]
+        atexit.register(self.close, "FAILED")
         log.info("sweep parent run %s in experiment %r", self.run_id, experiment)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Launchers pickle the callbacks with each job: the claim stays in this process."""
+        return dict(vars(self), _closing=None)
+
+    def _hold_closing_plan(self, experiment: str, artifact_root: str) -> None:
+        """Save, and claim until :meth:`_close`, the plan that closes the parent FAILED."""
+        from contextlib import ExitStack
+
+        from harness.tracking import LogPlan, RunRecord
+        from harness.tracking.log_plan import claimed
+
+        assert self.pending_dir is not None and self.uri is not None
+        marker = self.pending_dir / f"sweep-{self.run_id}.json"
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        claim = ExitStack()
+        claim.enter_context(claimed(marker))  # claimed before it exists: no sync takes it
+        plan = LogPlan(tracking_uri=self.uri, experiment=experiment, artifact_root=artifact_root,
+                       runs=[RunRecord(key="sweep", name="sweep", run_id=self.run_id,
+                                       status="FAILED")])
+        plan.save(marker)
+        self._closing = (marker, plan, claim)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         failed = sorted(Path(config.hydra.sweep.dir).glob(".failed_job_*"))
         parent, uri = self.run_id, self.uri
         if parent:
             self._describe(config, [p.name.rsplit("_", 1)[1] for p in failed])
-        self._close("FAILED" if failed else "FINISHED")
+        self.close("FAILED" if failed else "FINISHED")
         if parent:
             print("\n" + sweep_summary(parent, uri or "", str(config.hydra.sweep.dir),
                                        experiment=config.tracking.experiment or config.study,
@@ -105,16 +142,35 @@ class SweepParentRun(Callback):
         except Exception as exc:  # noqa: BLE001 - a description is not worth failing a sweep
             log.warning("could not describe sweep parent run %s: %s", self.run_id, exc)
 
-    def _close(self, status: str) -> None:
+    def close(self, status: str, tags: dict[str, str] | None = None) -> None:
+        """Close the parent run with ``status`` (and ``tags``); when the store does not
+        answer, its closing plan stays pending, with that status, for ``harness sync``."""
         if self.run_id is None:
             return
         from mlflow.tracking import MlflowClient
 
         run_id, self.run_id = self.run_id, None
+        closing, self._closing = self._closing, None
         try:
-            MlflowClient(tracking_uri=self.uri).set_terminated(run_id, status=status)
+            client = MlflowClient(tracking_uri=self.uri)
+            for key, value in (tags or {}).items():
+                client.set_tag(run_id, key, value)
+            client.set_terminated(run_id, status=status)
+            if closing is not None:
+                closing[0].unlink(missing_ok=True)
         except Exception as exc:  # noqa: BLE001 - best effort at exit; the store may be down
             log.error("could not close sweep parent run %s: %s", run_id, exc)
+            if closing is not None:
+                closing[1].runs[0].status = status
+                closing[1].save(closing[0])
+                log.error("harness sync will close it (its plan is %s)", closing[0])
+        finally:
+            if closing is not None:
+                closing[2].close()
+
+
+#: The sweep this process launches (its callback), for what an interruption says.
+ACTIVE: list[SweepParentRun] = []
 
 
 #: Longest sweep parent run name: MLflow keeps 250 characters of a run name.

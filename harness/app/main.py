@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -14,11 +15,11 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from harness.app.callbacks import PARENT_ENV, failed_job_file, parent_run_file
+from harness.app.callbacks import ACTIVE, PARENT_ENV, failed_job_file, parent_run_file
 from harness.app.config import register_configs
 from harness.app.hydra_guard import install as guard_callbacks
 from harness.errors import HarnessError
-from harness.paths import PROJECT_ROOT
+from harness.paths import PROJECT_ROOT, project_path
 
 log = logging.getLogger("harness")
 
@@ -31,6 +32,8 @@ def _main(cfg: DictConfig) -> None:
     from harness.app.study import run_study  # here, so --help and config errors answer fast
 
     hc = HydraConfig.get()
+    if hc.mode != RunMode.MULTIRUN:  # what an interruption of this job says
+        _JOB[:] = [Path(hc.runtime.output_dir), project_path(cfg.tracking.pending_dir)]
     parent = None
     label = ""
     if hc.mode == RunMode.MULTIRUN:
@@ -91,6 +94,56 @@ def _drop_if_empty(out: Path) -> None:
         shutil.rmtree(out, ignore_errors=True)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is, so that it unwinds as Ctrl-C does: joblib
+    stops its workers (and their children), a job's tracking worker is ended, the sweep's
+    parent run is closed."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+_JOB: list[Path] = []  # a single job's (output folder, pending folder)
+
+
+def _interrupted(signame: str) -> str:
+    """The one line an interrupted job or sweep ends with: what was kept, what to run."""
+    sync = "harness sync"
+    if ACTIVE:  # a sweep: close its parent now, then count what its jobs left
+        sweep = ACTIVE[0]
+        parent, pending, folder = sweep.run_id, sweep.pending_dir, sweep.sweep_dir
+        sweep.close("FAILED", {"harness.interrupted": signame})
+        done = sorted((p.name for p in folder.iterdir() if p.name.isdigit() and
+                       (p / "summary.csv").is_file() and not (p / "INCOMPLETE").exists()),
+                      key=int) if folder and folder.is_dir() else []
+        plans = sorted(pending.glob("*.json")) if pending and pending.is_dir() else []
+        if pending != project_path("runs/pending"):
+            sync += f" --pending-dir {pending}"
+        kept = (f"jobs {', '.join(done)} finished (results in {folder}/<job>/)" if done
+                else "no job finished")
+        waiting = (f"; {len(plans)} log plan(s) wait in {pending}: run {sync}" if plans
+                   else "; every finished job was logged")
+        closed = f"; sweep parent run {parent} closed as FAILED" if parent else ""
+        return f"interrupted ({signame}): the sweep's jobs were stopped; {kept}{waiting}{closed}"
+    if not _JOB:
+        return f"interrupted ({signame})"
+    out, pending = _JOB
+    if pending != project_path("runs/pending"):
+        sync += f" --pending-dir {pending}"
+    from harness.app.results import INCOMPLETE
+
+    if (out / INCOMPLETE).exists():
+        _drop_if_empty(out)
+        return (f"interrupted ({signame}) before the results were complete: nothing was "
+                "logged; run the job again")
+    plans = sorted(pending.glob(f"*-{out.name}.json")) if pending.is_dir() else []
+    if plans:
+        return (f"interrupted ({signame}) while logging: the results are kept in {out}, "
+                f"the log plan in {plans[-1]}; send it with: {sync}")
+    return f"interrupted ({signame}): the results are in {out}"
+
+
 def main() -> None:
     """Console-script entry point (``harness``).
 
@@ -103,8 +156,19 @@ def main() -> None:
     from harness.app.help import main as help_main
 
     help_main()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         _main()
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: one line, no traceback
+        signame = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut it short
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        print(_interrupted(signame), file=sys.stderr, flush=True)
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(128 + (signal.SIGTERM if signame == "SIGTERM" else signal.SIGINT))
     except SystemExit as exc:
         if exc.code == 1:  # Hydra could not compose the config: say what was meant
             from harness.app.hints import override_hints

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -101,11 +102,19 @@ class TrackingWorker:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        if kind is not None and not issubclass(kind, Exception) and self.proc is not None:
+            # Ctrl-C or SIGTERM: stop now rather than wait for a plan being sent (its
+            # progress is on disk; harness sync finishes it)
+            self.proc.kill()
         self.close()
 
 
 def serve() -> None:
-    """The worker's side: get ready, then execute each plan named on stdin."""
+    """The worker's side: get ready, then execute each plan named on stdin.
+
+    Ctrl-C (which reaches the whole process group) and a job gone while a plan was being
+    sent end the worker without a traceback: the plan on disk holds its progress."""
+    signal.signal(signal.SIGINT, lambda signum, frame: os._exit(128 + signum))
     replies = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # anything MLflow prints goes to stderr, never into the replies
     first = sys.stdin.readline()
@@ -134,8 +143,11 @@ def serve() -> None:
                 close_open_runs(plan)
             reply = {"kind": type(exc).__name__, "message": str(exc),
                      "error_code": getattr(exc, "error_code", None)}
-        replies.write(json.dumps(reply) + "\n")
-        replies.flush()
+        try:
+            replies.write(json.dumps(reply) + "\n")
+            replies.flush()
+        except (BrokenPipeError, OSError):  # the job is gone: nobody to answer
+            os._exit(0)
     # stdin closed: every run was sent and committed. End without the interpreter's teardown
     # of MLflow's and SQLAlchemy's modules (0.3-1.3 s), which the job would wait for.
     sys.stderr.flush()

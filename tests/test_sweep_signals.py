@@ -1,0 +1,262 @@
+"""A job or a sweep stopped by SIGTERM or Ctrl-C (SIGINT to the process group): one line
+saying what was kept and what to run, no traceback, no process left behind, every
+finished job's results either logged or pending for ``harness sync``, and the sweep's
+parent run closed, FINISHED or FAILED, in every path (SIGKILL included, through sync).
+
+Every job and sweep is a real subprocess (``python -m harness``) in its own session, so a
+signal to its process group reaches its workers as Ctrl-C does. "While logging" is made
+certain by a ``sitecustomize`` module (on ``PYTHONPATH``, so the job's tracking worker gets
+it too) that slows the first ``log_batch`` of a plan by a few seconds and says so on stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter
+from pathlib import Path
+
+import psutil
+import pytest
+from mlflow.tracking import MlflowClient
+
+import harness.paths
+
+PROJECT = Path(harness.paths.PROJECT_ROOT)
+
+_SLOW_LOGGING = textwrap.dedent("""
+    import os, sys, time
+    from importlib.abc import MetaPathFinder
+    from importlib.machinery import PathFinder
+
+    class _Slow(MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name != "harness.tracking.log_plan":
+                return None
+            spec = PathFinder.find_spec(name, path)
+            run = spec.loader.exec_module
+            def exec_module(module):
+                run(module)
+                batches = module.batches
+                def slow(*args, **kwargs):
+                    print("SLOW LOGGING", file=sys.stderr, flush=True)
+                    time.sleep(float(os.environ["HARNESS_TEST_SLOW_LOG"]))
+                    return batches(*args, **kwargs)
+                module.batches = slow
+            spec.loader.exec_module = exec_module
+            return spec
+
+    if os.environ.get("HARNESS_TEST_SLOW_LOG"):
+        sys.meta_path.insert(0, _Slow())
+""")
+
+
+def _env(tmp: Path, slow: float | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "HARNESS_"))}
+    if slow is not None:
+        hook = tmp / "hook"
+        hook.mkdir(exist_ok=True)
+        (hook / "sitecustomize.py").write_text(_SLOW_LOGGING)
+        env["PYTHONPATH"] = os.pathsep.join([str(hook), str(PROJECT)])
+        env["HARNESS_TEST_SLOW_LOG"] = str(slow)
+    return env
+
+
+def _args(tmp: Path) -> list[str]:
+    return ["dataset.n_queries=30", "dataset.n_train_queries=30", "metric=ndcg10",
+            "tracking.figures=off", f"tracking.uri=sqlite:///{tmp}/mlflow.db",
+            f"tracking.artifact_root={tmp}/art", f"tracking.pending_dir={tmp}/pending",
+            f"cache_dir={tmp}/cache", f"hydra.sweep.dir={tmp}/out", f"hydra.run.dir={tmp}/out",
+            "study=signals"]
+
+
+class Job:
+    """A ``python -m harness`` process in its own session, its output in files."""
+
+    def __init__(self, tmp: Path, args: list[str], slow: float | None = None) -> None:
+        self.tmp = tmp
+        self.out, self.err = (tmp / "stdout").open("w+"), (tmp / "stderr").open("w+")
+        self.proc = subprocess.Popen([sys.executable, "-m", "harness", *args, *_args(tmp)],
+                                     cwd=PROJECT, env=_env(tmp, slow), stdout=self.out,
+                                     stderr=self.err, text=True, start_new_session=True)
+
+    def said(self) -> str:
+        return (self.tmp / "stdout").read_text() + (self.tmp / "stderr").read_text()
+
+    def wait_for(self, text: str, timeout: float = 240) -> None:
+        end = time.monotonic() + timeout
+        while text not in self.said():
+            assert self.proc.poll() is None, f"ended before {text!r}:\n{self.said()[-3000:]}"
+            assert time.monotonic() < end, f"no {text!r} in {timeout}s:\n{self.said()[-3000:]}"
+            time.sleep(0.1)
+
+    def descendants(self) -> list[psutil.Process]:
+        return psutil.Process(self.proc.pid).children(recursive=True)
+
+    def finish(self, timeout: float = 120) -> int:
+        code = self.proc.wait(timeout=timeout)
+        self.out.close()
+        self.err.close()
+        return code
+
+
+def _sync(tmp: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness.sync", "--pending-dir",
+                           str(tmp / "pending")], cwd=PROJECT, env=_env(tmp),
+                          capture_output=True, text=True, timeout=300)
+
+
+def _runs(tmp: Path) -> list:
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp}/mlflow.db")
+    exp = client.get_experiment_by_name("signals")
+    return client.search_runs([exp.experiment_id]) if exp else []
+
+
+def _no_survivors(procs: list[psutil.Process]) -> None:
+    _, alive = psutil.wait_procs(procs, timeout=15)
+    assert alive == [], [(p.pid, p.cmdline()) for p in alive]
+
+
+def _one_line(said: str, signame: str) -> str:
+    assert "Traceback" not in said and "BrokenPipeError" not in said, said[-3000:]
+    (line,) = [ln for ln in said.splitlines() if ln.startswith(f"interrupted ({signame})")]
+    return line
+
+
+def _pending(tmp: Path) -> list[Path]:
+    return sorted((tmp / "pending").glob("*.json")) if (tmp / "pending").is_dir() else []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attempt", [1, 2])
+def test_sigterm_to_a_joblib_sweep_stops_it_and_keeps_every_finished_job(
+        tmp_path: Path, attempt: int) -> None:
+    sweep = Job(tmp_path, ["-m", "ranker=oracle,noisy_oracle", "metric.k=5,10",
+                           "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"], slow=3)
+    sweep.wait_for("SLOW LOGGING")  # a job is logging, others are computing or waiting
+    children = sweep.descendants()
+    assert any("loky" in " ".join(p.cmdline()) for p in children)
+    sweep.proc.send_signal(signal.SIGTERM)
+    assert sweep.finish() == 128 + signal.SIGTERM
+    _no_survivors(children)  # loky's workers, their tracking workers, its resource tracker
+    said = sweep.said()
+    line = _one_line(said, "SIGTERM")
+    (parent,) = [r for r in _runs(tmp_path) if r.data.tags["harness.role"] == "sweep"]
+    assert parent.info.status == "FAILED"
+    assert parent.data.tags["harness.interrupted"] == "SIGTERM"
+    assert f"sweep parent run {parent.info.run_id} closed as FAILED" in line
+    finished = sorted(p.name for p in (tmp_path / "out").iterdir()
+                      if (p / "summary.csv").is_file() and not (p / "INCOMPLETE").exists())
+    if _pending(tmp_path):
+        assert f"log plan(s) wait in {tmp_path / 'pending'}: run harness sync" in line
+    sync = _sync(tmp_path)
+    assert sync.returncode == 0, sync.stdout + sync.stderr
+    assert _pending(tmp_path) == []
+    runs = [r for r in _runs(tmp_path) if r.data.tags["harness.role"] == "ranker"]
+    jobs = Counter(r.data.tags["job"].split(":", 1)[0] for r in runs)
+    assert sorted(jobs) == finished and set(jobs.values()) == {1}, (jobs, finished)
+    assert {r.info.status for r in runs} == {"FINISHED"}
+    assert _runs(tmp_path)[0].info.status != "RUNNING"
+    assert [r.info.status for r in _runs(tmp_path) if r.data.tags["harness.role"] == "sweep"
+            ] == ["FAILED"]  # the jobs' plans sent after it do not reopen it
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("worker", ["true", "false"])
+def test_ctrl_c_while_a_job_logs_says_what_was_kept(tmp_path: Path, worker: str) -> None:
+    """SIGINT to the job's process group (its tracking worker gets it too)."""
+    job = Job(tmp_path, ["ranker=oracle", "+ranker.coin={kind:random,seed:3}",
+                         f"tracking.worker={worker}"], slow=30)
+    job.wait_for("SLOW LOGGING")
+    children = job.descendants()
+    os.killpg(job.proc.pid, signal.SIGINT)
+    assert job.finish() == 128 + signal.SIGINT
+    _no_survivors(children)
+    said = job.said()
+    line = _one_line(said, "SIGINT")
+    (plan,) = _pending(tmp_path)
+    assert line == (f"interrupted (SIGINT) while logging: the results are kept in "
+                    f"{tmp_path / 'out'}, the log plan in {plan}; send it with: harness sync "
+                    f"--pending-dir {tmp_path / 'pending'}")
+    assert "KeyboardInterrupt" not in said
+    sync = _sync(tmp_path)
+    assert sync.returncode == 0, sync.stdout + sync.stderr
+    runs = _runs(tmp_path)
+    assert sorted(r.data.tags["harness.role"] for r in runs) == ["job", "ranker", "ranker"]
+    assert {r.info.status for r in runs} == {"FINISHED"}
+
+
+@pytest.mark.slow
+def test_sigterm_while_a_job_logs_through_its_worker(tmp_path: Path) -> None:
+    """SIGTERM to the job's process only: its tracking worker is ended without the
+    ``BrokenPipeError`` it used to print; the plan waits for sync."""
+    job = Job(tmp_path, ["ranker=oracle"], slow=30)
+    job.wait_for("SLOW LOGGING")
+    children = job.descendants()
+    assert any("harness.tracking.worker" in " ".join(p.cmdline()) for p in children)
+    job.proc.send_signal(signal.SIGTERM)
+    assert job.finish() == 128 + signal.SIGTERM
+    _no_survivors(children)
+    time.sleep(1)  # anything a straggler would print
+    line = _one_line(job.said(), "SIGTERM")
+    assert "while logging" in line and len(_pending(tmp_path)) == 1
+    assert _sync(tmp_path).returncode == 0
+    assert len(_runs(tmp_path)) == 2
+
+
+def test_sigterm_while_a_job_computes_leaves_nothing(tmp_path: Path) -> None:
+    job = Job(tmp_path, ["ranker=oracle", "dataset.n_queries=3000"])
+    job.wait_for("engine: local")
+    job.proc.send_signal(signal.SIGTERM)
+    assert job.finish() == 128 + signal.SIGTERM
+    line = _one_line(job.said(), "SIGTERM")
+    assert "before the results were complete: nothing was logged" in line
+    assert not (tmp_path / "out").exists() and _pending(tmp_path) == []
+
+
+@pytest.mark.slow
+def test_a_sweeps_parent_ends_finished_or_failed_in_every_path(tmp_path: Path) -> None:
+    """Finished: FINISHED, its closing plan gone. A failed job: FAILED. The launching
+    process killed (SIGKILL, no handler runs): RUNNING until ``harness sync``, which the
+    plan the sweep held closes FAILED (a sync during the sweep leaves it alone)."""
+    def parent(tmp: Path) -> object:
+        (run,) = [r for r in _runs(tmp) if r.data.tags["harness.role"] == "sweep"]
+        return run
+
+    ok = tmp_path / "ok"
+    ok.mkdir()
+    sweep = Job(ok, ["-m", "ranker=oracle", "metric.k=5,10"])
+    assert sweep.finish(300) == 0, sweep.said()[-3000:]
+    assert parent(ok).info.status == "FINISHED"
+    assert not (ok / "pending").exists() or list((ok / "pending").iterdir()) == []
+
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    sweep = Job(bad, ["-m", "ranker=oracle", "+ranker.bad={kind:column,column:nope}",
+                      "metric.k=5,10"])
+    assert sweep.finish(300) == 2, sweep.said()[-3000:]
+    assert parent(bad).info.status == "FAILED" and _pending(bad) == []
+
+    killed = tmp_path / "killed"
+    killed.mkdir()
+    sweep = Job(killed, ["-m", "ranker=oracle", "metric.k=5,10,20"], slow=30)
+    sweep.wait_for("SLOW LOGGING")
+    children = sweep.descendants()
+    during = _sync(killed)  # the sweep holds its closing plan: left to it
+    assert during.returncode == 0 and "left to it" in during.stdout + during.stderr
+    assert parent(killed).info.status == "RUNNING"
+    os.killpg(sweep.proc.pid, signal.SIGKILL)
+    sweep.finish()
+    _no_survivors(children)
+    assert parent(killed).info.status == "RUNNING"
+    names = [p.name for p in _pending(killed)]
+    assert f"sweep-{parent(killed).info.run_id}.json" in names
+    after = _sync(killed)
+    assert after.returncode == 0, after.stdout + after.stderr
+    assert parent(killed).info.status == "FAILED" and _pending(killed) == []
+    assert re.search(r"sweep-[0-9a-f]{32}\.json: logged to", after.stdout + after.stderr)
