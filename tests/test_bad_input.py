@@ -73,11 +73,13 @@ def test_a_parquet_run_with_text_labels_is_refused_when_described(tmp_path: Path
     assert load_parquet_run(name="x", path=str(path)).features == ("score",)
 
 
-@pytest.mark.parametrize("top", [float("nan"), float("inf"), -1, 0, "high", True])
-def test_top_label_must_be_a_finite_positive_number(top) -> None:
+@pytest.mark.parametrize("top", [float("nan"), float("inf"), -float("inf"), "high", True])
+def test_top_label_must_be_a_finite_number(top) -> None:
     """ERR with top_label=inf gave 2.0 and nan an unrelated message (issue 26)."""
     run = pd.DataFrame({"qid": ["q1", "q1"], "docid": ["a", "b"], "score": [1.0, 0.5]})
     qrels = pd.DataFrame({"qid": ["q1", "q1"], "docid": ["a", "b"], "label": [1, 0]})
-    with pytest.raises(InputError, match="top_label must be a finite number > 0") as info:
+    with pytest.raises(InputError, match="top_label must be a finite number") as info:
         harness.evaluate(run, qrels, ["err@10"], top_label=top)
     assert info.value.key == "top_label"
+    with pytest.raises(InputError, match="above the top grade 0"):  # below a label
+        harness.evaluate(run, qrels, ["err@10"], top_label=0)

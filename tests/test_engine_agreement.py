@@ -61,7 +61,10 @@ _VALUES: dict[str, list[Any]] = {
 #: Measures that refuse ties='average' (a maximum over ranks, or terms non-linear in the
 #: documents above: no expectation over tied orders is computed).
 _NO_AVERAGE = {"iprec", "iprec_avg", "infap", "bin_g", "g", "ndcg_rel", "inst", "bpm",
-               "nerr8", "nerr9", "nerr10", "nerr11"}
+               "nerr8", "nerr9", "nerr10", "nerr11",
+               # intent-aware measures (P-IA excepted): a greedy ideal, novelty-discounted gains
+               "alpha_dcg", "alpha_ndcg", "err_ia", "nerr_ia", "nrbp", "nnrbp", "ap_ia",
+               "strecall"}
 
 
 @st.composite

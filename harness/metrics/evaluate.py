@@ -229,12 +229,13 @@ def _weights_for(index: pd.Index, weights: Mapping[Any, float] | pd.Series) -> n
 
 
 def _check_top_label(value: Any) -> None:
-    """The scale's top grade: a finite number > 0 (ERR with an infinite one exceeded 1)."""
+    """The scale's top grade: a finite number (ERR with an infinite one exceeded 1); one
+    below a label is refused where the labels are read."""
     if value is None:
         return
     number = pd.to_numeric(pd.Series([value]), errors="coerce").iloc[0]
-    if isinstance(value, bool) or not np.isfinite(number) or number <= 0:
-        raise InputError(f"top_label must be a finite number > 0, got {value!r}",
+    if isinstance(value, bool) or not np.isfinite(number):
+        raise InputError(f"top_label must be a finite number, got {value!r}",
                          key="top_label")
 
 

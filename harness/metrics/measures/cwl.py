@@ -54,31 +54,45 @@ def _scaled(x: MeasureInput) -> np.ndarray:
     return (np.clip(x.label, low, top) - low) / (top - low)
 
 
-def _matrix(x: MeasureInput, width: int) -> tuple[np.ndarray, np.ndarray]:
+def _matrix(x: MeasureInput, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The scaled gains of the first ``width`` ranks, one row per query (0 past a list's
-    end), and the width read: at most the longest list, ``width`` and N."""
+    end), the ranks read (at most the longest list, ``width`` and N) and each query's own
+    length within them."""
     r = x.ranking
     cols = int(min(width, CWL_DEPTH, x.prep.max_len))
     gain = _scaled(x)
     out = np.zeros((x.n_queries, cols))
     keep = r.pos < cols
     out[r.q[keep], r.pos[keep]] = gain[keep]
-    return out, np.arange(1, cols + 1, dtype=np.float64)
+    own = np.bincount(r.q[keep], minlength=x.n_queries)
+    return out, np.arange(1, cols + 1, dtype=np.float64), own
 
 
-def _reach(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``S_i = prod_{j<i} c_j`` for the ranks of ``c`` (ranks along axis 1), and the
-    chance ``S_L`` of reaching the first rank past them."""
-    prod = np.cumprod(c, axis=1)
+def _read(c: np.ndarray, g: np.ndarray, own: np.ndarray
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Over each query's own ranks (``own``; the columns past them are padding):
+    ``sum_i S_i g_i``, ``sum_i S_i`` and ``S_L``, the chance of reaching the first rank
+    past them, with ``S_i = prod_{j<i} c_j``. Cumulated along the ranks and read at the
+    query's last rank, so a query's value does not depend on the other queries evaluated
+    with it (a row sum over a wider matrix would associate its terms differently)."""
+    if not c.shape[1]:
+        zero = np.zeros(len(own))
+        return zero, zero, np.ones(len(own))
+    inside = np.arange(c.shape[1]) < own[:, None]
+    prod = np.cumprod(np.where(inside, c, 1.0), axis=1)
     reach = np.ones_like(c)
     reach[:, 1:] = prod[:, :-1]
-    last = prod[:, -1] if c.shape[1] else np.ones(c.shape[0])
-    return reach, last
+    reach = np.where(inside, reach, 0.0)
+    rows, at = np.arange(len(own)), np.maximum(own - 1, 0)
+    gained = np.where(own > 0, np.cumsum(reach * g, axis=1)[rows, at], 0.0)
+    reached = np.where(own > 0, np.cumsum(reach, axis=1)[rows, at], 0.0)
+    last = np.where(own > 0, prod[rows, at], 1.0)
+    return gained, reached, last
 
 
-def _expected(g: np.ndarray, reach: np.ndarray, tail: np.ndarray) -> Result:
+def _expected(gained: np.ndarray, reached: np.ndarray, tail: np.ndarray) -> Result:
     """``sum_i S_i g_i / (sum_i S_i + tail)`` per query; no query is empty."""
-    value = (reach * g).sum(axis=1) / (reach.sum(axis=1) + tail)
+    value = gained / (reached + tail)
     return value, np.zeros(len(value), dtype=bool)
 
 
@@ -101,14 +115,14 @@ def _cutoff(x: MeasureInput) -> int:
                           "$T_j = T - \\sum_{m \\le j} g_m$ (`target` = T); " + _GAIN)
 def _inst(x: MeasureInput) -> Result:
     refuse_average(x, "INST's continuation reads the gains above each rank")
-    g, rank = _matrix(x, CWL_DEPTH)
+    g, rank, own = _matrix(x, CWL_DEPTH)
     shift = 2.0 * x.metric.target - np.cumsum(g, axis=1)  # T + T_i
-    reach, last = _reach(((rank + shift - 1.0) / (rank + shift)) ** 2)
-    # past the last column the gains are 0: c telescopes, S_i = S_L ((L + A) / (i + A))^2
-    cols = g.shape[1]
-    a = shift[:, -1] if cols else np.full(x.n_queries, 2.0 * x.metric.target)
-    tail = last * (cols + a) ** 2 * _inverse_squares(cols, a) if cols < CWL_DEPTH else 0.0
-    return _expected(g, reach, tail)
+    gained, reached, last = _read(((rank + shift - 1.0) / (rank + shift)) ** 2, g, own)
+    # past a list's end the gains are 0: c telescopes, S_i = S_L ((L + A) / (i + A))^2
+    a = np.where(own > 0, shift[np.arange(len(own)), np.maximum(own - 1, 0)]
+                 if g.shape[1] else 0.0, 2.0 * x.metric.target)
+    tail = np.where(own < CWL_DEPTH, last * (own + a) ** 2 * _inverse_squares(own, a), 0.0)
+    return _expected(gained, reached, tail)
 
 
 @register_measure("insq", display="INSQ", options=(*_SCALE, "target"), graded=True,
@@ -119,8 +133,9 @@ def _inst(x: MeasureInput) -> Result:
 def _insq(x: MeasureInput) -> Result:
     t2 = 2.0 * x.metric.target
     rank = np.arange(1, CWL_DEPTH + 1, dtype=np.float64)
-    reach, _ = _reach((((rank + t2 - 1.0) / (rank + t2)) ** 2)[None, :])
-    weight = reach[0] / reach[0].sum()
+    c = ((rank + t2 - 1.0) / (rank + t2)) ** 2
+    reach = np.concatenate(([1.0], np.cumprod(c)[:-1]))
+    weight = reach / reach.sum()
     r = x.ranking
     keep = r.pos < CWL_DEPTH
     gain = r.group_mean(_scaled(x))
@@ -138,7 +153,7 @@ def _insq(x: MeasureInput) -> Result:
 def _bpm(x: MeasureInput) -> Result:
     refuse_average(x, "BPM stops where the gain above reaches T")
     depth = _cutoff(x)
-    g, _ = _matrix(x, depth)
+    g, _, _ = _matrix(x, depth)
     cum = np.cumsum(g, axis=1)
     reached = cum >= x.metric.target
     stop = np.where(reached.any(axis=1), reached.argmax(axis=1) + 1, depth)
@@ -153,14 +168,16 @@ def _nerr_truncated(x: MeasureInput, weighted: bool) -> Result:
     """NERR8 (``c_i = 1 - g_i``) and NERR9 (``c_i = i/(i+1) (1 - g_i)``) over the top k."""
     refuse_average(x, "NERR's continuation reads the gains above each rank")
     depth = _cutoff(x)
-    g, rank = _matrix(x, depth)
+    g, rank, own = _matrix(x, depth)
     c = (1.0 - g) * (rank / (rank + 1.0) if weighted else 1.0)
-    reach, last = _reach(c)
-    cols = g.shape[1]
-    rest = np.arange(cols, depth, dtype=np.float64)  # ranks past the matrix, 0-based
-    # past it the gains are 0: S_i = S_L (NERR8) or S_L (L + 1) / (i + 1) (NERR9)
-    tail = last * ((cols + 1.0) * (1.0 / (rest + 1.0)).sum() if weighted else len(rest))
-    return _expected(g, reach, tail)
+    gained, reached, last = _read(c, g, own)
+    # past a list's end the gains are 0: S_i = S_L (NERR8) or S_L (L + 1) / (i + 1) (NERR9)
+    if weighted:  # after[L] = sum_{i=L}^{k-1} 1 / (i + 1), every L from one array
+        after = np.concatenate((np.cumsum(1.0 / np.arange(depth, 0, -1.0))[::-1], [0.0]))
+        tail = last * (own + 1.0) * after[own]
+    else:
+        tail = last * (depth - own)
+    return _expected(gained, reached, tail)
 
 
 @register_measure("nerr8", display="NERR8", options=_SCALE, graded=True, top_grade=True,
@@ -188,10 +205,10 @@ def _nerr9(x: MeasureInput) -> Result:
 def _nerr10(x: MeasureInput) -> Result:
     refuse_average(x, "NERR's continuation reads the gains above each rank")
     p = x.metric.p
-    g, _ = _matrix(x, CWL_DEPTH)
-    reach, last = _reach(p * (1.0 - g))
-    rest = CWL_DEPTH - g.shape[1]  # past the matrix S_i = S_L p^(i - L)
-    return _expected(g, reach, last * (1.0 - p ** rest) / (1.0 - p))
+    g, _, own = _matrix(x, CWL_DEPTH)
+    gained, reached, last = _read(p * (1.0 - g), g, own)
+    rest = CWL_DEPTH - own  # past a list's end S_i = S_L p^(i - L)
+    return _expected(gained, reached, last * (1.0 - p ** rest) / (1.0 - p))
 
 
 @register_measure("nerr11", display="NERR11", options=(*_SCALE, "target"), graded=True,
@@ -203,8 +220,8 @@ def _nerr10(x: MeasureInput) -> Result:
 def _nerr11(x: MeasureInput) -> Result:
     refuse_average(x, "NERR's continuation reads the gains above each rank")
     t2 = 2.0 * x.metric.target
-    g, rank = _matrix(x, CWL_DEPTH)
-    reach, last = _reach(((rank + t2 - 1.0) / (rank + t2)) ** 2 * (1.0 - g))
-    cols = g.shape[1]  # past the matrix S_i = S_L ((L + 2T) / (i + 2T))^2
-    tail = last * (cols + t2) ** 2 * _inverse_squares(cols, t2) if cols < CWL_DEPTH else 0.0
-    return _expected(g, reach, tail)
+    g, rank, own = _matrix(x, CWL_DEPTH)
+    gained, reached, last = _read(((rank + t2 - 1.0) / (rank + t2)) ** 2 * (1.0 - g), g, own)
+    # past a list's end S_i = S_L ((L + 2T) / (i + 2T))^2
+    tail = np.where(own < CWL_DEPTH, last * (own + t2) ** 2 * _inverse_squares(own, t2), 0.0)
+    return _expected(gained, reached, tail)
