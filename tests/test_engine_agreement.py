@@ -103,6 +103,15 @@ def collections(draw: st.DrawFn) -> tuple[pd.DataFrame, pd.DataFrame]:
         qrels_rows.append((qid, doc, 1))
     run = pd.DataFrame(run_rows, columns=["qid", "docid", "score"])
     qrels = pd.DataFrame(qrels_rows, columns=["qid", "docid", "label"])
+    if draw(st.booleans()):  # subtopic judgments: the intent-aware measures are computed
+        # (one to three subtopics a judgment row; another subtopic of one document may add
+        # a row with another grade, which every other measure reads as the highest)
+        qrels["subtopic"] = [draw(st.sampled_from(["intent-1", "intent-2"]))
+                             for _ in range(len(qrels))]
+        extra = qrels.assign(subtopic="intent-3",
+                             label=[draw(st.integers(0, 3)) for _ in range(len(qrels))])
+        keep = [draw(st.booleans()) for _ in range(len(extra))]
+        qrels = pd.concat([qrels, extra[keep]], ignore_index=True)
     return run, qrels
 
 
