@@ -147,3 +147,25 @@ def test_bad_names_are_refused_in_one_line(text: str, words: str) -> None:
     with pytest.raises(MetricDefinitionError, match=words) as info:
         harness.parse_metric(text)
     assert "\n" not in str(info.value)
+
+
+def test_harness_eval_reads_the_qrels_second_column_as_the_subtopic(tmp_path, capsys) -> None:
+    """``harness eval QRELS RUN "alpha_nDCG@10"``: ndeval's qrels (``topic subtopic docno
+    judgment``) read from the TREC file, the values pyndeval gives per query."""
+    from harness.commands import eval as eval_cli
+
+    run, qrels = make_data(43, tied=True)
+    run_path, qrels_path = tmp_path / "run.txt", tmp_path / "qrels.txt"
+    ranked = run.sort_values(["qid", "score"], ascending=[True, False])
+    ranked.assign(Q0="Q0", rank=1, tag="sys")[["qid", "Q0", "docid", "rank", "score", "tag"]] \
+        .to_csv(run_path, sep=" ", header=False, index=False)
+    qrels.to_csv(qrels_path, sep=" ", header=False, index=False)
+    assert eval_cli.main(["-q", str(qrels_path), str(run_path), "alpha_nDCG@10",
+                          "ERR_IA@5"]) == 0
+    lines = [line.split() for line in capsys.readouterr().out.splitlines()]
+    for name, measure in (("alpha_nDCG@10", "alpha-nDCG@10"), ("ERR_IA@5", "ERR-IA@5")):
+        theirs = _theirs(run, qrels, measure)
+        printed = {q: float(v) for n, q, v in lines if n == name and q != "all"}
+        assert len(printed) >= 25
+        for qid, value in printed.items():
+            assert value == pytest.approx(theirs[qid], abs=5e-5), (name, qid)

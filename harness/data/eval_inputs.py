@@ -135,7 +135,8 @@ def read_eval_qrels(path: str | Path) -> pd.DataFrame:
     if is_table(p):
         df = _parquet(p, ("qid", "docid", "label"), "qrels")
         out = pd.DataFrame({"qid": df["qid"].astype(str),
-                            "iter": df["iter"].astype(str) if "iter" in df else "0",
+                            "iter": df["iter"].astype(str) if "iter" in df else
+                            df["subtopic"].astype(str) if "subtopic" in df else "0",
                             "docid": df["docid"].astype(str),
                             "label": pd.to_numeric(df["label"], errors="raise")
                             .astype(np.float64)})

@@ -102,6 +102,9 @@ class Measure:
         in one direction only (the extremes label the top or the bottom s of them, for some
         s); ``ideal``, a gain sum over its ideal ranking's (the extremes sort a multiset of
         grades over the ranks); '' nothing declared.
+    subtopics : bool
+        It reads subtopic (intent) judgments, the qrels' ``subtopic`` column (``harness
+        eval`` then reads the TREC qrels' second column as the subtopic).
     """
 
     name: str
@@ -119,6 +122,7 @@ class Measure:
     sklearn: bool = False
     aggregate: str = "mean"
     unjudged_bounds: str = ""
+    subtopics: bool = False
     builtin: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -172,7 +176,8 @@ def register_measure(name: str, kernel: Kernel | None = None, *, display: str | 
                      graded: bool = False, reads_judged: bool = False, top_grade: bool = False,
                      formula: str = "", matches: str = "", sklearn: bool = False,
                      aggregate: str = "mean", unjudged_bounds: str = "",
-                     replace: bool = False, builtin: bool = False) -> Any:
+                     subtopics: bool = False, replace: bool = False,
+                     builtin: bool = False) -> Any:
     """Declare a measure, usable by name everywhere a metric is named.
 
     Called with a kernel it registers it and returns the :class:`Measure`; without one it
@@ -187,7 +192,8 @@ def register_measure(name: str, kernel: Kernel | None = None, *, display: str | 
                        aliases=tuple(aliases), cutoff=cutoff, binary=binary, graded=graded,
                        reads_judged=reads_judged, top_grade=top_grade, formula=formula,
                        matches=matches, sklearn=sklearn, aggregate=aggregate,
-                       unjudged_bounds=unjudged_bounds, builtin=builtin)
+                       unjudged_bounds=unjudged_bounds, subtopics=subtopics,
+                       builtin=builtin)
         spellings = {spec.name, spec.display.lower(), *(a.lower() for a in spec.aliases)}
         if not replace:
             taken = sorted(s for s in spellings if s in _ALIASES)

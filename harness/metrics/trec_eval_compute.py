@@ -186,7 +186,11 @@ def evaluate_trec(run: pd.DataFrame, qrels: pd.DataFrame, columns: list[Column],
         run_q = _qid_set(ranked["qid"])
     absent = sorted(set(qids) - run_q)  # scored 0 (-c, or -J left nothing)
     plain_qrels = qrels[["qid", "docid", "label"]]
-    if "iter" in qrels and qrels["iter"].nunique() > 1:  # judge groups judge a document again
+    if any(getattr(m.measure, "subtopics", False) for _, m in extra):
+        # intent-aware measures: the second column is the subtopic (ndeval's qrels)
+        plain_qrels = qrels.rename(columns={"iter": "subtopic"})[
+            ["qid", "subtopic", "docid", "label"]]
+    elif "iter" in qrels and qrels["iter"].nunique() > 1:  # judge groups judge again
         plain_qrels = qrels.drop_duplicates(["qid", "docid"])[["qid", "docid", "label"]]
 
     ev = Evaluation(runid, qids, [])

@@ -127,7 +127,8 @@ def _ideal(x: MeasureInput, jq: nd.QueryJudgments) -> np.ndarray:
 def _declare(name: str, display: str, irm: str, formula: str, options: tuple[str, ...] = (),
              cutoff: bool = True) -> Callable[[Any], Any]:
     return register_measure(name, display=display, options=(*_EMPTY, *options),
-                            binary=True, cutoff=cutoff, reads_judged=True, builtin=True,
+                            binary=True, cutoff=cutoff, reads_judged=True, subtopics=True,
+                            builtin=True,
                             matches=_MATCH.format(irm), formula=formula + "; " + _REL)
 
 
