@@ -161,3 +161,22 @@ def test_blocked_values_match_pytrec_eval(monkeypatch):
         assert got.loc[q, "nDCG@10(gain=linear,ties=docid)"] == pytest.approx(res[q]["ndcg_cut_10"],
                                                                    abs=1e-12)
         assert got.loc[q, "AP(ties=docid)"] == pytest.approx(res[q]["map"], abs=1e-12)
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_arrow_text_qids_in_chunks(monkeypatch, shuffle):
+    """Arrow-backed text qids held in chunks that cut queries (as a parquet read leaves
+    them) are coded chunk by chunk; a chunk's first qid continues the previous chunk's."""
+    import pyarrow as pa
+
+    run, qrels = _data(6, True, shuffle)
+    values = pa.array(run["qid"].astype(str).tolist())
+    cuts = [0, 1, 2, 40, 41, 300, len(values) // 2, len(values)]
+    chunked = pa.chunked_array([values[a:b] for a, b in zip(cuts[:-1], cuts[1:])])
+    dtype = pd.StringDtype("pyarrow", na_value=np.nan)
+    run["qid"] = pd.Series(dtype.__from_arrow__(chunked))
+    qrels["qid"] = qrels["qid"].astype(dtype)
+    assert run["qid"].array._pa_array.num_chunks == 7
+    expected = _unblocked(monkeypatch, run, qrels, METRICS)
+    for block_rows in (1, 60):
+        _same(_blocked(monkeypatch, block_rows, run, qrels, METRICS), expected)

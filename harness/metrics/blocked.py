@@ -35,9 +35,9 @@ from harness.metrics.weighting import EMPTY_ATTR, merge_empty
 __all__ = ["BLOCKED_ABOVE", "BLOCK_ROWS", "evaluate_blocked", "collection_top_label"]
 
 #: Runs with more rows than this are evaluated in blocks (tests lower it).
-BLOCKED_ABOVE = 4_000_000
+BLOCKED_ABOVE = 1_000_000
 #: Run rows per block, about (a block ends at a query's end).
-BLOCK_ROWS = 2_000_000
+BLOCK_ROWS = 500_000
 
 Whole = Callable[..., pd.DataFrame]
 
@@ -73,31 +73,89 @@ def collection_top_label(run: pd.DataFrame, qrels: pd.DataFrame | None) -> float
     return max(0.0, float(pd.to_numeric(source["label"], errors="coerce").max()))
 
 
+Rows = tuple[np.ndarray | None, np.ndarray]  # (grouping permutation or None, bounds)
+
+
 def _layout(run: pd.DataFrame, qrels: Any, missing: Any
-            ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray] | None:
-    """(run query codes, qrels query codes or None, first code of each block), or None
-    when the qids cannot be coded here or no query is evaluated."""
+            ) -> tuple[Rows, Rows | None] | None:
+    """Where each block's rows are, in the run and in the qrels; None when the qids cannot
+    be coded here or no query is evaluated. The qids are coded per run of equal values
+    (one per query when the rows come grouped), not per row."""
     try:
+        run_seg = _segments(run["qid"])
+        if run_seg is None:
+            return None
         if qrels is None:
-            rq, quniq, _ = factorize_qid(run["qid"])
-            n = len(quniq)
-            label = numeric(run, "label", "run")
-            jq = None
-            judged = np.bincount(rq[label >= 0], minlength=n) > 0
+            codes, quniq, _ = factorize_qid(run_seg[1])
+            label = numeric(run, "label", "run") >= 0
+            judged_seg = np.add.reduceat(label, run_seg[0]) > 0
+            judged = np.bincount(codes, weights=judged_seg, minlength=len(quniq)) > 0
+            j_seg = None
         else:
             if not isinstance(qrels, pd.DataFrame) or "qid" not in qrels.columns:
                 return None
-            rq, jq, quniq = joint_qid_codes(*align_key_dtypes(run["qid"], qrels["qid"]))
-            n = len(quniq)
-            judged = np.bincount(jq, minlength=n) > 0
+            j_seg = _segments(qrels["qid"])
+            if j_seg is None:
+                return None
+            codes, j_codes, quniq = joint_qid_codes(*align_key_dtypes(run_seg[1], j_seg[1]))
+            judged = np.bincount(j_codes, minlength=len(quniq)) > 0
     except (KeyError, TypeError, ValueError, InputError):
         return None
-    if (rq < 0).any() or (jq is not None and (jq < 0).any()):
-        return None  # a missing qid
-    rows = np.bincount(rq, minlength=n)
+    n = len(quniq)
+    rows = np.bincount(codes, weights=np.diff(np.append(run_seg[0], len(run))),
+                       minlength=n).astype(np.int64)
     evaluated = judged & (rows > 0) if missing != "zero" else judged
     starts = block_starts(rows, evaluated, BLOCK_ROWS)
-    return (rq, jq, starts) if starts is not None else None
+    if starts is None:
+        return None
+    return (_rows(codes, run_seg[0], len(run), starts),
+            None if j_seg is None else _rows(j_codes, j_seg[0], len(qrels), starts))
+
+
+def _segments(qid: pd.Series) -> tuple[np.ndarray, pd.Series] | None:
+    """(first row of each run of equal qids, their qids), or None when a qid is missing."""
+    if len(qid) == 0 or bool(qid.isna().any()):
+        return None
+    array = getattr(qid.array, "_pa_array", None)
+    if array is not None and hasattr(qid.dtype, "__from_arrow__"):
+        return _arrow_segments(array, qid.dtype)
+    values = qid.to_numpy()
+    first = np.flatnonzero(np.concatenate(([True], values[1:] != values[:-1])))
+    return first, qid.iloc[first].reset_index(drop=True)
+
+
+def _arrow_segments(array: Any, dtype: Any) -> tuple[np.ndarray, pd.Series]:
+    """:func:`_segments` of an Arrow-backed column, chunk by chunk: the temporaries are a
+    chunk's (pandas' take across the chunks of a 100M-row column copied all of them)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
+    firsts, heads, previous, offset = [], [], None, 0
+    for chunk in chunks:
+        if len(chunk):
+            change = np.concatenate((
+                [previous is None or chunk[0] != previous],
+                pc.not_equal(chunk[1:], chunk[:-1]).to_numpy(zero_copy_only=False)))
+            local = np.flatnonzero(change.astype(bool, copy=False))
+            firsts.append(local + offset)
+            heads.append(chunk.take(pa.array(local)))
+            previous, offset = chunk[len(chunk) - 1], offset + len(chunk)
+    values = dtype.__from_arrow__(pa.chunked_array(heads, type=array.type))
+    return np.concatenate(firsts), pd.Series(values)
+
+
+def _rows(codes: np.ndarray, first: np.ndarray, n_rows: int, starts: np.ndarray) -> Rows:
+    """The rows of each block from the codes of the runs of equal qids: slices when the
+    runs come in code order (each query one run, queries sorted), else a stable grouping
+    of the rows by code (each query keeps its input order)."""
+    if len(codes) < 2 or bool(np.all(codes[1:] > codes[:-1])):
+        bounds = np.append(first, n_rows)[np.searchsorted(codes, starts)]
+        return None, np.append(bounds, n_rows)
+    per_row = np.repeat(codes, np.diff(np.append(first, n_rows)))
+    order = group_by_query(per_row, int(per_row.max()) + 1)
+    ordered = per_row if order is None else per_row[order]
+    return order, np.append(np.searchsorted(ordered, starts), n_rows)
 
 
 def block_starts(rows: np.ndarray, evaluated: np.ndarray, block_rows: int
@@ -117,24 +175,12 @@ def block_starts(rows: np.ndarray, evaluated: np.ndarray, block_rows: int
     return np.concatenate(([0], cuts))
 
 
-def _blocks(run: pd.DataFrame, qrels: pd.DataFrame | None, rq: np.ndarray,
-            jq: np.ndarray | None, starts: np.ndarray
-            ) -> Iterator[tuple[pd.DataFrame, pd.DataFrame | None]]:
+def _blocks(run: pd.DataFrame, qrels: pd.DataFrame | None, run_rows: Rows,
+            qrels_rows: Rows | None) -> Iterator[tuple[pd.DataFrame, pd.DataFrame | None]]:
     """Each block's run rows (grouped by code, in input order within a query) and qrels."""
-    run_bounds = _bounds(rq, starts)
-    qrels_bounds = None if jq is None else _bounds(jq, starts)
-    for i in range(len(starts)):
-        run_part = _take(run, *run_bounds, i)
-        qrels_part = None if qrels_bounds is None else _take(qrels, *qrels_bounds, i)
-        yield run_part, qrels_part
-
-
-def _bounds(codes: np.ndarray, starts: np.ndarray
-            ) -> tuple[np.ndarray | None, np.ndarray]:
-    """(stable grouping permutation or None when already grouped, row bounds of blocks)."""
-    order = group_by_query(codes, int(codes.max()) + 1 if len(codes) else 0)
-    ordered = codes if order is None else codes[order]
-    return order, np.append(np.searchsorted(ordered, starts), len(codes))
+    for i in range(len(run_rows[1]) - 1):
+        yield (_take(run, *run_rows, i),
+               None if qrels_rows is None else _take(qrels, *qrels_rows, i))
 
 
 def _take(frame: pd.DataFrame, order: np.ndarray | None, bounds: np.ndarray,
