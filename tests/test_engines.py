@@ -81,6 +81,40 @@ def test_engines_agree_on_a_parquet_run_evaluated_in_place(tmp_path: Path,
             assert max(c.max_abs_diff for c in checked) < 1e-12
 
 
+def test_stream_engine_reads_a_parquet_run_once_for_every_ranker(
+        tmp_path: Path, scored: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Two rankers reading score columns of one file: one pass over it (each batch read
+    once), each ranker's table as harness.evaluate gives it, the time split logged."""
+    import logging
+
+    from harness.engines import stream
+
+    passes = []
+    real = stream.iter_query_batches
+
+    def counted(*args, **kwargs):
+        passes.append(sorted(kwargs.get("columns") or []))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(stream, "iter_query_batches", counted)
+    cfg = _compose(["tracking=off", "tracking.figures=false", "dataset=parquet_run",
+                    f"dataset.path={scored}", "ranker=scored_columns", "engine=stream",
+                    "engine.batch_rows=700", "check.sklearn=off", "metric=ndcg10"])
+    with caplog.at_level(logging.INFO, logger="harness"):
+        result = run_study(cfg, tmp_path / "out")
+    assert passes == [["docid", "label", "qid", "score", "weak"]]  # one pass, both columns
+    whole = pd.read_parquet(scored)
+    for column in ("score", "weak"):
+        expected = harness.evaluate(whole.assign(score=whole[column]).drop(columns="weak"),
+                                    metrics="ndcg@10")
+        pd.testing.assert_frame_equal(result.rankers[column].per_query, expected,
+                                      check_exact=True, check_index_type=False)
+    split = [r.getMessage() for r in caplog.records if r.getMessage().startswith("one pass")]
+    assert len(split) == 1 and f"{len(whole):,} rows" in split[0]
+    assert "reading" in split[0] and "score " in split[0] and "weak " in split[0]
+
+
 def test_parquet_run_with_a_qrels_file(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     run = pd.DataFrame({"q": np.repeat(["a", "b", "c"], 4), "doc": [f"d{i}" for i in range(12)],

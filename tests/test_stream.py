@@ -101,3 +101,50 @@ def test_cluster_command(tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "harness.cluster", str(tmp_path / "no.parquet"),
                           str(dst)], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and bad.stderr.startswith("error:")
+
+
+@pytest.mark.parametrize("batch_rows", [1, 53, 10**7])
+def test_several_score_columns_in_one_pass(tmp_path: Path, batch_rows: int) -> None:
+    """Each batch read once, every score column evaluated: each column's table is the one
+    harness.evaluate gives for that column alone (labels in the file, or qrels with a
+    judged query absent from the run and missing='zero')."""
+    from harness.engines.parts import PassClock
+    from harness.engines.stream import evaluate_parquet_scores
+
+    run = _run(seed=7)
+    rng = np.random.default_rng(8)
+    run["bm25"] = rng.integers(0, 4, len(run)) / 3.0
+    run["dense"] = rng.normal(size=len(run)).round(1)
+    path = tmp_path / "run.parquet"
+    run.rename(columns={"qid": "q"}).to_parquet(path, index=False)
+    clock = PassClock()
+    got = evaluate_parquet_scores(path, None, METRICS, ["bm25", "dense", "score"],
+                                  batch_rows=batch_rows, names={"qid": "q"}, clock=clock)
+    for column in ("bm25", "dense", "score"):
+        expected = harness.evaluate(run.drop(columns=["score", "bm25", "dense"]).assign(
+            score=run[column]), metrics=METRICS)
+        pd.testing.assert_frame_equal(got[column], expected, check_exact=True,
+                                      check_index_type=False)
+    assert clock.rows == len(run) and set(clock.scores) == {"bm25", "dense", "score"}
+    assert all(s > 0 for s in clock.scores.values()) and clock.read > 0
+    qrels = run[["qid", "docid", "label"]].sample(frac=0.6, random_state=1)
+    qrels = pd.concat([qrels, pd.DataFrame({"qid": ["zz"], "docid": ["a"], "label": [2]})])
+    got = evaluate_parquet_scores(path, qrels, METRICS, ["dense", "bm25"],
+                                  batch_rows=batch_rows, names={"qid": "q"}, missing="zero")
+    for column in ("dense", "bm25"):
+        expected = harness.evaluate(run[["qid", "docid"]].assign(score=run[column]), qrels,
+                                    METRICS, missing="zero")
+        pd.testing.assert_frame_equal(got[column], expected, check_exact=True,
+                                      check_dtype=False, check_index_type=False)
+        assert "zz" in got[column].index
+
+
+def test_score_columns_named_like_a_role_cannot_share_a_pass(tmp_path: Path) -> None:
+    from harness.engines.stream import evaluate_parquet_scores
+
+    run = _run(seed=9).rename(columns={"qid": "q"}).assign(qid=1.0)
+    path = tmp_path / "run.parquet"
+    run.to_parquet(path, index=False)
+    with pytest.raises(harness.InputError, match="'qid' is a role's name") as exc:
+        evaluate_parquet_scores(path, None, "ndcg@10", ["score", "qid"], names={"qid": "q"})
+    assert exc.value.column == "qid"

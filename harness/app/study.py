@@ -34,7 +34,7 @@ from omegaconf import DictConfig
 
 from harness.app.check import CheckFailed, check_failures, sample_options
 from harness.errors import OutputError
-from harness.app.in_place import evaluate_in_place
+from harness.app.in_place import evaluate_columns_in_place, evaluate_in_place
 from harness.app.plan import (
     DATASET_PATH_OPTIONS,
     StudyPlan,
@@ -167,12 +167,13 @@ def _evaluate_rankers(job: _Job, dataset: Dataset | ParquetRun
     explained: dict[str, list[Path]] = {}  # ranker -> its convention-diff files
     with job.plan.engine as engine:
         log.info("engine: %s", engine.describe())
+        shared = _one_pass(job, engine, dataset)
         bar = progress(specs, desc="rankers", unit="ranker")
         for i, spec in enumerate(bar, start=1):
             t = time.perf_counter()
             if hasattr(bar, "set_postfix_str"):
                 bar.set_postfix_str(spec.name)
-            result, files = _evaluate_ranker(job, engine, dataset, spec)
+            result, files = _evaluate_ranker(job, engine, dataset, spec, shared.get(spec.name))
             results[spec.name] = result
             if files is not None:
                 explained[spec.name] = files
@@ -182,14 +183,36 @@ def _evaluate_rankers(job: _Job, dataset: Dataset | ParquetRun
                          "(check.max_queries)", spec.name, sampled, len(result.per_query))
             log.info("[%d/%d] ranker %s: %d variants x %d queries in %.2fs (scores %s)", i,
                      len(specs), spec.name, len(job.plan.metrics), len(result.per_query),
-                     time.perf_counter() - t, {True: "cached", False: "computed",
-                                               None: "read in place"}[result.cache_hit])
+                     result.seconds, {True: "cached", False: "computed",
+                                      None: "read in place"}[result.cache_hit])
     return results, explained
 
 
+def _one_pass(job: _Job, engine: Engine, dataset: Dataset | ParquetRun
+              ) -> dict[str, tuple[Any, float]]:
+    """For a parquet_run streamed with two rankers or more: every ranker's per-query table
+    from one pass over the file (each batch read once, every score column evaluated), and
+    its evaluation seconds; logs the pass's time split. Empty otherwise."""
+    specs = job.plan.rankers
+    if not isinstance(dataset, ParquetRun) or engine.kind != "stream" or len(specs) < 2:
+        return {}
+    t = time.perf_counter()
+    with job.phases("evaluate"):
+        tables, clock = evaluate_columns_in_place(engine, dataset, list(specs),
+                                                  job.plan.metrics, job.plan.evaluate_options)
+    seconds = {spec.name: clock.scores[str(spec.options["column"])] for spec in specs}
+    log.info("one pass over %s for %d rankers x %d variants: %s rows in %.1fs (reading "
+             "%.1fs; evaluating %s)", dataset.path.name, len(specs), len(job.plan.metrics),
+             f"{clock.rows:,}", time.perf_counter() - t, clock.read,
+             ", ".join(f"{name} {s:.1f}s" for name, s in seconds.items()))
+    return {name: (tables[name], seconds[name]) for name in tables}
+
+
 def _evaluate_ranker(job: _Job, engine: Engine, dataset: Dataset | ParquetRun,
-                     spec: RankerSpec) -> tuple[RankerResult, list[Path] | None]:
-    """One ranker's result, and its convention-diff files (None: nothing explained)."""
+                     spec: RankerSpec, shared: tuple[Any, float] | None = None
+                     ) -> tuple[RankerResult, list[Path] | None]:
+    """One ranker's result, and its convention-diff files (None: nothing explained).
+    ``shared``: its per-query table and seconds from the file's one pass (:func:`_one_pass`)."""
     from harness.app.convention_diffs import explain_ranker, write_explanations
 
     plan, phases, t = job.plan, job.phases, time.perf_counter()
@@ -199,7 +222,9 @@ def _evaluate_ranker(job: _Job, engine: Engine, dataset: Dataset | ParquetRun,
     if isinstance(dataset, ParquetRun):
         with phases("evaluate"):
             per_query, checks = evaluate_in_place(engine, dataset, spec, plan.metrics,
-                                                  plan.evaluate_options, check)
+                                                  plan.evaluate_options, check,
+                                                  None if shared is None else shared[0])
+        t -= 0.0 if shared is None else shared[1]  # its share of the one pass
         key, hit = f"parquet_run:{dataset.digest[:16]}:{spec.options['column']}", None
     else:
         with phases("score"):

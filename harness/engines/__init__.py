@@ -15,6 +15,7 @@ table, value for value (tests/test_dask_engine.py, tests/test_engines.py).
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from harness.engines import local, stream
+from harness.engines.parts import PassClock
 from harness.errors import InputError
 from harness.metrics.definition import Metric
 
@@ -117,6 +119,27 @@ class Engine:
         if self.kind == "dask":
             return self._dask(path, qrels, metrics, names, options)
         return local.evaluate_file(path, qrels, metrics, names, **options)
+
+    def evaluate_file_scores(self, path: str | Path, qrels: pd.DataFrame | None,
+                             metrics: Iterable[Metric], scores: list[str],
+                             names: Mapping[str, str] | None = None, **options: Any
+                             ) -> tuple[dict[str, pd.DataFrame], PassClock]:
+        """The per-query table of each score column of a parquet run (``names`` maps the
+        other roles): in one pass over the file for the stream engine, one evaluation per
+        column otherwise; and where the time went."""
+        clock = PassClock()
+        if self.kind == "stream":
+            out = stream.evaluate_parquet_scores(path, qrels, list(metrics), scores,
+                                                 batch_rows=self.batch_rows, names=names,
+                                                 clock=clock, **options)
+            return out, clock
+        out = {}
+        for score in scores:
+            t = time.perf_counter()
+            out[score] = self.evaluate_file(path, qrels, metrics,
+                                            {**(names or {}), "score": score}, **options)
+            clock.scores[score] = time.perf_counter() - t
+        return out, clock
 
     def _dask(self, source: Any, qrels: pd.DataFrame | None, metrics: Iterable[Metric],
               names: Mapping[str, str] | None, options: dict[str, Any]) -> pd.DataFrame:

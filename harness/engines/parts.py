@@ -6,7 +6,9 @@ into the table :func:`harness.evaluate` gives for the whole run.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +16,14 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import InputError
+from harness.metrics.blocked import collection_top_label as memory_top_label
 from harness.metrics.definition import Metric
 from harness.metrics.evaluate import MetricLike, as_metrics, evaluate, negative_policy
 from harness.metrics.inputs import QRELS_COLUMNS, check_labels, numeric, require_frame
 from harness.metrics.weighting import EMPTY_ATTR, merge_empty
 
-__all__ = ["evaluate_part", "evaluate_parts", "assemble", "check_options", "memory_parts",
-           "file_columns", "top_label"]
+__all__ = ["evaluate_part", "evaluate_parts", "evaluate_score_parts", "PassClock", "assemble",
+           "check_options", "memory_parts", "file_columns", "top_label"]
 
 
 ROLES = ("qid", "docid", "score", "label")
@@ -70,14 +73,6 @@ def top_label(path: Path, qrels: pd.DataFrame | None,
         if value is not None:
             top = max(top, float(value))
     return max(0.0, float(top))
-
-
-def memory_top_label(run: pd.DataFrame, qrels: pd.DataFrame | None) -> float | None:
-    """The top grade :func:`harness.evaluate` would find in the whole of an in-memory run."""
-    source = run if qrels is None else qrels
-    if "label" not in source.columns:
-        return None  # evaluate names the missing column
-    return max(0.0, float(pd.to_numeric(source["label"], errors="coerce").max()))
 
 
 def needs_top_label(metrics: list[Metric], options: Mapping[str, Any]) -> bool:
@@ -135,14 +130,52 @@ def evaluate_parts(parts: Iterable[pd.DataFrame], qrels: pd.DataFrame | None,
                    metrics: list[Metric], options: Mapping[str, Any], missing: str,
                    name: str) -> pd.DataFrame:
     """:func:`evaluate_part` on each part of whole queries, then :func:`assemble`."""
-    frames, unjudged, run_qids = [], [], []
+    return evaluate_score_parts(parts, qrels, metrics, options, missing, name, [None])[None]
+
+
+@dataclass
+class PassClock:
+    """Where one pass over the parts spent its time: waiting for the parts (reading a file's
+    batches), and evaluating each score column; and the rows it went through."""
+
+    read: float = 0.0
+    scores: dict[str | None, float] = field(default_factory=dict)
+    rows: int = 0
+
+
+def evaluate_score_parts(parts: Iterable[pd.DataFrame], qrels: pd.DataFrame | None,
+                         metrics: list[Metric], options: Mapping[str, Any], missing: str,
+                         name: str, scores: Sequence[str | None],
+                         clock: PassClock | None = None) -> dict[str | None, pd.DataFrame]:
+    """Per score column of the parts, the table :func:`evaluate_parts` gives for it: each
+    part is read once and evaluated with each column of ``scores`` as its ``score`` (None:
+    the part's own ``score``). ``clock`` (when given) adds up where the time went."""
+    frames: dict[str | None, list[pd.DataFrame]] = {s: [] for s in scores}
+    unjudged: dict[str | None, list[Any]] = {s: [] for s in scores}
+    run_qids: list[Any] = []
+    clock = clock if clock is not None else PassClock()
+    t = time.perf_counter()
     for part in parts:
+        clock.read += time.perf_counter() - t
         run_qids.extend(pd.unique(part["qid"]).tolist())
-        out, skipped = evaluate_part(part, qrels, metrics, options, table=name)
-        unjudged.extend(skipped)
-        if out is not None:
-            frames.append(out)
-    return assemble(frames, qrels, metrics, run_qids, unjudged, missing, name)
+        for score in scores:
+            t = time.perf_counter()
+            one = part if score is None else _with_score(part, score, scores)
+            out, skipped = evaluate_part(one, qrels, metrics, options, table=name)
+            unjudged[score].extend(skipped)
+            if out is not None:
+                frames[score].append(out)
+            clock.scores[score] = clock.scores.get(score, 0.0) + time.perf_counter() - t
+        clock.rows += len(part)
+        t = time.perf_counter()
+    return {s: assemble(frames[s], qrels, metrics, run_qids, unjudged[s], missing, name)
+            for s in scores}
+
+
+def _with_score(part: pd.DataFrame, score: str, scores: Sequence[str | None]) -> pd.DataFrame:
+    """``part`` with column ``score`` as its ``score`` and the other score columns left out."""
+    return part.drop(columns=[s for s in scores if s != score]).rename(
+        columns={score: "score"})
 
 
 def assemble(frames: list[pd.DataFrame], qrels: pd.DataFrame | None, metrics: list[Metric],

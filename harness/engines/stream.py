@@ -12,7 +12,7 @@ the error names the query and the command that rewrites the file clustered,
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +20,10 @@ import numpy as np
 import pandas as pd
 
 from harness.engines.parts import (
+    PassClock,
     check_options,
     evaluate_parts,
+    evaluate_score_parts,
     file_columns,
     memory_parts,
     memory_top_label,
@@ -33,7 +35,8 @@ from harness.metrics.definition import Metric
 from harness.metrics.evaluate import MetricLike
 from harness.progress import bars_on, progress_sized
 
-__all__ = ["evaluate_parquet", "evaluate_memory", "iter_query_batches", "NotClustered"]
+__all__ = ["evaluate_parquet", "evaluate_parquet_scores", "evaluate_memory",
+           "iter_query_batches", "NotClustered"]
 
 
 class NotClustered(InputError):
@@ -142,6 +145,38 @@ def evaluate_parquet(path: str | os.PathLike[str], qrels: pd.DataFrame | None = 
     total = _row_count(p) if bars_on() else None
     return evaluate_parts(_rows_bar(parts, p.name, total), qrels, mlist, options, missing,
                           p.name)
+
+
+def evaluate_parquet_scores(path: str | os.PathLike[str], qrels: pd.DataFrame | None,
+                            metrics: MetricLike | Iterable[MetricLike],
+                            scores: Sequence[str], *, batch_rows: int = 1_000_000,
+                            names: Mapping[str, str] | None = None,
+                            clock: PassClock | None = None, **options: Any
+                            ) -> dict[str, pd.DataFrame]:
+    """:func:`evaluate_parquet` of several score columns of one file in one pass: each
+    batch is read once and evaluated with each column of ``scores`` as the score. Returns
+    each column's table, the one :func:`evaluate_parquet` gives with
+    ``names={..., "score": column}``. ``names`` maps the other roles; ``clock`` (optional)
+    receives the time spent reading and evaluating each column."""
+    mlist, missing = check_options(metrics, options, "evaluate_parquet", qrels)
+    p = Path(path)
+    columns: dict[str, str] = {}
+    for score in scores:  # every score column checked as one evaluation would
+        columns.update(file_columns(p, qrels, {**(names or {}), "score": score}))
+    for score in scores:
+        columns[score] = score  # each keeps its name; the part's score is chosen per column
+    taken = [c for c in scores if c in ("qid", "docid", "label")]
+    if taken or len(set(scores)) != len(scores):
+        raise InputError(f"score columns {list(scores)} cannot share one pass: "
+                         f"{(taken or list(scores))[0]!r} is a role's name or repeated",
+                         table=p.name, column=(taken or list(scores))[0])
+    if needs_top_label(mlist, options):
+        options["top_label"] = top_label(p, qrels, names)
+    parts = iter_query_batches(p, batch_rows=batch_rows, columns=columns)
+    total = _row_count(p) if bars_on() else None
+    bar = _rows_bar(parts, f"{p.name} ({len(scores)} score columns)", total)
+    out = evaluate_score_parts(bar, qrels, mlist, options, missing, p.name, list(scores), clock)
+    return {str(s): table for s, table in out.items()}
 
 
 def evaluate_memory(run: pd.DataFrame, qrels: pd.DataFrame | None, metrics: Iterable[Metric],
