@@ -60,10 +60,11 @@ def judgment_interval(run: pd.DataFrame, qrels: pd.DataFrame, metric: Metric | s
     value under each ``unjudged`` treatment), ``low`` and ``high`` (the bounds over every
     labeling; a labeling under which the query has no value, ``empty='exclude'``, is left
     out), ``exact`` (both are attained by a labeling; else they are a valid but looser
-    bound: [0, 1] for nDCG, unbounded for a measure declaring nothing), ``judged_at_k``
+    bound: ``high`` 1 for nDCG, whose ``low`` is always exact, unbounded for a measure
+    declaring nothing), ``judged_at_k``
     (the share of the top k, or of the list, that is judged), ``n_unjudged`` (unjudged
     retrieved documents) and ``method`` (how the bounds were found: constant, monotone,
-    swap, ideal, enumeration, bound). ``attrs``: ``grade``, ``metric``, ``unjudged_qids``.
+    swap, ideal, ideal-low, enumeration, bound). ``attrs``: ``grade``, ``metric``, ``unjudged_qids``.
 
     Examples
     --------
@@ -146,13 +147,16 @@ def _bounds(run: pd.DataFrame, qrels: pd.DataFrame, m: Metric, grade: float, low
         reach = _reach(score[sl], unj, m.k, fixed)
         i = where[code]
         n_unjudged[i] = len(unj)
-        plan = candidates(m, choices, reach, budget, rule_known)
+        plan = candidates(m, choices, reach, budget, rule_known,
+                          concave=ties or m.ties != "optimistic")
         if plan is None:  # too many labelings: a bound the measure's range gives
             low[i], high[i] = (0.0, 1.0) if m.measure.unjudged_bounds == "ideal" else (
                 -np.inf, np.inf)
             exact[i], method[i] = False, "bound"
             continue
-        method[i] = plan.method
+        method[i], exact[i] = plan.method, plan.exact
+        if plan.high is not None:
+            high[i] = plan.high  # the values found are within it: fmax keeps it
         plans.append((code, np.sort(rows[sl]), rows[sl][unj], plan))
     judgments = _by_query(qrels, prep)
     for values_low, values_high, owners in _evaluate(plans, run, qrels, judgments, low_m,

@@ -18,8 +18,11 @@ measure's value over every labeling has its minimum and maximum among these cand
   of grades over the documents that can reach the top k, sorting it over their ranks (highest
   gains first, or last) is best (worst) by the rearrangement inequality, while the ideal
   depends on the multiset only; a document that cannot reach the top k only raises the ideal,
-  so it takes the lowest gain (for the maximum) or the highest (for the minimum). Every
-  multiset is tried while their number stays within the budget.
+  so it takes the lowest gain (for the maximum) or the highest (for the minimum). For the
+  maximum every multiset is tried while their number stays within the budget (beyond, the
+  bound is the measure's 1); the minimum needs only the lowest and highest grades (the
+  value is quasi-concave in each gain, unless ties are broken optimistically): the last s
+  documents highest, for each s.
 - otherwise every labeling is tried while their number stays within the budget.
 
 Tied scores: with the ranks' tie groups kept (``average``, ``optimistic``, ``pessimistic``)
@@ -70,14 +73,17 @@ class Candidates:
     grades: np.ndarray
     exact: bool
     method: str
+    high: float | None = None  # a valid upper bound when the greatest value is not known
 
 
 def candidates(metric: Metric, choices: np.ndarray, reach: np.ndarray, budget: int,
-               rule_known: bool) -> Candidates | None:
+               rule_known: bool, concave: bool = True) -> Candidates | None:
     """The labelings of ``len(reach)`` unjudged documents (in rank order; ``reach``: can
     each reach the top k) whose extremes bound the measure, or None when none is within
     ``budget`` labelings (then only a looser bound is known). ``rule_known``: the tie rule
-    keeps the order argument (see the module's notes)."""
+    keeps the order argument (see the module's notes); ``concave``: a gain sum over the
+    ranks is concave in each gain (false under ``ties='optimistic'``, a maximum over the
+    orders: then the least nDCG needs every multiset too)."""
     u, c = len(reach), len(choices)
     if u == 0 or c == 1:
         return Candidates(np.full((1, u), choices[0]), True, "constant")
@@ -95,8 +101,16 @@ def candidates(metric: Metric, choices: np.ndarray, reach: np.ndarray, budget: i
         return Candidates(np.unique(np.vstack([top, bottom]), axis=0), True, "swap")
     if kind == "ideal":
         inside = int(reach.sum())
-        if math.comb(inside + c - 1, c - 1) * 2 <= budget:
-            return Candidates(_sorted_multisets(choices, reach), True, "ideal")
+        multisets = math.comb(inside + c - 1, c - 1)
+        if multisets + (inside + 1 if concave else multisets) <= budget:
+            worst = (_suffixes(choices, reach) if concave else
+                     _sorted_multisets(choices[::-1], reach))  # the others highest
+            return Candidates(np.vstack([_sorted_multisets(choices, reach), worst]), True,
+                              "ideal")
+        if concave:  # the least value is still exact; the greatest is bounded by 1
+            best = _sorted_multisets(choices[[0, -1]], reach)
+            return Candidates(np.vstack([best, _suffixes(choices, reach)]), False,
+                              "ideal-low", high=1.0)
     if c ** u <= budget:
         every = np.array(list(itertools.product(range(c), repeat=u)), dtype=np.int64)
         return Candidates(choices[every], True, "enumeration")
@@ -112,19 +126,31 @@ def _monotone_gains(metric: Metric, choices: np.ndarray) -> bool:
     return bool(np.all(np.diff(gains) >= 0))
 
 
-def _sorted_multisets(choices: np.ndarray, reach: np.ndarray) -> np.ndarray:
+def _sorted_multisets(choices: np.ndarray, reach: np.ndarray, others: int = 0
+                      ) -> np.ndarray:
     """Every multiset of choices over the documents that can reach the top k, sorted over
-    them best first (the others lowest) and worst first (the others highest)."""
+    them in the order of ``choices`` from its end (best first when they ascend); the others
+    at ``choices[others]``."""
     inside = np.flatnonzero(reach)
-    outside = np.flatnonzero(~reach)
-    c = len(choices)
-    combos = np.array(list(itertools.combinations_with_replacement(range(c), len(inside))),
+    combos = np.array(list(itertools.combinations_with_replacement(range(len(choices)),
+                                                                   len(inside))),
                       dtype=np.int64).reshape(-1, len(inside)) if len(inside) else \
         np.zeros((1, 0), dtype=np.int64)
-    best = np.empty((len(combos), len(reach)), dtype=np.int64)
-    best[:, inside] = combos[:, ::-1]  # the highest choices on the first ranks
-    best[:, outside] = 0
-    worst = np.empty_like(best)
-    worst[:, inside] = combos  # the lowest first
-    worst[:, outside] = c - 1
-    return choices[np.vstack([best, worst])]
+    best = np.full((len(combos), len(reach)), others, dtype=np.int64)
+    best[:, inside] = combos[:, ::-1]  # the last choices on the first ranks
+    return choices[best]
+
+
+def _suffixes(choices: np.ndarray, reach: np.ndarray) -> np.ndarray:
+    """The least value's candidates: the last s documents that can reach the top k at the
+    highest choice and the rest of them at the lowest, the others highest. The value is
+    quasi-concave in each document's gain (a gain sum, linear in it, over the ideal's,
+    convex in it), so its least value puts each document at the lowest or the highest
+    choice; sorted over the ranks, worst last, those are these."""
+    inside = np.flatnonzero(reach)
+    u = len(inside)
+    low = np.zeros((u + 1, len(reach)), dtype=np.int64)
+    low[:, ~reach] = len(choices) - 1
+    s = np.arange(u + 1)[:, None]
+    low[:, inside] = np.where(np.arange(u)[None, :] >= u - s, len(choices) - 1, 0)
+    return choices[low]
