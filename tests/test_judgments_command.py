@@ -75,6 +75,7 @@ def test_the_nonrelevant_column_is_trec_eval_and_judged_at_10_the_datas(tables) 
             assert runs.loc[(run, metric), "nonrelevant"] == pytest.approx(
                 _trec_eval_all(run, measure), abs=5e-5)
             assert runs.loc[(run, metric), "n_queries"] == 158
+            assert runs.loc[(run, metric), "n_not_judged"] == 81  # the data's README
     # the data's README: "Judged fraction in the top 10 is 0.859" (BM25), 0.770 (ANCE)
     ndcg = "nDCG@10(gain=linear,ties=docid)"
     assert runs.loc[(RUNS[0], ndcg), "judged_at_k"] == pytest.approx(0.859, abs=5e-4)

@@ -27,7 +27,8 @@ def judgment_tables(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame,
     ``runs``: name -> run, the first the baseline. Returns ``per_run`` (one row per run and
     metric: ``judged_at_k``, the means under each treatment, ``low`` and ``high``, the
     least and greatest mean over every labeling, ``exact``, the share of queries whose
-    bounds are exact, and ``n_queries``) and ``pairs`` (one row per other run and metric:
+    bounds are exact, ``n_queries`` and ``n_not_judged``, the run's queries without any
+    judgment, not evaluated) and ``pairs`` (one row per other run and metric:
     the mean difference run - baseline over their common queries under each treatment,
     ``worst`` and ``best``, the difference's least and greatest value over independent
     labelings of the two runs — conservative where both retrieved one unjudged document,
@@ -43,7 +44,8 @@ def judgment_tables(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame,
             rows.append({"run": name, "metric": m.display_name,
                          "judged_at_k": t["judged_at_k"].mean(),
                          **{c: t[c].mean() for c in (*TREATMENTS, "low", "high")},
-                         "exact": t["exact"].mean(), "n_queries": len(t)})
+                         "exact": t["exact"].mean(), "n_queries": len(t),
+                         "n_not_judged": len(t.attrs.get("unjudged_qids", []))})
         base = tables[names[0]]
         for name in names[1:]:
             pair_rows.append(_pair(name, names[0], m.display_name, tables[name], base))
