@@ -36,11 +36,11 @@ def _query(seed: int, n_unjudged: int) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _brute(run: pd.DataFrame, qrels: pd.DataFrame, metric: Metric,
-           orders: bool = False) -> np.ndarray:
-    """The metric under every labeling of the run's unjudged documents with 0..GRADE (and,
-    with ``orders``, under every order of tied scores, ranked by input order), each one a
-    query of its own."""
-    unjudged = [d for d in run["docid"] if d not in set(qrels["docid"])]
+           orders: bool = False, pool: tuple[str, ...] = ()) -> np.ndarray:
+    """The metric under every labeling of the run's unjudged documents and of ``pool`` with
+    0..GRADE (and, with ``orders``, under every order of tied scores, ranked by input
+    order), each one a query of its own."""
+    unjudged = [d for d in run["docid"] if d not in set(qrels["docid"])] + list(pool)
     runs = [run]
     if orders:
         groups = [list(g.index) for _, g in run.groupby("score", sort=False)]
@@ -183,3 +183,36 @@ def test_the_docs_list_each_declared_shortcut() -> None:
         listed = line.split("-->", 1)[1].replace("`", "").replace(" ", "").split(",")
         declared = [m.display for m in measures() if m.builtin and m.unjudged_bounds == kind]
         assert listed == declared, kind
+
+
+@pytest.mark.parametrize("text", ["AP", "R@2", "nDCG@2", "nDCG(ties=docid)",
+                                  "P@2(empty=one)", "RR(empty=one)", "Bpref", "Rprec",
+                                  "ERR@2", "infAP(ties=docid)", "Judged@2"])
+def test_a_pool_labels_documents_the_run_did_not_retrieve_too(text: str) -> None:
+    from harness import parse_metric
+
+    m = parse_metric(text)
+    for seed in range(6):
+        run, qrels = _query(200 + seed, n_unjudged=seed % 3)
+        if seed % 2:  # no judged relevant document: the pool decides whether R is 0
+            qrels = qrels.assign(label=0)
+        unjudged = [d for d in run["docid"] if d not in set(qrels["docid"])]
+        pool = pd.DataFrame({"qid": "q", "docid": ["p1", "p2", "x1", *unjudged[:1]]})
+        graded = m.with_options(unjudged="relevant", unjudged_grade=GRADE)  # qrels may be 0
+        got = judgment_interval(run, qrels, graded, pool=pool).loc["q"]
+        values = _brute(run, qrels, m, pool=("p1", "p2"))  # x1 is judged; the other retrieved
+        values = values[~np.isnan(values)]
+        assert got["low"] <= values.min() + 1e-12 and got["high"] >= values.max() - 1e-12
+        if got["exact"]:
+            assert (got["low"], got["high"]) == pytest.approx((values.min(), values.max()),
+                                                              abs=1e-12), (text, seed)
+        assert got["n_unjudged"] == len(unjudged)
+
+
+def test_documents_only_another_run_retrieved_lower_ap_when_relevant() -> None:
+    run, qrels = _query(204, n_unjudged=1)
+    pool = pd.DataFrame({"qid": "q", "docid": ["p1", "p2"]})
+    alone = judgment_interval(run, qrels, "AP").loc["q"]
+    pooled = judgment_interval(run, qrels, "AP", pool=pool).loc["q"]
+    assert pooled["high"] == alone["high"] and pooled["low"] < alone["low"]
+    assert pooled["nonrelevant"] == alone["nonrelevant"]

@@ -34,7 +34,7 @@ BATCH_ROWS = 1_000_000
 
 def judgment_interval(run: pd.DataFrame, qrels: pd.DataFrame, metric: Metric | str,
                       *, ties: bool = False, max_labelings: int = 4096,
-                      **kwargs: Any) -> pd.DataFrame:
+                      pool: pd.DataFrame | None = None, **kwargs: Any) -> pd.DataFrame:
     """Per query, the range of a metric over every labeling of the unjudged retrieved
     documents.
 
@@ -52,6 +52,10 @@ def judgment_interval(run: pd.DataFrame, qrels: pd.DataFrame, metric: Metric | s
     max_labelings : int, default 4096
         The most labelings tried for one query where the measure declares no shortcut (every
         labeling: 12 binary documents, 5 with grades 0..4), or multisets for ``ideal``.
+    pool : DataFrame with columns ``qid``, ``docid``, optional
+        More unjudged documents to label, beyond those the run retrieved: the ones other runs
+        retrieved, so that runs compared are bounded over one set of labelings (a labelled
+        document the run did not retrieve changes R and the ideal). Judged ones are ignored.
     **kwargs : ``missing``, ``negative_labels``, ``nan_scores`` of :func:`harness.evaluate`.
 
     Returns
@@ -96,7 +100,7 @@ def judgment_interval(run: pd.DataFrame, qrels: pd.DataFrame, metric: Metric | s
     low_m, high_m = ((base.with_options(ties="pessimistic"), base.with_options(ties="optimistic"))
                      if ties else (base, base))
     low, high, exact, n_unjudged, method = _bounds(run, qrels, m, grade, low_m, high_m, ties,
-                                                   max_labelings, out, kwargs)
+                                                   max_labelings, out, kwargs, pool)
     out["low"], out["high"], out["exact"] = low, high, exact
     out["n_unjudged"], out["method"] = n_unjudged, method
     out = out[list(COLUMNS)]
@@ -119,7 +123,7 @@ def _grade(m: Metric, qrels: pd.DataFrame) -> float:
 
 def _bounds(run: pd.DataFrame, qrels: pd.DataFrame, m: Metric, grade: float, low_m: Metric,
             high_m: Metric, ties: bool, budget: int, out: pd.DataFrame,
-            kwargs: dict[str, Any]) -> tuple[np.ndarray, ...]:
+            kwargs: dict[str, Any], pool: pd.DataFrame | None) -> tuple[np.ndarray, ...]:
     """Per query of ``out``: the bounds, whether exact, the unjudged count and the method."""
     rule_known = ties or m.ties in GROUP_RULES or m.ties in ORDER_RULES
     fixed = m.ties in ORDER_RULES and not ties  # one order of the rows, else tie groups
@@ -140,11 +144,19 @@ def _bounds(run: pd.DataFrame, qrels: pd.DataFrame, m: Metric, grade: float, low
     n_unjudged = np.zeros(n, dtype=np.int64)
     method = np.full(n, "constant", dtype=object)
     where = out.index.get_indexer(prep.qids)
+    r_doc = run["docid"].to_numpy()
+    extra = {} if pool is None else _pool_by_query(pool, qrels, prep)
     plans: list[tuple[int, np.ndarray, np.ndarray, Candidates]] = []
     for code, (start, size) in enumerate(zip(starts, r.n)):
         sl = slice(start, start + size)
         unj = np.flatnonzero(~judged[sl])
         reach = _reach(score[sl], unj, m.k, fixed)
+        docs = r_doc[rows[sl][unj]]  # the documents to label: these, in rank order, then
+        more = extra.get(code)  # the pool's others, ranked below every one of them
+        if more is not None:
+            more = more[~np.isin(more, r_doc[rows[sl]])]
+            docs, reach = np.concatenate([docs, more]), np.append(reach, np.zeros(len(more),
+                                                                                  bool))
         i = where[code]
         n_unjudged[i] = len(unj)
         plan = candidates(m, choices, reach, budget, rule_known,
@@ -157,7 +169,7 @@ def _bounds(run: pd.DataFrame, qrels: pd.DataFrame, m: Metric, grade: float, low
         method[i], exact[i] = plan.method, plan.exact
         if plan.high is not None:
             high[i] = plan.high  # the values found are within it: fmax keeps it
-        plans.append((code, np.sort(rows[sl]), rows[sl][unj], plan))
+        plans.append((code, np.sort(rows[sl]), docs, plan))
     judgments = _by_query(qrels, prep)
     for values_low, values_high, owners in _evaluate(plans, run, qrels, judgments, low_m,
                                                      high_m, grade, prep, kwargs):
@@ -179,6 +191,19 @@ def _reach(score: np.ndarray, unj: np.ndarray, k: int | None, fixed: bool) -> np
         return unj < k
     kth = np.sort(score)[::-1][k - 1]
     return score[unj] >= kth
+
+
+def _pool_by_query(pool: pd.DataFrame, qrels: pd.DataFrame, prep: Any
+                   ) -> dict[int, np.ndarray]:
+    """The pool's documents per evaluated query code, less those judged (label >= 0)."""
+    pool = require_frame(pool, "pool", ("qid", "docid"))
+    judged = qrels.loc[numeric(qrels, "label", "qrels") >= 0, ["qid", "docid"]]
+    pool = pool[["qid", "docid"]].drop_duplicates()
+    pool = pool.merge(judged, on=["qid", "docid"], how="left", indicator=True)
+    pool = pool[pool["_merge"] == "left_only"]
+    codes = prep.qids.get_indexer(pool["qid"])
+    docs = pool["docid"].to_numpy()
+    return {int(c): docs[codes == c] for c in np.unique(codes[codes >= 0])}
 
 
 def _by_query(qrels: pd.DataFrame, prep: Any) -> dict[Any, np.ndarray]:
@@ -228,7 +253,7 @@ def _pseudo(batch: list[tuple[int, np.ndarray, np.ndarray, Candidates]], r_doc: 
     code each pseudo-query stands for."""
     run_parts, qrel_parts, owners = [], [], []
     pid = 0
-    for code, run_rows, unjudged_rows, plan in batch:
+    for code, run_rows, docs, plan in batch:
         m = len(plan.grades)
         ids = np.arange(pid, pid + m)
         pid += m
@@ -236,12 +261,11 @@ def _pseudo(batch: list[tuple[int, np.ndarray, np.ndarray, Candidates]], r_doc: 
         run_parts.append((np.repeat(ids, len(run_rows)), np.tile(r_doc[run_rows], m),
                           np.tile(r_score[run_rows], m)))
         own = judgments.get(code, np.zeros(0, dtype=np.int64))
-        relabelled = np.isin(j_doc[own], r_doc[unjudged_rows])  # judged negative: unjudged
+        relabelled = np.isin(j_doc[own], docs)  # judged negative: unjudged
         own = own[~relabelled]
         qrel_parts.append((np.repeat(ids, len(own)), np.tile(j_doc[own], m),
                            np.tile(j_label[own], m)))
-        qrel_parts.append((np.repeat(ids, len(unjudged_rows)),
-                           np.tile(r_doc[unjudged_rows], m), plan.grades.ravel()))
+        qrel_parts.append((np.repeat(ids, len(docs)), np.tile(docs, m), plan.grades.ravel()))
     pr = pd.DataFrame({"qid": np.concatenate([p[0] for p in run_parts]),
                        "docid": np.concatenate([p[1] for p in run_parts]),
                        "score": np.concatenate([p[2] for p in run_parts])})

@@ -26,19 +26,20 @@ def judgment_tables(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame,
 
     ``runs``: name -> run, the first the baseline. Returns ``per_run`` (one row per run and
     metric: ``judged_at_k``, the means under each treatment, ``low`` and ``high``, the
-    least and greatest mean over every labeling, ``exact``, the share of queries whose
+    least and greatest mean over every labeling of the documents any run retrieved
+    unjudged (one set of labelings for all runs), ``exact``, the share of queries whose
     bounds are exact, ``n_queries`` and ``n_not_judged``, the run's queries without any
     judgment, not evaluated) and ``pairs`` (one row per other run and metric:
     the mean difference run - baseline over their common queries under each treatment,
-    ``worst`` and ``best``, the difference's least and greatest value over independent
-    labelings of the two runs — conservative where both retrieved one unjudged document,
-    which a real judgment would label once — and ``verdict``).
+    ``worst`` and ``best``, bounds of the difference over those labelings, conservative
+    in that each run's bound may take a different labeling, and ``verdict``).
     """
     rows, pair_rows = [], []
     names = list(runs)
+    pool = pd.concat([run[["qid", "docid"]] for run in runs.values()]).drop_duplicates()
     for metric in metrics:
         m = metric if isinstance(metric, Metric) else parse_metric(metric)
-        tables = {name: judgment_interval(run, qrels, m, ties=ties, **kwargs)
+        tables = {name: judgment_interval(run, qrels, m, ties=ties, pool=pool, **kwargs)
                   for name, run in runs.items()}
         for name, t in tables.items():
             rows.append({"run": name, "metric": m.display_name,
