@@ -172,6 +172,15 @@ def test_a_measure_of_subtopics_is_refused_as_evaluate_refuses_it(name: str) -> 
     run, qrels = _query(2, n_unjudged=2)
     with pytest.raises(InputError, match="subtopic"):
         judgment_interval(run, qrels, _metric(name, None, "docid"))
+    with pytest.raises(InputError, match="subtopic"):  # subtopics given: still refused
+        judgment_interval(run, qrels.assign(subtopic=1), _metric(name, None, "docid"))
+
+
+def test_subtopic_qrels_read_as_each_documents_highest_label() -> None:
+    run, qrels = _query(6, n_unjudged=2)
+    doubled = pd.concat([qrels.assign(subtopic=1), qrels.assign(subtopic=2, label=0)])
+    for m in ("AP", "nDCG@3"):
+        assert judgment_interval(run, doubled, m).equals(judgment_interval(run, qrels, m))
 
 
 def test_the_docs_list_each_declared_shortcut() -> None:

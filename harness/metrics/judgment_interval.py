@@ -40,7 +40,9 @@ def judgment_interval(run: pd.DataFrame, qrels: pd.DataFrame, metric: Metric | s
 
     Parameters
     ----------
-    run, qrels : as in :func:`harness.evaluate` (qrels are required).
+    run, qrels : as in :func:`harness.evaluate` (qrels are required; with a ``subtopic``
+        column each document's highest label is read, as every measure but the
+        intent-aware ones reads it, and those are refused).
     metric : Metric or str
         Its ``unjudged`` option is ignored: the treatments are the columns. Its
         ``unjudged_grade`` (default: the highest grade in ``qrels``) is the highest grade an
@@ -88,6 +90,9 @@ def judgment_interval(run: pd.DataFrame, qrels: pd.DataFrame, metric: Metric | s
             f"{m.display_name}: judgment_interval evaluates each labeling as a query of its "
             "own, and ties='random' shuffles by query id; use ties='average'")
     qrels = require_frame(qrels, "qrels", QRELS_COLUMNS)
+    if "subtopic" in qrels.columns:  # documents are labelled, not subtopics: each document's
+        qrels = (qrels.assign(label=numeric(qrels, "label", "qrels"))  # highest label, as
+                 .groupby(["qid", "docid"], as_index=False, sort=False)["label"].max())
     kwargs = {**kwargs, "negative_labels": negative_policy([m], kwargs.get("negative_labels"))}
     grade = _grade(m, qrels)
     base = m.with_options(unjudged="nonrelevant", unjudged_grade=None)
