@@ -73,6 +73,8 @@ def metrics(draw: st.DrawFn) -> Metric:
     options = {o: draw(st.sampled_from(_VALUES[o])) for o in spec.options}
     if spec.name in _NO_AVERAGE and options.get("ties") == "average":
         options["ties"] = "docid"  # a maximum over ranks: no expectation over tied orders
+    if spec.subtopics and options.get("unjudged") == "relevant":
+        options["unjudged"] = "condensed"  # refused: a grade judges documents, not subtopics
     k = draw(st.sampled_from([None, 1, 3])) if spec.cutoff else None
     return Metric(spec.name, k=k, **options)
 

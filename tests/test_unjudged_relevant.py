@@ -139,3 +139,24 @@ def test_the_judgments_metric_grid_holds_each_treatment() -> None:
             f"{stem})", f"{stem},unjudged=condensed)", f"{stem},unjudged=relevant)"]
     assert "Bpref(ties=docid)" in names and "infAP(ties=docid)" in names
     assert len(names) == 8
+
+
+def test_the_qrels_read_whole_gain_the_judged_documents_too() -> None:
+    # Compatibility reads the qrels as given (their order breaks ties in its ideal): under
+    # unjudged='relevant' it equals the measure on the qrels plus the unjudged documents
+    # at the grade, appended in run order
+    run, qrels = _data(4)
+    judged = set(zip(qrels["qid"], qrels["docid"]))
+    extra = run.loc[[(q, d) not in judged for q, d in zip(run["qid"], run["docid"])],
+                    ["qid", "docid"]].assign(label=2)
+    plus = pd.concat([qrels, extra], ignore_index=True)
+    m = parse_metric("Compat(ties=docid)")
+    ours = evaluate(run, qrels, [m.with_options(unjudged="relevant", unjudged_grade=2)])
+    theirs = evaluate(run, plus, [m])
+    assert np.allclose(ours.iloc[:, -1], theirs.iloc[:, -1], atol=1e-12, rtol=0)
+    assert not np.allclose(ours.iloc[:, -1], evaluate(run, qrels, [m]).iloc[:, -1])
+
+
+def test_relevant_is_refused_for_a_measure_of_subtopics() -> None:
+    with pytest.raises(MetricDefinitionError, match="judges documents, not subtopics"):
+        parse_metric("alpha_ndcg@10(ties=docid,unjudged=relevant)")

@@ -232,6 +232,9 @@ class Metric:
             put(self, "seed", 0)
         if self.unjudged != "relevant":
             put(self, "unjudged_grade", None)
+        elif getattr(spec, "subtopics", False):
+            raise MetricDefinitionError(f"{spec.display}: unjudged='relevant' judges documents, "
+                                        "not subtopics, and it reads subtopic judgments")
         if self.empty in ("exclude", "nan") or (self.empty, self.empty_weight) == \
                 ("zero", "unweighted"):
             put(self, "empty_weight", "own")

@@ -205,17 +205,21 @@ class Prepared:
         """These rows with every unjudged one judged with ``grade`` (``unjudged='relevant'``;
         None: the top grade, :attr:`max_label`): the judgments gain those rows, so R and the
         ideal grow with them. A row judged with a negative label (trec_eval's "in the pool,
-        not judged") is unjudged too. Itself when every row is judged. Memoised per grade."""
+        not judged") is unjudged too. Itself when every row is judged and the grade is not
+        above :attr:`max_label`. Memoised per grade."""
         if self.early is not None:
             self._adopt()
         g = self.max_label if grade is None else float(grade)
-        if self.judged is None or self.judged.all():
+        everything = self.judged is None or self.judged.all()
+        if everything and g <= self.max_label:
             return self
         memo = self.__dict__.setdefault("_relevant_twins", {})
-        if g not in memo:
-            new = np.flatnonzero(~self.judged)
+        if g not in memo:  # the grade is a label evaluated (max_label=None reads it) even
+            # where no row is unjudged: one top grade whichever rows a part holds
+            new = np.zeros(0, dtype=np.int64) if everything else np.flatnonzero(~self.judged)
             twin = replace(
-                self, label=np.where(self.judged, self.label, g),
+                self, judgments=self._judged_too(new, g),
+                label=self.label if everything else np.where(self.judged, self.label, g),
                 judged_q=np.concatenate([self.judged_q, self.q[new]]),
                 judged_label=np.concatenate([self.judged_label, np.full(len(new), g)]),
                 n_judged=self.n_judged + np.bincount(self.q[new], minlength=self.n_queries),
@@ -224,6 +228,20 @@ class Prepared:
             twin.__dict__["layout"], twin.__dict__["pos"] = self.layout, self.pos
             memo[g] = twin
         return memo[g]
+
+    def _judged_too(self, new: np.ndarray, grade: float) -> Judgments | None:
+        """The qrels as given plus the grouped rows ``new`` judged with ``grade``, after
+        them (for the measures that read the qrels whole)."""
+        j = self.judgments
+        if j is None:
+            return None
+        rows = self.row[new]
+        qid, doc = self.qid_values.iloc[rows], self.docid.iloc[rows]
+        frame = pd.concat([j.frame, pd.DataFrame({"qid": qid.to_numpy(),
+                                                  "docid": doc.to_numpy(), "label": grade})],
+                          ignore_index=True)
+        return Judgments(pd.concat([j.qid, qid], ignore_index=True),
+                         pd.concat([j.docid, doc], ignore_index=True), frame, j.subtopics)
 
     def _subset(self, keep: np.ndarray) -> Prepared:
         """These rows' subset ``keep`` (grouped-row indices, in order) with the same
