@@ -81,10 +81,18 @@ def test_a_unicode_space_does_not_split_a_docid(tmp_path: Path, docid: str,
         assert list(table["docid"]) == [docid] and list(table["label"]) == [2]
 
 
-def test_vertical_tab_and_form_feed_separate_fields_as_in_trec_eval(tmp_path: Path) -> None:
-    path = _write(tmp_path, "qrels.txt", "q1\x0b0\x0cd1 1\nq1 0 d2\x0b\x0c2\n")
+@pytest.mark.parametrize("odd", ["\x0b", "\x0c"])
+def test_vertical_tab_and_form_feed_stay_in_their_field(tmp_path: Path, odd: str) -> None:
+    """Only spaces and tabs separate fields (issue 26): ``b<VT>x`` is one docid, and the
+    run line keeps its columns (split at the VT, the rank 9 would become the score)."""
+    text = f"1 Q0 b{odd}x 9 0.5 r\n1 Q0 c 10 0.25 r\n"
+    for run in (read_eval_run(_write(tmp_path, "run.txt", text))[0],
+                read_run(_write(tmp_path, "run2.txt", text))):
+        assert list(run["docid"]) == [f"b{odd}x", "c"]
+        assert list(run["score"]) == [0.5, 0.25]
+    path = _write(tmp_path, "qrels.txt", f"q1 0 d{odd}1 1\nq1 0 d2 2\n")
     for table in (read_eval_qrels(path), read_qrels(path)):
-        assert list(table["docid"]) == ["d1", "d2"] and list(table["label"]) == [1, 2]
+        assert list(table["docid"]) == [f"d{odd}1", "d2"] and list(table["label"]) == [1, 2]
 
 
 @pytest.mark.parametrize("end", ["\r", "\r\n", "\n"])
@@ -108,7 +116,7 @@ def test_crlf_files_keep_the_arrow_path(tmp_path: Path) -> None:
     assert _fast_columns(path, 6, 4, (0, 2, 4, 5)) is not None
     tab = _write(tmp_path, "q.txt", "1\t0\ta\t1\r1\t0\tb\t0\r")
     assert _fast_columns(tab, 4, 3, (0, 1, 2, 3)) is not None
-    odd = _write(tmp_path, "odd.txt", "1 0 a\x0b1\n")  # a vertical tab: line by line
+    odd = _write(tmp_path, "odd.txt", "1 0 a\x0b1\n")  # 3 fields: the line reader names it
     assert _fast_columns(odd, 4, 3, (0, 1, 2, 3)) is None
 
 

@@ -5,8 +5,10 @@
   ranked by score), and anything after the sixth column is ignored, as trec_eval does.
 
 Every TREC text file is read by one function, :func:`trec_fields`, as trec_eval reads it:
-fields are separated by ASCII whitespace only (space, tab, vertical tab, form feed: C's
-``isspace``), so a no-break space or another Unicode space inside a docid is part of it;
+fields are separated by spaces and tabs only, so a no-break space, another Unicode space or
+a control character inside a docid is part of it (trec_eval's C ``isspace`` also splits at
+a vertical tab or form feed; here those stay in the field, so a stray one cannot shift a
+run line's columns and make its rank the score);
 lines end at ``\n``, ``\r\n`` or a lone ``\r`` alike. Blank lines and lines starting
 with ``#`` are skipped (a docid may itself contain ``#``). A line with too few fields, or
 with too many where trec_eval refuses them (qrels, preferences), is refused naming the file
@@ -23,6 +25,7 @@ from __future__ import annotations
 import codecs
 import gzip
 import logging
+import re
 from collections.abc import Iterable
 from os import PathLike
 from pathlib import Path
@@ -47,6 +50,10 @@ FIELDS = {"qrels": "qid iter docno rel", "run": "qid Q0 docno rank score runid",
 LAYOUTS = {4: f"qrels ({FIELDS['qrels']})",
            5: f"preferences ({FIELDS['prefs']}; harness eval -R prefs)",
            6: f"a run ({FIELDS['run']})"}
+
+
+#: What separates the fields of a TREC line: runs of spaces and tabs.
+_SEPARATORS = re.compile(rb"[ \t]+")
 
 
 def trec_fields(path: str | PathLike[str], n_fields: int, kind: str, *,
@@ -74,7 +81,7 @@ def trec_fields(path: str | PathLike[str], n_fields: int, kind: str, *,
     rows: list[list[str]] = []
     linenos: list[int] = []
     for lineno, raw in enumerate(data.splitlines(), start=1):  # \n, \r\n, \r
-        fields = raw.split()  # ASCII whitespace only: b" \t\n\r\x0b\x0c"
+        fields = _SEPARATORS.split(raw.strip(b" \t")) if raw.strip(b" \t") else []
         if not fields or fields[0].startswith(b"#"):
             continue
         if len(fields) < n_fields or (len(fields) > n_fields and not more):
