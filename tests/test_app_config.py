@@ -190,6 +190,8 @@ def test_default_grid_has_24_variants_plus_5_extras() -> None:
     assert len(product) == 24 and len(extras) == 5
     assert len(metrics) == 29
     assert set(metrics) == product | extras
+    # the unjudged axes default to today's single treatment: no variant gains a name part
+    assert all(m.unjudged == "nonrelevant" and "unjudged" not in str(m) for m in metrics)
 
 
 def test_one_value_axes_and_list_overrides() -> None:
@@ -203,6 +205,36 @@ def test_duplicate_variants_are_kept_once() -> None:
     grid = {"name": "ndcg", "gain": "exp2", "discount": "log2", "k": [10, 10],
             "ties": "average", "ideal": "judged", "extra": ["ndcg@10"]}
     assert build_metrics(grid) == [Metric("ndcg", k=10)]
+
+
+def test_unjudged_is_an_axis_of_the_grid() -> None:
+    # a list sweeps inside one job; a scalar is what each job of -m metric.unjudged=a,b gets
+    cfg = _compose(["metric=ndcg10", "metric.unjudged=[nonrelevant,condensed,relevant]"])
+    metrics, _, _ = validate(cfg)
+    assert metrics == [parse_metric("nDCG@10"), parse_metric("nDCG@10(unjudged=condensed)"),
+                       parse_metric("nDCG@10(unjudged=relevant)")]
+    metrics, _, _ = validate(_compose(["metric=ndcg10", "metric.unjudged=condensed"]))
+    assert [str(m) for m in metrics] == ["nDCG@10(unjudged=condensed)"]
+
+
+def test_unjudged_grade_varies_only_the_relevant_treatment() -> None:
+    cfg = _compose(["metric=ndcg10", "metric.unjudged=[nonrelevant,relevant]",
+                    "metric.unjudged_grade=[1,2]"])
+    metrics, _, _ = validate(cfg)
+    # nonrelevant ignores the grade: one variant, not two
+    assert [str(m) for m in metrics] == ["nDCG@10", "nDCG@10(unjudged=relevant,unjudged_grade=1)",
+                                         "nDCG@10(unjudged=relevant,unjudged_grade=2)"]
+
+
+@pytest.mark.parametrize("overrides, match", [
+    (["metric.unjudged=unknown"], r"unjudged must be one of .*'unknown'"),
+    (["metric.unjudged=relevant", "metric.unjudged_grade=-1"], r"unjudged_grade must be .* -1"),
+    (["metric.unjudged=relevant", "metric.max_label=2", "metric.unjudged_grade=3"],
+     r"unjudged_grade=3 is above max_label=2"),
+])
+def test_bad_unjudged_values_fail_in_validate(overrides: list[str], match: str) -> None:
+    with pytest.raises(MetricDefinitionError, match=match):
+        validate(_compose(["metric=ndcg10", *overrides]))
 
 
 # --------------------------------------------------------------------------------------

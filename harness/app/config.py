@@ -128,6 +128,10 @@ class MetricGrid:
     k: Any = field(default_factory=lambda: [5, 10, None])
     ties: Any = field(default_factory=lambda: ["average", "input"])
     ideal: Any = field(default_factory=lambda: ["judged"])
+    # what an unjudged retrieved document counts as: nonrelevant | condensed | relevant, and
+    # the grade relevant gives it (null: the qrels' highest); a grade only varies relevant
+    unjudged: Any = field(default_factory=lambda: ["nonrelevant"])
+    unjudged_grade: Any = None
     empty: str = "zero"
     max_label: Optional[float] = None
     extra: list[str] = field(default_factory=list)

@@ -33,7 +33,8 @@ from harness.tracking import resolve_tracking_uri
 __all__ = ["StudyPlan", "DatasetPlan", "build_plan", "validate", "build_metrics",
            "check_rankers_against", "plain_config", "DATASET_PATH_OPTIONS"]
 
-_GRID_AXES = ("name", "gain", "discount", "k", "ties", "ideal")
+_GRID_AXES = ("name", "gain", "discount", "k", "ties", "ideal", "unjudged",
+              "unjudged_grade")
 _NAME_OK = re.compile(r"^[A-Za-z0-9_.-]+$")
 DATASET_PATH_OPTIONS = PATH_OPTIONS  # dataset options that name files
 
