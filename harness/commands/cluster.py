@@ -2,7 +2,9 @@
 
 Streaming evaluation (:func:`harness.evaluate_parquet`) needs the rows of each query to be
 contiguous. This rewrites any parquet file that way with bounded memory: see
-:func:`harness.engines.clustering.cluster_parquet`.
+:func:`harness.engines.clustering.cluster_parquet`. IN may also be a TREC run as text
+(plain or .gz; one space or one tab between fields): it is converted in blocks, for a run
+too large to read as text in memory.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from harness.engines.clustering import cluster_parquet
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="harness cluster", description=__doc__)
-    parser.add_argument("src", help="parquet file to read")
+    parser.add_argument("src", help="parquet file, or TREC run text, to read")
     parser.add_argument("dst", help="parquet file to write, clustered by qid")
     parser.add_argument("--batch-rows", type=int, default=1_000_000,
                         help="rows held in memory at a time (default 1,000,000)")

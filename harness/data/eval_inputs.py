@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from harness.data.trec import read_prefs as read_text_prefs
-from harness.data.trec import trec_fields
+from harness.data.trec import out_of_memory, trec_fields
 from harness.errors import InputError
 
 __all__ = ["read_eval_qrels", "read_eval_run", "read_prefs", "read_zscores", "is_table"]
@@ -156,8 +156,14 @@ def read_eval_qrels(path: str | Path) -> pd.DataFrame:
 def read_eval_run(path: str | Path) -> tuple[pd.DataFrame, str]:
     """A run (``qid Q0 docno rank score runid``): columns ``qid``, ``docid``, ``score``,
     and the run id (trec_eval's: the last line's; a parquet run without ``run_id``: the
-    file's stem)."""
-    p = Path(path)
+    file's stem). A text run too large for memory is an error saying how to convert it."""
+    try:
+        return _read_eval_run(Path(path))
+    except MemoryError:  # Arrow's ArrowMemoryError too
+        raise out_of_memory(path, "run") from None
+
+
+def _read_eval_run(p: Path) -> tuple[pd.DataFrame, str]:
     if is_table(p):
         df = _parquet(p, ("qid", "docid", "score"), "run")
         runid = str(df["run_id"].iloc[-1]) if "run_id" in df and len(df) else p.stem

@@ -130,10 +130,25 @@ def read_qrels(path: str | PathLike[str]) -> pd.DataFrame:
     return df
 
 
+def out_of_memory(path: str | PathLike[str], kind: str) -> InputError:
+    """The error for a TREC text file too large to read in memory: its size, and how to
+    convert it to parquet in bounded memory first."""
+    p = Path(path)
+    size = p.stat().st_size / 2 ** 30 if p.is_file() else float("nan")
+    return InputError(
+        f"{kind} file {p} ({size:.1f} GiB of text) does not fit in memory as text; convert "
+        f"it to parquet in bounded memory first: harness cluster {p} "
+        f"{p.with_suffix('.parquet')} (then give the .parquet file: harness eval reads it, "
+        "and a study reads it as dataset=parquet_run)", table=p.name)
+
+
 def read_run(path: str | PathLike[str]) -> pd.DataFrame:
     """Read a TREC run file into a DataFrame with columns ``qid``, ``docid``, ``score``,
     ``rank`` and ``run_id``. Scores are float64."""
-    rows, _ = trec_fields(path, 6, "run", more=True)
+    try:
+        rows, _ = trec_fields(path, 6, "run", more=True)
+    except MemoryError:
+        raise out_of_memory(path, "run") from None
     df = pd.DataFrame(rows, columns=["qid", "q0", "docid", "rank", "score", "run_id"])
     df = df.drop(columns="q0")[["qid", "docid", "score", "rank", "run_id"]]
     _to_number(df, "score", path, "run", integer=False)
