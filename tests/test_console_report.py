@@ -180,8 +180,8 @@ def test_an_unknown_key_lists_the_valid_keys(tmp_path: Path) -> None:
                     tmp_path)
     assert done.returncode == 1
     assert "hint: metric.kk: metric has no key 'kk'; did you mean metric.k? Valid keys: " \
-        "name, gain, discount, k, ties, ideal, empty, max_label, extra, nan_scores, " \
-        "missing" in done.stderr
+        "name, gain, discount, k, ties, ideal, unjudged, unjudged_grade, empty, max_label, " \
+        "extra, nan_scores, missing" in done.stderr
     assert not (tmp_path / "job").exists()
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness.app.judged_share import judged_line
 from harness.metrics import Metric
 from harness.metrics.options import display_value
 
@@ -145,7 +146,10 @@ def ranker_description(name: str, summary: pd.DataFrame, metrics: Sequence[Metri
     head = ["" if first is None else f"**{_cell(name)}: {_cell(first.name)} "
             f"{interval(first)}** over {int(first['n_queries'])} queries", "",
             f"**{_cell(name)}** on dataset `{_cell(dataset)}` (study `{_cell(study)}`): mean "
-            "per query with its 95% bootstrap CI."]
+            "per query with its 95% bootstrap CI."
+            + ("" if (j := summary.attrs.get("judged_at_10")) is None else
+               f" Judged@10 {j:.3f}: the share of its top 10 documents judged, mean over "
+               "queries.")]
     rows = []
     for m in metrics:
         row = summary.loc[m.display_name]
@@ -302,6 +306,8 @@ def closing_summary(*, study: str, seconds: float, summaries: Mapping[str, pd.Da
                         break_on_hyphens=False, break_long_words=False) + [""]
     out += results_table(summaries, metrics, baseline=baseline, width=cols,
                          bold=_bold_ok() if bold is None else bold)
+    judged = judged_line({n: s.attrs.get("judged_at_10") for n, s in summaries.items()})
+    out += [] if judged is None else [""] + textwrap.wrap(judged, width=max(cols, 40))
     out += [""] + textwrap.wrap(DEFAULTS_LINE, width=max(cols, 40), break_on_hyphens=False,
                                 break_long_words=False)
     out.append(f"95% CIs and more statistics: {output_dir / 'summary.csv'}")

@@ -31,6 +31,7 @@ class RankerResult:
     checks: list[CheckResult]
     seconds: float
     warnings: list[str] = field(default_factory=list)  # see harness.app.study.score_warnings
+    judged_at_10: float | None = None  # mean judged@10 (None: not computed, parquet_run)
 
 
 @dataclass

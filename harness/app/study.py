@@ -35,6 +35,7 @@ from omegaconf import DictConfig
 from harness.app.check import CheckFailed, check_failures, sample_options
 from harness.errors import OutputError
 from harness.app.in_place import evaluate_columns_in_place, evaluate_in_place
+from harness.app.judged_share import judged_at_k, judged_warning
 from harness.app.plan import (
     DATASET_PATH_OPTIONS,
     StudyPlan,
@@ -111,6 +112,7 @@ def _run_job(job: _Job) -> StudyResult:
     warnings = [w for r in results.values() for w in r.warnings]
     for name, summary in written["summary"].items():  # read by the runs' descriptions
         summary.attrs["warnings"] = list(results[name].warnings)
+        summary.attrs["judged_at_10"] = results[name].judged_at_10
     incomplete.unlink(missing_ok=True)
     log.info("results written to %s", job.out)
     run_ids = _log(job, dataset, results, written,
@@ -217,7 +219,7 @@ def _evaluate_ranker(job: _Job, engine: Engine, dataset: Dataset | ParquetRun,
 
     plan, phases, t = job.plan, job.phases, time.perf_counter()
     check = plan.check if plan.check_on else None
-    files = None
+    files, judged = None, None
     warnings: list[str] = []
     if isinstance(dataset, ParquetRun):
         with phases("evaluate"):
@@ -235,6 +237,10 @@ def _evaluate_ranker(job: _Job, engine: Engine, dataset: Dataset | ParquetRun,
         with phases("evaluate"):
             per_query = engine.evaluate(run, dataset.qrels, plan.metrics,
                                         **plan.evaluate_options)
+            judged = judged_at_k(engine, run, dataset.qrels, plan.evaluate_options)
+        if (text := judged_warning(spec.name, judged)) is not None:
+            warnings.append(text)
+            log.warning("%s", text)
         if plan.explain.pairs:
             with phases("explain"):
                 files = write_explanations(
@@ -245,7 +251,7 @@ def _evaluate_ranker(job: _Job, engine: Engine, dataset: Dataset | ParquetRun,
                                             **sample_options(check, plan.seed))
                       if check is not None else [])
     return (RankerResult(spec, key, hit, per_query, checks, time.perf_counter() - t,
-                         warnings), files)
+                         warnings, judged), files)
 
 
 def score_warnings(spec: RankerSpec, run: Any, dataset: Dataset,
