@@ -30,6 +30,7 @@ from scipy import stats
 
 from harness.compare.resampling import bootstrap_intervals
 from harness.compare.stats import TIE_TOLERANCE, adjust_pvalues, align_pair, per_query_frame
+from harness.compare.unjudged_verdicts import unjudged_flags, unjudged_lines
 from harness.errors import CompareError
 
 __all__ = ["BETTER", "EQUIVALENT", "NOT_WORSE", "WORSE", "INCONCLUSIVE", "VERDICTS",
@@ -201,6 +202,9 @@ def verdict_table(per_query: Mapping[str, pd.DataFrame], comparison: pd.DataFram
     table["verdict"] = [v for v, _ in decided]
     table["decided_by"] = [why for _, why in decided]
     table["gated"] = table["variant"].isin(list(margins))
+    flags = unjudged_flags(table)  # the verdict across unjudged treatments, where measured
+    if (flags != "").any():
+        table["unjudged"] = flags
     table.attrs = {"test": test, "equivalence": equivalence, "alpha": alpha,
                    "margins": margins, "correction": a.get("correction", "holm"),
                    "family": family}
@@ -229,7 +233,7 @@ def verdict_lines(verdicts: pd.DataFrame, *, limit: int = 12) -> list[str]:
                      f"{r.mean_diff:+.4f}{margin}; {r.decided_by})")
     if len(shown) < len(verdicts):
         lines.append(f"  ... {len(verdicts) - len(shown)} more in verdicts.csv")
-    return lines
+    return lines + unjudged_lines(verdicts)
 
 
 def gate_lines(verdicts: pd.DataFrame) -> tuple[bool, list[str]]:
@@ -251,4 +255,5 @@ def verdicts_display(verdicts: pd.DataFrame) -> pd.DataFrame:
         "variant": v["variant"], "candidate": v["candidate"], "baseline": v["baseline"],
         "n": v["n"], "diff": v["mean_diff"].map("{:+.4f}".format),
         "margin": v["margin"].map("{:g}".format), "verdict": v["verdict"],
-        "decided by": v["decided_by"], "gated": v["gated"].map({True: "yes", False: ""})})
+        "decided by": v["decided_by"], "gated": v["gated"].map({True: "yes", False: ""}),
+        **({"unjudged": v["unjudged"].fillna("")} if "unjudged" in v else {})})
