@@ -108,6 +108,7 @@ class SweepParentRun(Callback):
         if parent:
             self._describe(config, [p.name.rsplit("_", 1)[1] for p in failed])
         self.close("FAILED" if failed else "FINISHED")
+        _print_jobs_table(config)
         if parent:
             print("\n" + sweep_summary(parent, uri or "", str(config.hydra.sweep.dir),
                                        experiment=config.tracking.experiment or config.study,
@@ -215,6 +216,20 @@ def sweep_jobs(sweep_dir: Path, excluded: set[str]
                             {str(r): g.set_index("variant")
                              for r, g in table.groupby("ranker", sort=False)})
     return out
+
+
+def _print_jobs_table(config: DictConfig) -> None:
+    """The jobs x headline variants table of the finished jobs, on the console."""
+    from harness.app.sweep_table import sweep_table
+
+    try:
+        lines = sweep_table(sweep_jobs(Path(config.hydra.sweep.dir), _excluded(config)),
+                            study=str(config.study))
+    except Exception as exc:  # noqa: BLE001 - a table is not worth failing a sweep
+        log.warning("could not print the sweep's table: %s", exc)
+        return
+    if lines:
+        print("\n" + "\n".join(lines), flush=True)
 
 
 def sweep_run_name(config: DictConfig) -> str:

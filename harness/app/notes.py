@@ -198,7 +198,7 @@ def _header(metric: Metric) -> list[str]:
 
 def results_table(summaries: Mapping[str, pd.DataFrame], metrics: Sequence[Metric], *,
                   baseline: str | None = None, width: int | None = None,
-                  bold: bool = False) -> list[str]:
+                  bold: bool = False, missing: str = "nan") -> list[str]:
     """The rankers x variants table of means, in the style of PyTerrier's ``pt.Experiment``.
 
     One row per ranker, one column per variant (the measure on the first header line, the
@@ -223,7 +223,7 @@ def results_table(summaries: Mapping[str, pd.DataFrame], metrics: Sequence[Metri
         cells, marks = [], []
         for n, v in zip(names, means):
             top = best is not None and v == best
-            text = ("nan" if v != v else f"{v:.4f}") + ("*" if top else " ")
+            text = (missing if v != v else f"{v:.4f}") + ("*" if top else " ")
             if base is not None and n != baseline:
                 text += " " + ("   n/a " if v != v or base != base else f"{v - base:+.4f}")
             cells.append(text)

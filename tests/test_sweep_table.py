@@ -1,0 +1,51 @@
+"""The table a sweep prints at its end (issue 22: "a sweep ends with the same table over its
+jobs"), as golden text at a fixed width, from jobs' summaries made here."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from harness.app.sweep_table import sweep_table
+
+
+def _summary(values: dict[str, float]) -> pd.DataFrame:
+    return pd.DataFrame({"mean": list(values.values())}, index=list(values))
+
+
+JOBS = {
+    "0": (["metric.gain=exp2", "dataset.n_queries=60"], {
+        "bm25": _summary({"nDCG@10": 0.5, "nDCG@10(ties=input)": 0.49, "AP@10": 0.3}),
+        "dense": _summary({"nDCG@10": 0.625, "nDCG@10(ties=input)": 0.6, "AP@10": 0.25}),
+    }),
+    "1": (["metric.gain=linear", "dataset.n_queries=60"], {
+        "bm25": _summary({"nDCG@10(gain=linear)": 0.55, "AP@10": 0.3}),
+        "dense": _summary({"nDCG@10(gain=linear)": 0.5, "AP@10": 0.25}),
+    }),
+}
+
+
+def test_sweep_table_golden(monkeypatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    lines = sweep_table(JOBS, study="demo", width=100)
+    assert lines == [
+        "Sweep 'demo': 2 job(s) x 2 ranker(s). Mean per query, each job under its own "
+        "definition (its overrides below), * the best of each column; every variant: each "
+        "job's summary.csv.",
+        "  job 0: metric.gain=exp2",
+        "  job 1: metric.gain=linear",
+        "",
+        "  ranker   nDCG@10  AP@10",
+        "  0 bm25   0.5000   0.3000*",
+        "  0 dense  0.6250*  0.2500",
+        "  1 bm25   0.5500   0.3000*",
+        "  1 dense  0.5000   0.2500",
+    ]
+
+
+def test_columns_wrap_at_the_width(monkeypatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    lines = sweep_table(JOBS, study="demo", width=22)
+    table = lines[lines.index("") + 1:]
+    assert table[0] == "  ranker   nDCG@10"  # the second column continues in a block below
+    assert "" in table and "  ranker   AP@10" in table
+    assert max(len(line) for line in table) <= 22
