@@ -78,9 +78,10 @@ def paired_difference_figure(per_query: Mapping[str, pd.DataFrame], comparison: 
                        alpha=0.6, linewidths=0)
         sig = rows["significant"].to_numpy(dtype=bool)
         mean = rows["mean_diff"].to_numpy(dtype=np.float64)
+        # a constant difference: the CI equals the mean up to round-off, never beyond it
         err = np.vstack([mean - rows["ci_low"].to_numpy(dtype=np.float64),
                          rows["ci_high"].to_numpy(dtype=np.float64) - mean])
-        ax.errorbar(mean, positions, xerr=np.nan_to_num(err), fmt="none",
+        ax.errorbar(mean, positions, xerr=np.clip(np.nan_to_num(err), 0, None), fmt="none",
                     ecolor=_MEAN_COLOR, capsize=3, zorder=3)
         ax.scatter(mean[sig], positions[sig], color=_MEAN_COLOR, zorder=4,
                    label="mean, significant")

@@ -237,6 +237,9 @@ def _tables(sweep: Sweep, comparison: pd.DataFrame, sens: Sensitivity,
         "ties": ("Tie-sensitivity interval (optimistic - pessimistic mean)",
                  sens.ties.round(4), False),
         "tau": ("Kendall's tau between the ranker orderings", sens.tau.round(3), True),
+        **({"incompleteness": ("Incompleteness: the ordering under each unjudged treatment "
+                               "and Kendall's tau against unjudged=nonrelevant",
+                               sens.unjudged.round(3), False)} if len(sens.unjudged) else {}),
     }
 
 
@@ -316,9 +319,12 @@ def build_report(sweep: Sweep, comparison: pd.DataFrame, sensitivity: Sensitivit
     csvs = []
     for name, frame in (("comparison", comparison), ("means", sensitivity.means),
                         ("winners", sensitivity.winners), ("power", sensitivity.power),
-                        ("tie_intervals", sensitivity.ties), ("kendall_tau", sensitivity.tau)):
+                        ("tie_intervals", sensitivity.ties), ("kendall_tau", sensitivity.tau),
+                        ("incompleteness", sensitivity.unjudged)):
+        if name == "incompleteness" and frame.empty:
+            continue
         path = out / f"{name}.csv"
-        frame.to_csv(path, index=name not in ("comparison", "tie_intervals"))
+        frame.to_csv(path, index=name not in ("comparison", "tie_intervals", "incompleteness"))
         csvs.append(path)
     (out / "provenance.json").write_text(json.dumps(sweep.provenance, indent=1, default=str))
     csvs.append(out / "provenance.json")

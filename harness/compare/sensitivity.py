@@ -5,7 +5,9 @@ variant, the leader by mean, whether its lead is significant (the chosen test, a
 chosen correction, finds it better than every other ranker; otherwise the variant is a tie at
 the top), and its discriminative power (share of compared ranker pairs found significantly
 different after correction); and, where the sweep holds both tie extremes, each ranker's
-tie-sensitivity interval (optimistic - pessimistic).
+tie-sensitivity interval (optimistic - pessimistic); and the incompleteness group (metrics
+under several ``unjudged`` treatments, bpref and infAP beside AP): each treatment's ordering and
+its Kendall's tau against ``unjudged=nonrelevant`` (:mod:`harness.compare.incompleteness`).
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from harness.compare.incompleteness import (INCOMPLETENESS_COLUMNS, incompleteness_note,
+                                            incompleteness_taus)
 from harness.compare.stats import per_query_frame
 from harness.errors import MetricDefinitionError
 from harness.metrics import parse_metric
@@ -68,6 +72,10 @@ class Sensitivity:
         leads), what is missing.
     rule : str
         The significance rule of the winners ("" when untested).
+    unjudged : DataFrame
+        The incompleteness group (:func:`~harness.compare.incompleteness.incompleteness_taus`):
+        per metric and unjudged treatment, the ordering and its tau against nonrelevant;
+        empty when the sweep measured no metric under two treatments.
     """
 
     means: pd.DataFrame
@@ -77,6 +85,8 @@ class Sensitivity:
     ties: pd.DataFrame
     notes: tuple[str, ...]
     rule: str = ""
+    unjudged: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=INCOMPLETENESS_COLUMNS))
 
     @property
     def winner_changes(self) -> bool:
@@ -350,5 +360,8 @@ def sensitivity(per_query: Mapping[str, pd.DataFrame], comparison: pd.DataFrame 
                           for label, f in frames.items()})
     if ties.empty:
         notes.append(TIES_HOWTO)
-    return Sensitivity(means, winners, tau, power, ties, tuple(notes), rule)
+    unjudged = incompleteness_taus(means)
+    if note := incompleteness_note(unjudged):
+        notes.append(note)
+    return Sensitivity(means, winners, tau, power, ties, tuple(notes), rule, unjudged)
 
