@@ -382,8 +382,8 @@ def sweep_description(jobs: Mapping[str, tuple[Sequence[str], Mapping[str, pd.Da
             f"`{_cell(study)}`: {len(jobs)} job(s) finished"
             + (f", {len(failed)} failed (job {', '.join(failed)})" if failed else "")
             + ". Mean per query under the headline variants, the best of each column in bold"
-            + (f" ({len(columns) - len(shown)} more headline variants" if columns[len(shown):]
-               else " (") + "; every variant: each job's `summary.csv` under `jobs/<n>/`)."]
+            + (f" ({len(columns) - len(shown)} more headline variants; " if columns[len(shown):]
+               else " (") + "every variant: each job's `summary.csv` under `jobs/<n>/`)."]
     lines, previous = [], None
     for (num, label, ranker, _), row in zip(rows, cells):
         first = num != previous
