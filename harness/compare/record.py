@@ -124,10 +124,12 @@ def _description(sweep: Sweep, verdicts: pd.DataFrame | None,
              f"`{sweep.dataset_name}`: overall verdict **{overall_verdict(verdicts)}**."]
     if verdicts is not None:
         shown = verdicts[verdicts["gated"]] if verdicts["gated"].any() else verdicts.head(10)
-        lines += ["", "| variant | candidate | baseline | diff | verdict | decided by |",
-                  "|---|---|---|---|---|---|"]
-        lines += [f"| `{r.variant}` | {r.candidate} | {r.baseline} | {r.mean_diff:+.4f} | "
-                  f"{r.verdict} | {r.decided_by} |" for r in shown.itertuples()]
+        pad = "&emsp;"  # MLflow's tables have no cell padding: the cells would run together
+        lines += ["", f"| variant{pad} | candidate{pad} | baseline{pad} | diff{pad} | "
+                  f"verdict{pad} | decided by |", "|---|---|---|---|---|---|"]
+        lines += [f"| `{r.variant}`{pad} | {r.candidate}{pad} | {r.baseline}{pad} | "
+                  f"{r.mean_diff:+.4f}{pad} | {r.verdict}{pad} | {r.decided_by} |"
+                  for r in shown.itertuples()]
     if changes is not None:
         lines += change_markdown(changes)
     lines += ["", "Recompute it: `harness reproduce <this run id>`."]
