@@ -126,7 +126,7 @@ def _decide(row: Mapping[str, Any], test: str, alpha: float, equivalence: bool
         checks = [(equivalence and -delta < low and high < delta, EQUIVALENT,
                    f"inside (-{delta:g}, +{delta:g})"), (low > 0, BETTER, "above 0"),
                   (delta > 0 and low > -delta, NOT_WORSE, f"above -{delta:g}"),
-                  (high < -delta, WORSE, f"below -{delta:g}")]
+                  (high < -delta, WORSE, f"below {0.0 - delta:g}")]
         for holds, verdict, where in checks:
             if holds:
                 return verdict, f"{bounds} {where}"
@@ -135,7 +135,7 @@ def _decide(row: Mapping[str, Any], test: str, alpha: float, equivalence: bool
                f"-{delta:g} < diff < +{delta:g} (TOST)"),
               (True, "p_better_adj", BETTER, "diff > 0"),
               (delta > 0, "p_not_worse_adj", NOT_WORSE, f"diff > -{delta:g}"),
-              (True, "p_worse_adj", WORSE, f"diff < -{delta:g}")]
+              (True, "p_worse_adj", WORSE, f"diff < {0.0 - delta:g}")]
     for applies, column, verdict, claim in checks:
         if applies and row[column] < alpha:
             return verdict, f"{name} one-sided p adj {row[column]:.3g} < {alpha:g}: {claim}"
