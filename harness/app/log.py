@@ -189,7 +189,8 @@ def _ranker_run(plan: StudyPlan, dataset: Dataset, name: str, r: Any,
     from harness.datasets.dataset import file_sha256
 
     stats = ranker_metrics(written["summary"][name], plan.metrics)
-    # logged (and listed on the run's page) in this order: means, check counts, statistics
+    # logged (and listed on the run's page) in this order: means, check counts, judged@10,
+    # statistics
     metrics = {k: v for k, v in stats.items() if not k.startswith(STATS_PREFIX)}
     checked = [c for c in r.checks if c.status == "checked"]
     metrics["sklearn_check.n_variants_checked"] = float(len(checked))
@@ -197,6 +198,8 @@ def _ranker_run(plan: StudyPlan, dataset: Dataset, name: str, r: Any,
     if checked:
         metrics["sklearn_check.max_abs_diff"] = max(c.max_abs_diff for c in checked)
         metrics["sklearn_check.n_queries_checked"] = float(sum(c.n_checked for c in checked))
+    judged = written["summary"][name].attrs.get("judged_at_10")  # None: not computed
+    metrics["judged_at_10"] = float("nan") if judged is None else float(judged)
     metrics |= {k: v for k, v in stats.items() if k.startswith(STATS_PREFIX)}
     files = [(written["per_query"][name], ""), (written["config_yaml"], "config"),
              (written["environment_json"], ""), (written["keys_json"], "")]

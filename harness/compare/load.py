@@ -164,7 +164,8 @@ def _run_info(run: Any) -> RunInfo:
                    kind=tags.get("ranker.kind", ""), digest=tags.get("dataset.digest", ""),
                    dataset=tags.get("dataset.name", ""),
                    parent_run_id=tags.get("mlflow.parentRunId"), params=dict(run.data.params),
-                   tags={k: v for k, v in tags.items() if not k.startswith("mlflow.")})
+                   tags={k: v for k, v in tags.items() if not k.startswith("mlflow.")},
+                   metrics=dict(run.data.metrics))
 
 
 def _search(client: Any, uri: str, experiment_id: str, filter_string: str) -> list[Any]:
@@ -328,7 +329,8 @@ def _provenance(uri: str, experiment: str, parent_run_id: str | None,
         "tracking_uri": uri, "experiment": experiment, "parent_run_id": parent_run_id,
         "parent_tags": dict(parent_tags), "filter_string": filter_string,
         "runs": [{"label": label, "run_id": r.run_id, "ranker": r.ranker, "kind": r.kind,
-                  "job": r.job, "cache_key": r.cache_key} for label, r in runs],
+                  "job": r.job, "cache_key": r.cache_key,
+                  "judged_at_10": r.metrics.get("judged_at_10")} for label, r in runs],
         "dataset": {"name": first.dataset, "digest": first.digest},
         "git_commits": sorted({r.tags.get("git.commit", "unknown") for _, r in runs}),
         "harness_versions": sorted({r.tags.get("harness.version", "unknown")

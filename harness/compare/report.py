@@ -209,6 +209,19 @@ def _verdict_tables(verdicts: pd.DataFrame | None, changes: pd.DataFrame | None
     return out
 
 
+def judged_shares(sweep: Sweep) -> dict[str, float]:
+    """Per ranker version, the mean over its runs of the judged@10 they logged (the ranker
+    run's metric ``judged_at_10``: the share of its top 10 documents that are judged); a
+    version none of whose runs logged it is left out, so is every version of an older sweep.
+    """
+    logged: dict[str, list[float]] = {}
+    for run in sweep.provenance.get("runs", []):
+        value = run.get("judged_at_10")
+        if value is not None and value == value:
+            logged.setdefault(run["label"], []).append(float(value))
+    return {label: float(np.mean(values)) for label, values in logged.items()}
+
+
 def _tables(sweep: Sweep, comparison: pd.DataFrame, sens: Sensitivity,
             verdicts: pd.DataFrame | None = None, changes: pd.DataFrame | None = None
             ) -> dict[str, tuple[str, pd.DataFrame, bool]]:
@@ -217,6 +230,10 @@ def _tables(sweep: Sweep, comparison: pd.DataFrame, sens: Sensitivity,
     versions = pd.DataFrame([{"letter": letters[v.label], "label": v.label,
                               "ranker": v.ranker, "kind": v.kind, "runs": len(v.run_ids),
                               "cache key": v.cache_key[:12]} for v in sweep.versions.values()])
+    judged = judged_shares(sweep)
+    if judged:
+        versions["judged@10"] = versions["label"].map(
+            lambda label: "" if judged.get(label) is None else f"{judged[label]:.3f}")
     winners = sens.winners.assign(mean=sens.winners["mean"].map("{:.4f}".format),
                                   margin=sens.winners["margin"].map(_p),
                                   significant=[{True: "yes", False: "no: tie"}.get(

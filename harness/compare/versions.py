@@ -29,6 +29,7 @@ class RunInfo:
     parent_run_id: str | None = None
     params: Mapping[str, str] = field(default_factory=dict)
     tags: Mapping[str, str] = field(default_factory=dict)
+    metrics: Mapping[str, float] = field(default_factory=dict)
 
 
 def split_overrides(job: str) -> list[str]:
