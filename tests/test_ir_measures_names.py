@@ -162,6 +162,10 @@ def _dicts(run: pd.DataFrame, qrels: pd.DataFrame) -> tuple[dict[str, Any], dict
     ("ir_measures:Compat@10", "takes no cut-off"),
     ("Compat(normalize=maybe)", "normalize must be True or False"),
     ("ir_measures:Compat(rel=2)", "takes no parameter 'rel'"),
+    ("ERR_IA(alpha=0.3)@5", "takes no parameter 'alpha'"),
+    ("NRBP@5", "takes no cut-off"),
+    ("StRecall(judged_only=True)@5", "takes no parameter 'judged_only'"),
+    ("alpha_nDCG(alpha=1.5)@5", "alpha must be a number in"),
 ])
 def test_bad_ir_measures_names_are_refused_in_one_line(text: str, words: str) -> None:
     with pytest.raises(MetricDefinitionError, match=words) as info:
