@@ -96,12 +96,15 @@ def _expected(gained: np.ndarray, reached: np.ndarray, tail: np.ndarray) -> Resu
     return value, np.zeros(len(value), dtype=bool)
 
 
-def _inverse_squares(start: np.ndarray | float, shift: np.ndarray | float) -> np.ndarray:
-    """``sum_{i=start}^{N-1} (i + shift)^{-2}`` (trigamma differences)."""
+def _square_tail(last: np.ndarray, own: np.ndarray, shift: np.ndarray | float) -> np.ndarray:
+    """``sum_{i=L}^{N-1} S_i`` past each list's end ``L = own`` where ``c_i`` telescopes,
+    ``S_i = S_L ((L + shift) / (i + shift))^2`` (INST, NERR11): ``S_L (L + shift)^2`` times
+    trigamma differences; 0 for a list that reaches N."""
     from scipy.special import polygamma  # here: scipy.special takes 0.2 s to import
 
-    start = np.asarray(start, dtype=np.float64)
-    return np.asarray(polygamma(1, start + shift) - polygamma(1, CWL_DEPTH + shift))
+    start = np.asarray(own, dtype=np.float64)
+    squares = polygamma(1, start + shift) - polygamma(1, CWL_DEPTH + shift)
+    return np.where(own < CWL_DEPTH, last * (start + shift) ** 2 * squares, 0.0)
 
 
 def _cutoff(x: MeasureInput) -> int:
@@ -121,8 +124,7 @@ def _inst(x: MeasureInput) -> Result:
     # past a list's end the gains are 0: c telescopes, S_i = S_L ((L + A) / (i + A))^2
     a = np.where(own > 0, shift[np.arange(len(own)), np.maximum(own - 1, 0)]
                  if g.shape[1] else 0.0, 2.0 * x.metric.target)
-    tail = np.where(own < CWL_DEPTH, last * (own + a) ** 2 * _inverse_squares(own, a), 0.0)
-    return _expected(gained, reached, tail)
+    return _expected(gained, reached, _square_tail(last, own, a))
 
 
 @register_measure("insq", display="INSQ", options=(*_SCALE, "target"), graded=True,
@@ -223,5 +225,4 @@ def _nerr11(x: MeasureInput) -> Result:
     g, rank, own = _matrix(x, CWL_DEPTH)
     gained, reached, last = _read(((rank + t2 - 1.0) / (rank + t2)) ** 2 * (1.0 - g), g, own)
     # past a list's end S_i = S_L ((L + 2T) / (i + 2T))^2
-    tail = np.where(own < CWL_DEPTH, last * (own + t2) ** 2 * _inverse_squares(own, t2), 0.0)
-    return _expected(gained, reached, tail)
+    return _expected(gained, reached, _square_tail(last, own, t2))
