@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import MetricDefinitionError
-from harness.metrics.registry import GMEAN_FLOOR
+from harness.metrics.weighting import summary
 from harness.metrics.tool_names.trec_eval_measures import Column
 
 __all__ = ["Evaluation", "Line", "evaluate_trec", "trec_order", "MISSING_ZSCORE"]
@@ -101,13 +101,10 @@ def _aggregate_of(metric: Any) -> str:
 
 
 def _summarise(values: np.ndarray, how: str) -> float:
+    """The measure's declared summary (``harness.aggregate``'s rule), 0 over no query."""
     if len(values) == 0:
         return 0.0
-    if how == "sum":
-        return float(np.sum(values))
-    if how == "gmean":
-        return float(np.exp(np.mean(np.log(np.maximum(values, GMEAN_FLOOR)))))
-    return float(np.mean(values))
+    return float(summary(values, np.ones(len(values)), None, "own", how))
 
 
 def _relstring(ranked: pd.DataFrame, qrels: pd.DataFrame, qids: list[str],
