@@ -92,7 +92,7 @@ def test_default_config_composes_and_validates() -> None:
     metrics, specs, ds = validate(cfg)
     assert ds["kind"] == "synthetic"
     assert {s.name for s in specs} == set(_ranker_names("contenders"))
-    assert len(metrics) == 29
+    assert len(metrics) == 32
     assert cfg.tracking.enabled is True and cfg.check.sklearn == "fail"
 
 
@@ -179,7 +179,7 @@ def test_full_grid_has_48_variants() -> None:
     assert set(metrics) == expected
 
 
-def test_default_grid_has_24_variants_plus_5_extras() -> None:
+def test_default_grid_has_24_variants_plus_8_extras() -> None:
     metrics = build_metrics(_grid("default"))
     raw = _yaml(CONF / "metric" / "default.yaml")  # read without Hydra
     assert raw["discount"] == ["log2"] and raw["ideal"] == ["judged"]
@@ -187,11 +187,15 @@ def test_default_grid_has_24_variants_plus_5_extras() -> None:
                for n, g, k, t in itertools.product(raw["name"], raw["gain"], raw["k"],
                                                    raw["ties"])}
     extras = {parse_metric(x) for x in raw["extra"]}
-    assert len(product) == 24 and len(extras) == 5
-    assert len(metrics) == 29
+    assert len(product) == 24 and len(extras) == 8
+    assert len(metrics) == 32
     assert set(metrics) == product | extras
-    # the unjudged axes default to today's single treatment: no variant gains a name part
-    assert all(m.unjudged == "nonrelevant" and "unjudged" not in str(m) for m in metrics)
+    # the unjudged axes default to today's single treatment: no variant of the product gains a
+    # name part; the incompleteness group is AP@10 condensed beside AP@10, bpref and infAP
+    assert all(m.unjudged == "nonrelevant" and "unjudged" not in str(m) for m in product)
+    assert {str(m) for m in extras if m.unjudged != "nonrelevant"} == {
+        "AP@10(unjudged=condensed)"}
+    assert {m.name for m in extras} >= {"bpref", "infap"}
 
 
 def test_one_value_axes_and_list_overrides() -> None:
@@ -477,3 +481,19 @@ def test_unknown_plus_keys_list_the_valid_ones(override: str, key: str,
     assert f"valid keys: {listed}" in str(info.value)
     if suggestion:
         assert f"did you mean {suggestion}?" in str(info.value)
+
+
+def test_default_grid_forms_the_incompleteness_group() -> None:
+    """harness compare's incompleteness group exists for a default sweep: AP@10 under
+    unjudged=nonrelevant and condensed, with bpref and infAP beside it."""
+    import pandas as pd
+
+    from harness.compare.incompleteness import incompleteness_taus
+
+    names = [m.display_name for m in build_metrics(_grid("default"))]
+    means = pd.DataFrame({"a": range(len(names)), "b": range(len(names), 0, -1)},
+                         index=names, dtype=float)
+    group = incompleteness_taus(means)
+    assert set(group["metric"]) == {"AP@10"}
+    assert list(group["treatment"]) == ["nonrelevant", "condensed", "Bpref",
+                                        "infAP(ties=docid)"]

@@ -189,7 +189,7 @@ def test_jobs_started_in_the_same_second_get_their_own_folders(tmp_path: Path) -
         assert folders["ndcg10"] != folders["default"]
         import pandas as pd
 
-        for m, n_variants in (("ndcg10", 1), ("default", 29)):
+        for m, n_variants in (("ndcg10", 1), ("default", 32)):
             table = pd.read_parquet(folders[m] / "per_query" / "oracle.parquet")
             assert len(table.columns) == 4 + n_variants  # qid, n_docs, n_judged, n_relevant
     finally:
@@ -237,7 +237,7 @@ def test_two_jobs_started_together_get_their_own_folders(tmp_path: Path) -> None
         assert len(folders) == 2, folders
         grids = sorted(len(pd.read_parquet(f / "per_query" / "oracle.parquet").columns)
                        for f in folders)
-        assert grids == [1 + 3 + 1, 1 + 3 + 29]  # qid, counts, and each job's own variants
+        assert grids == [1 + 3 + 1, 1 + 3 + 32]  # qid, counts, and each job's own variants
         assert not any((f / "INCOMPLETE").exists() for f in folders)
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -138,7 +138,7 @@ def test_cli_reproduces_every_ranker_of_a_job_identically(stores: Stores) -> Non
     heads = [line for line in proc.stdout.splitlines() if line.startswith("run ")]
     assert len(heads) == len(BASELINES)
     for name in BASELINES:
-        assert f"run {runs[name]} (ranker {name}): identical — 29 variants x 60 queries" \
+        assert f"run {runs[name]} (ranker {name}): identical — 32 variants x 60 queries" \
             in heads
     assert "environment: same package versions" in proc.stdout
     assert "Traceback" not in proc.stderr
@@ -154,7 +154,7 @@ def test_library_reproduces_each_ranker_run_identically(stores: Stores) -> None:
         assert isinstance(result, ReproResult)
         assert (result.run_id, result.ranker, result.identical) == (runs[name], name, True)
         assert result.differences.empty and result.env_changes == {}
-        assert (result.n_variants, result.n_queries) == (29, 60)
+        assert (result.n_variants, result.n_queries) == (32, 60)
 
 
 # --------------------------------------------------------------------------------------
