@@ -31,6 +31,7 @@ from harness.errors import InputError
 from harness.metrics.definition import Metric
 from harness.metrics.evaluate import MetricLike, evaluate
 from harness.engines.parts import (
+    QrelsByQuery,
     assemble,
     check_options,
     cut_at_queries,
@@ -122,7 +123,7 @@ def _read_rows(part: tuple[str, int, int], roles: Mapping[str, str]) -> pd.DataF
     return frame
 
 
-def _evaluate_partition(part: pd.DataFrame, qrels: pd.DataFrame | None,
+def _evaluate_partition(part: pd.DataFrame, qrels: QrelsByQuery | None,
                         metrics: list[Metric], options: Mapping[str, Any], table: str | None,
                         meta: pd.DataFrame) -> pd.DataFrame:
     out, _ = evaluate_part(part, qrels, metrics, options, table=table)
@@ -177,8 +178,8 @@ def evaluate_dask(run: str | os.PathLike[str] | pd.DataFrame, qrels: pd.DataFram
         or an in-memory run DataFrame
         Columns ``qid``, ``docid``, ``score`` (and ``label`` when ``qrels`` is None).
     qrels, metrics, **options : as in :func:`harness.evaluate` (``weights`` excepted). The
-        qrels are sent once to every worker; each partition is evaluated against the
-        judgments of its queries.
+        qrels are grouped by qid and sent once to every worker; each partition is evaluated
+        against the judgments of its queries.
     address : str, optional
         Scheduler to attach to, e.g. ``"tcp://10.0.0.5:8786"``. Without it (and without
         ``client``) a local cluster of ``n_workers`` processes runs for this call.
@@ -225,7 +226,11 @@ def evaluate_dask(run: str | os.PathLike[str] | pd.DataFrame, qrels: pd.DataFram
     with (contextlib.nullcontext(client) if client is not None else
           dask_client(address, n_workers=n_workers, threads_per_worker=threads_per_worker)
           ) as c:
-        judged = None if qrels is None else c.scatter(qrels, broadcast=True, hash=False)
+        # grouped by qid once here, so each partition takes its queries' judgments in time
+        # that follows the partition (an isin over every judgment per partition grows with
+        # rows x partitions)
+        judged = None if qrels is None else c.scatter(QrelsByQuery(qrels), broadcast=True,
+                                                      hash=False)
         if isinstance(run, pd.DataFrame):
             futures = c.scatter(parts, hash=False)
             frame = dd.from_delayed(futures, meta=parts[0].iloc[:0], verify_meta=False)
