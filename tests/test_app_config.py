@@ -496,4 +496,4 @@ def test_default_grid_forms_the_incompleteness_group() -> None:
     group = incompleteness_taus(means)
     assert set(group["metric"]) == {"AP@10"}
     assert list(group["treatment"]) == ["nonrelevant", "condensed", "Bpref",
-                                        "infAP(ties=docid)"]
+                                        "infAP(ties=input)"]
