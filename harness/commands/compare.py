@@ -238,7 +238,7 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
             "only")))
     verdicts = None if baseline is None else verdict_table(
         sweep.per_query, comparison, margins, test=args.verdict_test,
-        equivalence=args.equivalence)
+        equivalence=args.equivalence, intervals=sweep.intervals)
     changes = None if verdicts is None else verdict_changes(verdicts, sweep.per_query)
     n_queries = max(len(f) for f in sweep.per_query.values())
     print(f"{sweep.experiment}: {len(sweep.versions)} ranker versions "

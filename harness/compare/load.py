@@ -15,13 +15,19 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
 
+from harness.compare.labeling_verdicts import (
+    JUDGMENTS_DIGEST_TAG,
+    judgments_artifact,
+    merge_judgments,
+    read_judgments,
+)
 from harness.compare.versions import RunInfo, group_versions
 from harness.datasets.dataset import file_sha256
 from harness.errors import (
@@ -64,7 +70,10 @@ class Sweep:
 
     ``per_query`` maps each version's label to its per-query table (indexed by ``qid``, one
     column per variant display name); ``provenance`` holds plain JSON-ready data (run ids,
-    tags, config, environment); ``notes`` says what was merged or left out.
+    tags, config, environment); ``notes`` says what was merged or left out;
+    ``intervals`` maps each version whose runs all logged judgment intervals (issue 24) to
+    them (long format: ``qid, variant, low, high, exact, judged_at_10``; see
+    :mod:`harness.compare.labeling_verdicts`).
     """
 
     tracking_uri: str
@@ -78,6 +87,7 @@ class Sweep:
     per_query: dict[str, pd.DataFrame]
     provenance: dict[str, Any]
     notes: tuple[str, ...] = ()
+    intervals: dict[str, pd.DataFrame] = field(default_factory=dict)
 
     def resolve(self, name: str) -> str:
         """The version label a ranker name, a version label or a run id stands for (a
@@ -248,16 +258,20 @@ def load_sweep(tracking_uri: str | None = None, parent_run_id: str | None = None
     experiment_name = mlflow_call(lambda: client.get_experiment(experiment_id), uri,
                               "experiment").name
     groups = dict(sorted(group_versions(runs).items()))  # a stable order: by label
-    per_query, versions, run_files = {}, {}, {}
+    per_query, versions, run_files, intervals = {}, {}, {}, {}
     with tempfile.TemporaryDirectory(prefix="harness-compare-") as tmp:
         for label, members in groups.items():
-            frames = []
+            frames, judged = [], []
             for r in members:
                 files = _download(uri, r, Path(tmp) / r.run_id)
                 run_files[r.run_id] = files
                 frames.append(files.pop("per_query"))
+                judged.append(files.pop("judgments"))
             per_query[label], merge_notes = _merge(label, frames)
-            notes.extend(merge_notes)
+            found, judged_notes = merge_judgments(label, judged, per_query[label].index)
+            if found is not None:
+                intervals[label] = found
+            notes.extend(merge_notes + judged_notes)
             versions[label] = RankerVersion.of(label, members)
     parents = {r.parent_run_id for r in runs}
     report_parent = parent_run_id or (parents.pop() if len(parents) == 1 else None)
@@ -265,7 +279,7 @@ def load_sweep(tracking_uri: str | None = None, parent_run_id: str | None = None
                              groups, run_files)
     return Sweep(uri, experiment_name, str(experiment_id), report_parent, filter_string,
                  runs[0].dataset, runs[0].digest, versions, per_query, provenance,
-                 tuple(notes))
+                 tuple(notes), intervals)
 
 
 def _download(uri: str, run: RunInfo, dst: Path) -> dict[str, Any]:
@@ -281,7 +295,11 @@ def _download(uri: str, run: RunInfo, dst: Path) -> dict[str, Any]:
                           f"{table.name}")
     env = root / "environment.json"
     config = root / "config" / "config_resolved.yaml"
+    judged = root / judgments_artifact(run.ranker)
+    judgments, judged_sha = read_judgments(judged, run.run_id, run.ranker, run.tags.get(
+        JUDGMENTS_DIGEST_TAG)) if judged.is_file() else (None, None)
     return {"per_query": pd.read_parquet(table), "sha256": file_sha256(table),
+            "judgments": judgments, "judgments_sha256": judged_sha,
             "environment": json.loads(env.read_text()) if env.is_file() else {},
             "config": config.read_text() if config.is_file() else ""}
 
@@ -339,4 +357,6 @@ def _provenance(uri: str, experiment: str, parent_run_id: str | None,
         "config": run_files[first.run_id]["config"], "config_run_id": first.run_id,
         "versions": {label: [r.run_id for r in members] for label, members in groups.items()},
         "per_query_sha256": {r.run_id: run_files[r.run_id]["sha256"] for _, r in runs},
-    }
+    } | ({"judgments_sha256": judged} if (judged := {
+        r.run_id: run_files[r.run_id]["judgments_sha256"] for _, r in runs
+        if run_files[r.run_id].get("judgments_sha256")}) else {})

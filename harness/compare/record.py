@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from harness.compare.labeling_verdicts import labeling_count, labeling_lines
 from harness.compare.load import Sweep
 from harness.compare.verdict_shifts import CHANGES_FILE, change_markdown
 from harness.compare.verdicts import PASSING, VERDICT_CODES, VERDICTS
@@ -52,7 +53,7 @@ def comparison_spec(sweep: Sweep, comparison: pd.DataFrame, verdicts: pd.DataFra
         "verdicts": None if verdicts is None else {
             "test": verdicts.attrs["test"], "equivalence": verdicts.attrs["equivalence"],
             "margins": verdicts.attrs["margins"], "changes": CHANGES_FILE},
-    }
+    } | ({"judgments_sha256": p["judgments_sha256"]} if p.get("judgments_sha256") else {})
 
 
 def overall_verdict(verdicts: pd.DataFrame | None) -> str:
@@ -101,6 +102,10 @@ def _tags(sweep: Sweep, spec: Mapping[str, Any], verdicts: pd.DataFrame | None,
                                                                == verdict).sum()))
     if changes is not None:  # metrics (per pair) whose verdict changes with the definition
         tags["harness.verdict_changes"] = str(len(changes))
+    if verdicts is not None and (counts := labeling_count(verdicts)) is not None:
+        # decisive verdicts that do not hold over every labeling of the unjudged documents
+        tags["harness.verdict_labelings"] = str(counts[0])
+        tags["harness.verdict_labelings_bounded"] = str(counts[1])
     return tags
 
 
@@ -132,6 +137,8 @@ def _description(sweep: Sweep, verdicts: pd.DataFrame | None,
                   for r in shown.itertuples()]
     if changes is not None:
         lines += change_markdown(changes)
+    if verdicts is not None and (labelings := labeling_lines(verdicts, markdown=True)):
+        lines += ["", *labelings]
     lines += ["", "Recompute it: `harness reproduce <this run id>`."]
     return "\n".join(lines)
 

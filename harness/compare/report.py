@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from harness.compare.labeling_verdicts import judged_distribution
 from harness.compare.report_render import (
     ReportParts,
     html_report,
@@ -200,7 +201,11 @@ def _verdict_tables(verdicts: pd.DataFrame | None, changes: pd.DataFrame | None
     a = verdicts.attrs
     out = {"verdicts": (f"Verdicts ({a.get('test')} one-sided, alpha {a.get('alpha')}, "
                         f"{a.get('correction')} per {a.get('family')}"
-                        + (", equivalence (TOST)" if a.get("equivalence") else "") + ")",
+                        + (", equivalence (TOST)" if a.get("equivalence") else "") + ")"
+                        + ("; labelings: whether the verdict holds over every labeling of "
+                           "the unjudged documents, the mean difference lying in [worst, "
+                           "best] under any (per query: harness judgments)"
+                           if "labelings" in verdicts else ""),
                         verdicts_display(verdicts), False)}
     if changes is not None and not changes.empty:
         out["verdict_changes"] = ("Verdict across metric definitions: where it changes, "
@@ -234,6 +239,11 @@ def _tables(sweep: Sweep, comparison: pd.DataFrame, sens: Sensitivity,
     if judged:
         versions["judged@10"] = versions["label"].map(
             lambda label: "" if judged.get(label) is None else f"{judged[label]:.3f}")
+    spread = judged_distribution(sweep.intervals)  # per query, from the judgments artifact
+    for i, column in enumerate(("judged@10 median", "judged@10 p10", "fully judged")):
+        if spread:
+            versions[column] = versions["label"].map(
+                lambda label, i=i: f"{spread[label][i]:.3f}" if label in spread else "")
     winners = sens.winners.assign(mean=sens.winners["mean"].map("{:.4f}".format),
                                   margin=sens.winners["margin"].map(_p),
                                   significant=[{True: "yes", False: "no: tie"}.get(

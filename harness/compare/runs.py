@@ -11,7 +11,8 @@ Before anything is compared, the runs must agree on what was measured, else a
 set (unless ``allow_subset``: then the common queries, and how many were dropped), and the
 definition of every variant they share (the evaluation options of :data:`DEFINITION_PARAMS`).
 Each per-query artifact is checked against the sha256 its run logged (tag
-:data:`PER_QUERY_DIGEST_TAG`), or against the digests a logged comparison recorded.
+:data:`PER_QUERY_DIGEST_TAG`), or against the digests a logged comparison recorded; so is a
+run's judgment intervals artifact, when it has one (tag ``judgments.sha256``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,12 @@ from harness.compare.load import (
     _run_info,
     _search,
     mlflow_call,
+)
+from harness.compare.labeling_verdicts import (
+    JUDGMENTS_DIGEST_TAG,
+    judgments_artifact,
+    merge_judgments,
+    read_judgments,
 )
 from harness.compare.versions import RunInfo, group_versions
 from harness.datasets.dataset import file_sha256
@@ -134,10 +141,11 @@ def load_runs(tracking_uri: str | None, run_ids: Sequence[str], *,
 
 def load_versions(tracking_uri: str | None, versions: Mapping[str, Sequence[str]], *,
                   allow_subset: bool, digests: Mapping[str, str],
-                  sources: Mapping[str, Sequence[str]] | None = None) -> Sweep:
+                  sources: Mapping[str, Sequence[str]] | None = None,
+                  judgment_digests: Mapping[str, str] | None = None) -> Sweep:
     """The versions a logged comparison recorded (label -> ranker run ids), each per-query
-    artifact checked against ``digests`` (run id -> sha256): what ``harness reproduce``
-    recomputes a comparison from."""
+    artifact checked against ``digests`` (run id -> sha256), each judgments artifact against
+    ``judgment_digests``: what ``harness reproduce`` recomputes a comparison from."""
     client, uri = _client(tracking_uri)
     runs = {i: mlflow_call(lambda i=i: client.get_run(i), uri, f"run {i!r}")
             for ids in versions.values() for i in ids}
@@ -146,7 +154,8 @@ def load_versions(tracking_uri: str | None, versions: Mapping[str, Sequence[str]
     names = sorted({mlflow_call(lambda r=r: client.get_experiment(r.info.experiment_id), uri,
                                 "experiment").name for r in runs.values()})
     return _build(uri, names, groups, {k: list(v) for k, v in (sources or {}).items()}, [],
-                  allow_subset=allow_subset, digests=digests)
+                  allow_subset=allow_subset, digests=digests,
+                  judgment_digests=judgment_digests)
 
 
 def _same_dataset(infos: Sequence[RunInfo]) -> None:
@@ -162,7 +171,7 @@ def _same_dataset(infos: Sequence[RunInfo]) -> None:
 
 
 def _download(client: Any, uri: str, run: RunInfo, dst: Path,
-              expected: str | None) -> dict[str, Any]:
+              expected: str | None, judged_expected: str | None = None) -> dict[str, Any]:
     name = f"{run.ranker}.parquet"
     listed = {a.path for a in mlflow_call(lambda: client.list_artifacts(run.run_id), uri,
                                           f"artifacts of run {run.run_id}")}
@@ -183,7 +192,17 @@ def _download(client: Any, uri: str, run: RunInfo, dst: Path,
     except Exception as exc:  # noqa: BLE001 - any reader failure: the artifact is broken
         raise ArtifactChanged(f"run {run.run_id} ({run.ranker}): artifact {name} is "
                               f"unreadable ({type(exc).__name__})") from None
-    extra = {}
+    extra: dict[str, Any] = {"judgments": None, "judgments_sha256": None}
+    judged = judgments_artifact(run.ranker)
+    if "judgments" in listed and judged in {a.path for a in client.list_artifacts(
+            run.run_id, "judgments")}:
+        path = Path(mlflow_call(lambda: client.download_artifacts(run.run_id, judged, str(dst)),
+                                uri, f"artifact {judged} of run {run.run_id}"))
+        extra["judgments"], extra["judgments_sha256"] = read_judgments(
+            path, run.run_id, run.ranker, run.tags.get(JUDGMENTS_DIGEST_TAG), judged_expected)
+    elif judged_expected:
+        raise ArtifactChanged(f"run {run.run_id} ({run.ranker}): the comparison read its "
+                              f"artifact {judged}, which is gone")
     for key, artifact in (("environment", "environment.json"),
                           ("config", "config/config_resolved.yaml")):
         folder = artifact.rpartition("/")[0] or None
@@ -244,11 +263,12 @@ def _query_sets(per_query: dict[str, pd.DataFrame], allow_subset: bool,
 
 def _build(uri: str, experiments: list[str], groups: dict[str, list[RunInfo]],
            sources: dict[str, list[str]], notes: list[str], *, allow_subset: bool,
-           digests: Mapping[str, str] | None) -> Sweep:
+           digests: Mapping[str, str] | None,
+           judgment_digests: Mapping[str, str] | None = None) -> Sweep:
     from harness.tracking.store import open_client
 
     client = open_client(uri)
-    per_query, versions, run_files, columns = {}, {}, {}, {}
+    per_query, versions, run_files, columns, judged = {}, {}, {}, {}, {}
     with tempfile.TemporaryDirectory(prefix="harness-compare-") as tmp:
         for label, members in groups.items():
             frames = []
@@ -257,13 +277,15 @@ def _build(uri: str, experiments: list[str], groups: dict[str, list[RunInfo]],
                 if digests is not None and not expected:
                     raise ArtifactChanged(f"run {r.run_id}: the comparison recorded no digest "
                                           "of its per-query artifact")
-                files = _download(client, uri, r, Path(tmp) / r.run_id, expected)
+                files = _download(client, uri, r, Path(tmp) / r.run_id, expected,
+                                  (judgment_digests or {}).get(r.run_id))
                 run_files[r.run_id] = files
                 frame = files["per_query"]
                 columns[r.run_id] = metric_columns(frame.set_index("qid"))
                 frames.append(frame)
             per_query[label], merge_notes = _merge(label, frames)
             notes.extend(merge_notes)
+            judged[label] = [run_files[r.run_id].pop("judgments") for r in members]
             versions[label] = RankerVersion.of(label, members)
     _definitions(groups, columns)
     unchecked = [r for r, f in run_files.items() if not f["digest_logged"]]
@@ -274,9 +296,15 @@ def _build(uri: str, experiments: list[str], groups: dict[str, list[RunInfo]],
     per_query = _query_sets(per_query, allow_subset, notes)
     if not per_query:
         raise RunNotFound("no ranker run to compare")
+    intervals = {}
+    for label, frames in judged.items():
+        found, judged_notes = merge_judgments(label, frames, per_query[label].index)
+        notes.extend(judged_notes)
+        if found is not None:
+            intervals[label] = found
     provenance = _provenance(uri, ", ".join(experiments), None, {}, None, groups, run_files)
     provenance |= {"sources": sources, "allow_subset": allow_subset,
                    "experiments": experiments}
     first = next(iter(groups.values()))[0]
     return Sweep(uri, ", ".join(experiments), "", None, None, first.dataset, first.digest,
-                 versions, per_query, provenance, tuple(notes))
+                 versions, per_query, provenance, tuple(notes), intervals)

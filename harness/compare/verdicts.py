@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from harness.compare.labeling_verdicts import labeling_flags, labeling_lines
 from harness.compare.resampling import bootstrap_intervals
 from harness.compare.stats import TIE_TOLERANCE, adjust_pvalues, align_pair, per_query_frame
 from harness.compare.unjudged_verdicts import unjudged_flags, unjudged_lines
@@ -146,7 +147,8 @@ def _decide(row: Mapping[str, Any], test: str, alpha: float, equivalence: bool
 
 def verdict_table(per_query: Mapping[str, pd.DataFrame], comparison: pd.DataFrame,
                   margins: Mapping[str, float] | None = None, *, test: str = "ttest",
-                  equivalence: bool = False) -> pd.DataFrame:
+                  equivalence: bool = False,
+                  intervals: Mapping[str, pd.DataFrame] | None = None) -> pd.DataFrame:
     """The verdict of every row of a :func:`~harness.compare.compare_table` table made
     against baselines: ``ranker_a`` (the candidate) against ``ranker_b`` (the baseline).
 
@@ -162,13 +164,18 @@ def verdict_table(per_query: Mapping[str, pd.DataFrame], comparison: pd.DataFram
     test : {'ttest', 'wilcoxon', 'bootstrap'}
     equivalence : bool
         Also test equivalence within ±δ (TOST); needs δ > 0 for some variant.
+    intervals : mapping of label -> DataFrame, optional
+        The judgment intervals of the versions that have them (``Sweep.intervals``).
 
     Returns
     -------
     DataFrame
         One row per comparison: ``variant, candidate, baseline, n, mean_diff, margin``, the
         one-sided p-values and their corrected values (or the bootstrap bounds),
-        ``verdict``, ``decided_by``, ``gated`` (the variant has a margin).
+        ``verdict``, ``decided_by``, ``gated`` (the variant has a margin); where measured,
+        ``unjudged`` (the verdict across unjudged treatments) and, where both versions have
+        judgment intervals, ``worst``, ``best`` and ``labelings`` (the verdict over every
+        labeling of the unjudged documents: :mod:`harness.compare.labeling_verdicts`).
     """
     if test not in VERDICT_TESTS:
         raise CompareError(f"the verdict test must be one of {', '.join(VERDICT_TESTS)}; "
@@ -205,6 +212,9 @@ def verdict_table(per_query: Mapping[str, pd.DataFrame], comparison: pd.DataFram
     flags = unjudged_flags(table)  # the verdict across unjudged treatments, where measured
     if (flags != "").any():
         table["unjudged"] = flags
+    bounded = None if not intervals else labeling_flags(table, intervals)
+    if bounded is not None:
+        table = table.join(bounded)
     table.attrs = {"test": test, "equivalence": equivalence, "alpha": alpha,
                    "margins": margins, "correction": a.get("correction", "holm"),
                    "family": family}
@@ -233,7 +243,7 @@ def verdict_lines(verdicts: pd.DataFrame, *, limit: int = 12) -> list[str]:
                      f"{r.mean_diff:+.4f}{margin}; {r.decided_by})")
     if len(shown) < len(verdicts):
         lines.append(f"  ... {len(verdicts) - len(shown)} more in verdicts.csv")
-    return lines + unjudged_lines(verdicts)
+    return lines + unjudged_lines(verdicts) + labeling_lines(verdicts)
 
 
 def gate_lines(verdicts: pd.DataFrame) -> tuple[bool, list[str]]:
@@ -256,4 +266,7 @@ def verdicts_display(verdicts: pd.DataFrame) -> pd.DataFrame:
         "n": v["n"], "diff": v["mean_diff"].map("{:+.4f}".format),
         "margin": v["margin"].map("{:g}".format), "verdict": v["verdict"],
         "decided by": v["decided_by"], "gated": v["gated"].map({True: "yes", False: ""}),
-        **({"unjudged": v["unjudged"].fillna("")} if "unjudged" in v else {})})
+        **({"unjudged": v["unjudged"].fillna("")} if "unjudged" in v else {}),
+        **({"labelings": v["labelings"].fillna(""),
+            "over labelings": [f"[{w:+.4f}, {b:+.4f}]" if w == w else "" for w, b in
+                               zip(v["worst"], v["best"])]} if "labelings" in v else {})})

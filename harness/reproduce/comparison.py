@@ -101,14 +101,16 @@ def reproduce_comparison(client: Any, run: Any) -> ComparisonResult:
     try:
         sweep = load_versions(client.tracking_uri, spec["versions"],
                               allow_subset=spec["allow_subset"],
-                              digests=spec["per_query_sha256"], sources=spec["sources"])
+                              digests=spec["per_query_sha256"], sources=spec["sources"],
+                              judgment_digests=spec.get("judgments_sha256"))
         comparison = compare_table(sweep.per_query, spec["variants"],
                                    spec["baselines"] or None, **spec["options"])
         now = {"comparison.csv": comparison}
         if spec["verdicts"]:
             now["verdicts.csv"] = verdict_table(
                 sweep.per_query, comparison, spec["verdicts"]["margins"],
-                test=spec["verdicts"]["test"], equivalence=spec["verdicts"]["equivalence"])
+                test=spec["verdicts"]["test"], equivalence=spec["verdicts"]["equivalence"],
+                intervals=sweep.intervals)
             if spec["verdicts"].get("changes"):  # comparisons logged before issue 23's ★
                 now[CHANGES_FILE] = verdict_changes(now["verdicts.csv"], sweep.per_query)
     except HarnessError as exc:
