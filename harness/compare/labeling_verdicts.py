@@ -98,7 +98,7 @@ def labeling_bounds(a: pd.DataFrame, b: pd.DataFrame, variant: str
     """``(worst, best, n)``: the mean over the ``n`` queries both judgment tables bound for
     ``variant`` of a.low − b.high and of a.high − b.low (NaN, NaN, 0 when none)."""
     x, y = _side(a, variant), _side(b, variant)
-    both = x.join(y, how="inner", lsuffix="_a", rsuffix="_b").dropna()
+    both = x.add_suffix("_a").join(y.add_suffix("_b"), how="inner").dropna()
     if both.empty:
         return float("nan"), float("nan"), 0
     worst = float((both["low_a"] - both["high_b"]).mean())
