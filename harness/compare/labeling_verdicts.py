@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.datasets.dataset import file_sha256
 
 __all__ = ["JUDGMENTS_DIGEST_TAG", "judgments_artifact", "read_judgments", "merge_judgments",
            "labeling_bounds", "labeling_flags", "labeling_lines", "labeling_count",
@@ -52,19 +51,11 @@ def read_judgments(path: Path, run_id: str, ranker: str, logged: str | None,
     logged (``logged``) and the one a comparison recorded (``expected``), when given.
 
     Raises ArtifactChanged (altered, unreadable or without a needed column)."""
-    from harness.compare.runs import ArtifactChanged
+    from harness.compare.runs import ArtifactChanged, checked_parquet
 
     name = judgments_artifact(ranker)
-    digest = file_sha256(path)
-    for what, want in (("its run logged", logged), ("the comparison recorded", expected)):
-        if want and want != digest:
-            raise ArtifactChanged(f"run {run_id} ({ranker}): artifact {name} was altered "
-                                  f"(sha256 {digest[:12]}…, {what} {want[:12]}…)")
-    try:
-        table = pd.read_parquet(path)
-    except Exception as exc:  # noqa: BLE001 - any reader failure: the artifact is broken
-        raise ArtifactChanged(f"run {run_id} ({ranker}): artifact {name} is unreadable "
-                              f"({type(exc).__name__})") from None
+    table, digest = checked_parquet(path, f"run {run_id} ({ranker}): artifact {name}", logged,
+                                    expected)
     missing = [c for c in COLUMNS if c not in table.columns]
     if missing:
         raise ArtifactChanged(f"run {run_id} ({ranker}): artifact {name} has no column "

@@ -181,17 +181,9 @@ def _download(client: Any, uri: str, run: RunInfo, dst: Path,
     dst.mkdir(parents=True)
     path = Path(mlflow_call(lambda: client.download_artifacts(run.run_id, name, str(dst)), uri,
                             f"artifact {name} of run {run.run_id}"))
-    digest = file_sha256(path)
     logged = run.tags.get(PER_QUERY_DIGEST_TAG)
-    for what, want in (("its run logged", logged), ("the comparison recorded", expected)):
-        if want and want != digest:
-            raise ArtifactChanged(f"run {run.run_id} ({run.ranker}): artifact {name} was "
-                                  f"altered (sha256 {digest[:12]}…, {what} {want[:12]}…)")
-    try:
-        table = pd.read_parquet(path)
-    except Exception as exc:  # noqa: BLE001 - any reader failure: the artifact is broken
-        raise ArtifactChanged(f"run {run.run_id} ({run.ranker}): artifact {name} is "
-                              f"unreadable ({type(exc).__name__})") from None
+    table, digest = checked_parquet(path, f"run {run.run_id} ({run.ranker}): artifact {name}",
+                                    logged, expected)
     extra: dict[str, Any] = {"judgments": None, "judgments_sha256": None}
     judged = judgments_artifact(run.ranker)
     if "judgments" in listed and judged in {a.path for a in client.list_artifacts(
@@ -212,6 +204,22 @@ def _download(client: Any, uri: str, run: RunInfo, dst: Path,
         else:
             extra[key] = {} if key == "environment" else ""
     return {"per_query": table, "sha256": digest, "digest_logged": bool(logged), **extra}
+
+
+def checked_parquet(path: Path, what: str, logged: str | None, expected: str | None
+                    ) -> tuple[pd.DataFrame, str]:
+    """The table in the parquet file ``path`` and its sha256, checked against the digest its
+    run logged and the one a comparison recorded (either may be None); ``what`` names the
+    artifact in the error. Raises ArtifactChanged (altered or unreadable)."""
+    digest = file_sha256(path)
+    for who, want in (("its run logged", logged), ("the comparison recorded", expected)):
+        if want and want != digest:
+            raise ArtifactChanged(f"{what} was altered (sha256 {digest[:12]}…, {who} "
+                                  f"{want[:12]}…)")
+    try:
+        return pd.read_parquet(path), digest
+    except Exception as exc:  # noqa: BLE001 - any reader failure: the artifact is broken
+        raise ArtifactChanged(f"{what} is unreadable ({type(exc).__name__})") from None
 
 
 def _definitions(groups: Mapping[str, list[RunInfo]],
