@@ -228,6 +228,23 @@ def test_an_altered_judgments_artifact_is_refused(store) -> None:
     assert load_runs(uri, [ids["cand"], ids["base"]]).intervals
 
 
+def test_a_comparison_reads_the_judgments_it_recorded_and_only_those(store) -> None:
+    from harness.compare.runs import load_versions
+
+    uri, _, ids = store
+    first = load_runs(uri, [ids["cand"], ids["base"]])
+    p = first.provenance
+    recorded = dict(versions=p["versions"], allow_subset=False, digests=p["per_query_sha256"])
+    # a comparison that recorded no judgments digest (logged before them) reads none
+    assert load_versions(uri, **recorded).intervals == {}
+    again = load_versions(uri, **recorded, judgment_digests=p["judgments_sha256"])
+    assert set(again.intervals) == {"cand", "base"}
+    other = dict(p["judgments_sha256"]) | {ids["cand"]: "f" * 64}
+    with pytest.raises(ArtifactChanged, match=r"judgments/cand\.parquet was altered .*the "
+                                              r"comparison recorded ffffffffffff"):
+        load_versions(uri, **recorded, judgment_digests=other)
+
+
 def test_runs_without_judgments_give_no_column(store) -> None:
     uri, _, ids = store
     for pair in ([ids["old cand"], ids["old base"]], [ids["cand"], ids["old base"]]):

@@ -145,7 +145,8 @@ def load_versions(tracking_uri: str | None, versions: Mapping[str, Sequence[str]
                   judgment_digests: Mapping[str, str] | None = None) -> Sweep:
     """The versions a logged comparison recorded (label -> ranker run ids), each per-query
     artifact checked against ``digests`` (run id -> sha256), each judgments artifact against
-    ``judgment_digests``: what ``harness reproduce`` recomputes a comparison from."""
+    ``judgment_digests`` (none read without: a comparison that recorded none read none):
+    what ``harness reproduce`` recomputes a comparison from."""
     client, uri = _client(tracking_uri)
     runs = {i: mlflow_call(lambda i=i: client.get_run(i), uri, f"run {i!r}")
             for ids in versions.values() for i in ids}
@@ -171,7 +172,8 @@ def _same_dataset(infos: Sequence[RunInfo]) -> None:
 
 
 def _download(client: Any, uri: str, run: RunInfo, dst: Path,
-              expected: str | None, judged_expected: str | None = None) -> dict[str, Any]:
+              expected: str | None, judged_expected: str | None = None,
+              read_judged: bool = True) -> dict[str, Any]:
     name = f"{run.ranker}.parquet"
     listed = {a.path for a in mlflow_call(lambda: client.list_artifacts(run.run_id), uri,
                                           f"artifacts of run {run.run_id}")}
@@ -186,7 +188,7 @@ def _download(client: Any, uri: str, run: RunInfo, dst: Path,
                                     logged, expected)
     extra: dict[str, Any] = {"judgments": None, "judgments_sha256": None}
     judged = judgments_artifact(run.ranker)
-    if "judgments" in listed and judged in {a.path for a in client.list_artifacts(
+    if read_judged and "judgments" in listed and judged in {a.path for a in client.list_artifacts(
             run.run_id, "judgments")}:
         path = Path(mlflow_call(lambda: client.download_artifacts(run.run_id, judged, str(dst)),
                                 uri, f"artifact {judged} of run {run.run_id}"))
@@ -286,7 +288,8 @@ def _build(uri: str, experiments: list[str], groups: dict[str, list[RunInfo]],
                     raise ArtifactChanged(f"run {r.run_id}: the comparison recorded no digest "
                                           "of its per-query artifact")
                 files = _download(client, uri, r, Path(tmp) / r.run_id, expected,
-                                  (judgment_digests or {}).get(r.run_id))
+                                  (judgment_digests or {}).get(r.run_id),
+                                  digests is None or bool(judgment_digests))
                 run_files[r.run_id] = files
                 frame = files["per_query"]
                 columns[r.run_id] = metric_columns(frame.set_index("qid"))
