@@ -177,6 +177,16 @@ class ExplainConfig:
 
 
 @dataclass
+class JudgmentsConfig:
+    """Judgment intervals per ranker and variant (harness.app.judgment_study)."""
+
+    # auto: computed when some ranker retrieved an unjudged document (else every interval is
+    # the value itself); on: always; off: never. Any, so YAML's booleans pass as on/off.
+    interval: Any = "auto"
+    max_labelings: Any = 4096  # labelings tried per query where no shortcut is known
+
+
+@dataclass
 class Config:
     study: str = "default"
     seed: int = 0
@@ -189,6 +199,7 @@ class Config:
     check: CheckConfig = field(default_factory=CheckConfig)
     explain: ExplainConfig = field(default_factory=ExplainConfig)
     engine: EngineConfig = field(default_factory=EngineConfig)
+    judgments: JudgmentsConfig = field(default_factory=JudgmentsConfig)
     cache_dir: str = "runs/cache/scores"
     # a ranker's name: the closing table adds each other ranker's difference from it
     baseline: Optional[str] = None

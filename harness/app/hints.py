@@ -21,7 +21,7 @@ CONF = PROJECT_ROOT / "conf"
 #: Sections of the main config whose keys a schema dataclass fixes.
 _SECTIONS = {"metric": schema.MetricGrid, "tracking": schema.TrackingConfig,
              "check": schema.CheckConfig, "explain": schema.ExplainConfig,
-             "engine": schema.EngineConfig}
+             "engine": schema.EngineConfig, "judgments": schema.JudgmentsConfig}
 _DATASETS = {"synthetic": schema.SyntheticDataset, "letor": schema.LetorDataset,
              "trec": schema.TrecDataset, "table": schema.TableDataset,
              "parquet_run": schema.ParquetRunDataset}

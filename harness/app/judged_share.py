@@ -8,11 +8,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from harness.metrics import Metric
 
-__all__ = ["JUDGED_K", "JUDGED_WARN_BELOW", "judged_at_k", "judged_warning", "judged_line"]
+__all__ = ["JUDGED_K", "JUDGED_WARN_BELOW", "judged_at_k", "judged_per_query",
+           "judged_distribution", "distribution_text", "judged_warning", "judged_line"]
 
 #: The cut-off of the judged share a study reports.
 JUDGED_K = 10
@@ -22,15 +24,40 @@ JUDGED_WARN_BELOW = 0.9
 
 def judged_at_k(engine: Any, run: pd.DataFrame, qrels: pd.DataFrame | None,
                 options: Mapping[str, Any]) -> float | None:
-    """The mean over the evaluated queries of Judged@10 (registry's ``judged`` measure, tied
-    documents averaged over their orders) by the study's ``engine`` with its evaluate
-    ``options``; None without qrels or without an evaluated query."""
+    """The mean over the evaluated queries of Judged@10 (:func:`judged_per_query`); None
+    without qrels or without an evaluated query."""
+    values = judged_per_query(engine, run, qrels, options)
+    return None if values is None else judged_distribution(values)["mean"]
+
+
+def judged_per_query(engine: Any, run: pd.DataFrame, qrels: pd.DataFrame | None,
+                     options: Mapping[str, Any]) -> pd.Series | None:
+    """Judged@10 per evaluated query (registry's ``judged`` measure, tied documents averaged
+    over their orders) by the study's ``engine`` with its evaluate ``options``, indexed by
+    qid; None without qrels or without a run row."""
     if qrels is None or not len(run):
         return None
     metric = Metric("judged", k=JUDGED_K)
-    values = engine.evaluate(run, qrels, [metric], **options)[metric.display_name]
-    values = values[values == values]
-    return float(values.mean()) if len(values) else None
+    return engine.evaluate(run, qrels, [metric], **options)[metric.display_name].rename(
+        f"judged_at_{JUDGED_K}")
+
+
+def judged_distribution(values: pd.Series) -> dict[str, float | None]:
+    """Judged@10 per query summarised: ``mean``, ``median``, ``p10`` (10th percentile),
+    ``full`` (share of queries fully judged), ``below_half`` (share below 0.5) and ``n``
+    (queries with a value); each None without a value."""
+    v = values[values == values].to_numpy(dtype=float)
+    if not len(v):
+        return dict.fromkeys(("mean", "median", "p10", "full", "below_half", "n"))
+    return {"mean": float(v.mean()), "median": float(np.median(v)),
+            "p10": float(np.percentile(v, 10)), "full": float((v >= 1.0).mean()),
+            "below_half": float((v < 0.5).mean()), "n": float(len(v))}
+
+
+def distribution_text(d: Mapping[str, float | None]) -> str:
+    """``median 0.900, 10th percentile 0.600, 41% of queries fully judged, 3% below 0.5``."""
+    return (f"median {d['median']:.3f}, 10th percentile {d['p10']:.3f}, "
+            f"{d['full']:.0%} of queries fully judged, {d['below_half']:.0%} below 0.5")
 
 
 def judged_warning(name: str, share: float | None) -> str | None:
@@ -43,12 +70,18 @@ def judged_warning(name: str, share: float | None) -> str | None:
             "harness judgments (docs/measures.md#judgment-intervals)")
 
 
-def judged_line(shares: Mapping[str, float | None]) -> str | None:
+def judged_line(shares: Mapping[str, float | None],
+                dists: Mapping[str, Mapping[str, float | None] | None] | None = None
+                ) -> str | None:
     """``judged@10 (...): bm25 0.859, ance 0.770`` when some ranker retrieved an unjudged
-    document in its top 10 (None when every share is 1 or unknown)."""
+    document in its top 10 (None when every share is 1 or unknown), then each ranker's
+    distribution over queries (:func:`distribution_text`) where ``dists`` has it."""
     known = {n: v for n, v in shares.items() if v is not None}
     if not known or all(v >= 1.0 for v in known.values()):
         return None
+    spread = [f"{n} {distribution_text(d)}" for n, d in (dists or {}).items()
+              if n in known and d and d.get("median") is not None]
     return (f"judged@{JUDGED_K} (the share of a ranker's top {JUDGED_K} documents that are "
             "judged, mean over queries): "
-            + ", ".join(f"{n} {v:.3f}" for n, v in known.items()))
+            + ", ".join(f"{n} {v:.3f}" for n, v in known.items())
+            + ("; per query: " + "; ".join(spread) if spread else ""))

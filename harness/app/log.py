@@ -30,13 +30,16 @@ from harness.tracking.log_plan import PARAM_LIMIT, close_open_runs, refused
 from harness.tracking.worker import TrackingWorker, WorkerFailed, WorkerGone
 
 __all__ = ["RunLog", "study_runs", "log_study", "start_tracking", "VIEWABLE_ROWS",
-           "ranker_metric_key", "ranker_metrics", "STATS_PREFIX", "PER_QUERY_DIGEST_TAG"]
+           "ranker_metric_key", "ranker_metrics", "STATS_PREFIX", "PER_QUERY_DIGEST_TAG",
+           "JUDGMENTS_DIGEST_TAG"]
 
 log = logging.getLogger("harness")
 
 #: The sha256 of a ranker run's per-query artifact (``<ranker>.parquet``), so that a later
 #: comparison can tell the artifact it reads is the one the job logged.
 PER_QUERY_DIGEST_TAG = "per_query.sha256"
+#: The sha256 of a ranker run's judgment intervals (``judgments/<ranker>.parquet``).
+JUDGMENTS_DIGEST_TAG = "judgments.sha256"
 
 
 @dataclass(frozen=True)
@@ -153,7 +156,8 @@ def study_runs(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
     tags |= _file_digests(plan.dataset.kind, plan.dataset.options)
     files = [(written[role], folder) for role, folder in (
         ("summary_csv", ""), ("check_csv", ""), ("keys_json", ""), ("config_yaml", "config"),
-        ("dataset_json", ""), ("environment_json", ""))]
+        ("dataset_json", ""), ("environment_json", ""), ("judgments_csv", ""))
+        if role in written]
     if (out / ".hydra").is_dir():
         files.append((out / ".hydra", "config/hydra"))
     if "figures" in written:
@@ -167,7 +171,8 @@ def study_runs(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
             params=params, metrics=_job_metrics(plan.metrics, results, written),
             tags=tags | {"harness.role": "job"}, artifacts=files,
             description=study_description(written["summary"], plan.metrics, study=plan.study,
-                                          dataset=dataset.name, title=label))]
+                                          dataset=dataset.name, title=label,
+                                          pairs=written.get("judgment_pairs", ())))]
     else:  # a sweep: the job's files go to the sweep's parent run, under job_<label>/
         prefix = f"jobs/{job_label.split(':', 1)[0] if job_label else os.getpid()}"
         runs = [RunLog(key="sweep", name="sweep", run_id=parent_run_id, artifacts=[
@@ -209,6 +214,10 @@ def _ranker_run(plan: StudyPlan, dataset: Dataset, name: str, r: Any,
         files.append((written["figures"], "figures"))
     files.append((_viewable_table(r.per_query, out / "per_query" / name), ""))
     files += [(path, "explain") for path in written["explain"].get(name, [])]
+    judgments = written.get("judgments", {}).get(name)  # None: not computed
+    if judgments is not None:
+        files.append((judgments, "judgments"))
+        tags = tags | {JUDGMENTS_DIGEST_TAG: file_sha256(judgments)}
     return RunLog(
         key=f"ranker:{name}", name=f"{name} [{job_label}]" if job_label else name,
         parent=parent, parent_run_id=parent_run_id, params=params | {"ranker_name": name},

@@ -9,10 +9,11 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from harness.app.judged_share import judged_line
+from harness.app.judgment_notes import closing_lines, pair_markdown, ranker_sentence
 from harness.metrics import Metric
 from harness.metrics.options import display_value
 
@@ -146,10 +147,7 @@ def ranker_description(name: str, summary: pd.DataFrame, metrics: Sequence[Metri
     head = ["" if first is None else f"**{_cell(name)}: {_cell(first.name)} "
             f"{interval(first)}** over {int(first['n_queries'])} queries", "",
             f"**{_cell(name)}** on dataset `{_cell(dataset)}` (study `{_cell(study)}`): mean "
-            "per query with its 95% bootstrap CI."
-            + ("" if (j := summary.attrs.get("judged_at_10")) is None else
-               f" Judged@10 {j:.3f}: the share of its top 10 documents judged, mean over "
-               "queries.")]
+            "per query with its 95% bootstrap CI." + ranker_sentence(summary)]
     rows = []
     for m in metrics:
         row = summary.loc[m.display_name]
@@ -170,7 +168,8 @@ def _warning_lines(warnings: Sequence[str]) -> list[str]:
 
 
 def study_description(summaries: Mapping[str, pd.DataFrame], metrics: Sequence[Metric], *,
-                      study: str, dataset: str, title: str) -> str:
+                      study: str, dataset: str, title: str,
+                      pairs: Sequence[Mapping[str, Any]] = ()) -> str:
     """Markdown: the best mean under the first headline variant (the line MLflow's collapsed
     description box shows), then the variant x ranker table of means, the best of each row
     in bold."""
@@ -186,8 +185,8 @@ def study_description(summaries: Mapping[str, pd.DataFrame], metrics: Sequence[M
         rows.append(_row([f"`{_cell(m.display_name)}`", *cells]))
     table = _table(["variant", *(_cell(n) for n in names)], [])
     warnings = [w for n in names for w in summaries[n].attrs.get("warnings", [])]
-    return _fit(head + table, rows, ["", DEFAULTS_LINE] + _warning_lines(warnings),
-                rest="summary.csv")
+    return _fit(head + table, rows, ["", DEFAULTS_LINE] + pair_markdown(pairs)
+                + _warning_lines(warnings), rest="summary.csv")
 
 
 def _header(metric: Metric) -> list[str]:
@@ -290,7 +289,7 @@ def closing_summary(*, study: str, seconds: float, summaries: Mapping[str, pd.Da
                     run_ids: Mapping[str, str], tracking_uri: str | None,
                     experiment: str | None, baseline: str | None = None,
                     warnings: Sequence[str] = (), width: int | None = None,
-                    bold: bool | None = None) -> str:
+                    bold: bool | None = None, pairs: Sequence[Mapping[str, Any]] = ()) -> str:
     """The text printed when a job ends: the rankers x variants table (:func:`results_table`),
     warnings, run ids, files, next commands."""
     import shutil
@@ -306,8 +305,7 @@ def closing_summary(*, study: str, seconds: float, summaries: Mapping[str, pd.Da
                         break_on_hyphens=False, break_long_words=False) + [""]
     out += results_table(summaries, metrics, baseline=baseline, width=cols,
                          bold=_bold_ok() if bold is None else bold)
-    judged = judged_line({n: s.attrs.get("judged_at_10") for n, s in summaries.items()})
-    out += [] if judged is None else [""] + textwrap.wrap(judged, width=max(cols, 40))
+    out += closing_lines(summaries, pairs, cols)  # judged@10, judgment intervals
     out += [""] + textwrap.wrap(DEFAULTS_LINE, width=max(cols, 40), break_on_hyphens=False,
                                 break_long_words=False)
     out.append(f"95% CIs and more statistics: {output_dir / 'summary.csv'}")

@@ -18,8 +18,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, MissingMandatoryValue, OmegaConfBaseException
 
-from harness.app.config import (CheckConfig, Config, MetricGrid, RankerConfig,
-                                 TrackingConfig)
+from harness.app.config import (CheckConfig, Config, JudgmentsConfig, MetricGrid,
+                                 RankerConfig, TrackingConfig)
 from harness.app.convention_diffs import ExplainPlan, explain_plan
 from harness.datasets.dataset import PATH_OPTIONS
 from harness.datasets import DATASETS, Dataset, ParquetRun
@@ -70,6 +70,7 @@ class StudyPlan:
     explain: ExplainPlan
     record: dict[str, Any]
     baseline: str | None = None  # the ranker the closing table's differences are against
+    judgments: JudgmentsConfig = dataclasses.field(default_factory=JudgmentsConfig)
 
     @property
     def experiment(self) -> str:
@@ -276,7 +277,8 @@ def build_plan(cfg: DictConfig | Mapping[str, Any], *, store: str | None = None
                      dataset=dataset, rankers=specs, metrics=metrics, metric=typed.metric,
                      engine=engine, check=typed.check, figures=figures,
                      tracking=typed.tracking, explain=explain,
-                     record=_record(record, dataset, specs), baseline=typed.baseline)
+                     record=_record(record, dataset, specs), baseline=typed.baseline,
+                     judgments=_judgments(typed.judgments))
 
 
 def validate(cfg: DictConfig | Mapping[str, Any], *, store: str | None = None
@@ -316,6 +318,24 @@ def _check_check(check: CheckConfig) -> None:
         if bound is not None and (isinstance(bound, bool) or int(bound) < 1):
             raise InputError(f"check.{key} must be an int >= 1 or null (no bound); "
                              f"got {bound!r}", key=f"check.{key}")
+
+
+#: What ``judgments.interval`` takes (YAML's and Hydra's booleans read as on and off).
+INTERVAL_MODES = ("auto", "on", "off")
+
+
+def _judgments(judgments: JudgmentsConfig) -> JudgmentsConfig:
+    """``judgments`` checked, its interval mode one of :data:`INTERVAL_MODES`."""
+    mode = judgments.interval
+    mode = {True: "on", False: "off"}.get(mode, mode) if isinstance(mode, bool) else mode
+    if not isinstance(mode, str) or mode.strip().lower() not in INTERVAL_MODES:
+        raise InputError(f"judgments.interval must be one of {', '.join(INTERVAL_MODES)}; "
+                         f"got {judgments.interval!r}", key="judgments.interval")
+    budget = judgments.max_labelings
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise InputError(f"judgments.max_labelings must be an int >= 1 (labelings tried per "
+                         f"query); got {budget!r}", key="judgments.max_labelings")
+    return JudgmentsConfig(interval=mode.strip().lower(), max_labelings=budget)
 
 
 def _record(config: dict[str, Any], dataset: DatasetPlan, specs: list[RankerSpec]

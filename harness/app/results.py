@@ -32,6 +32,7 @@ class RankerResult:
     seconds: float
     warnings: list[str] = field(default_factory=list)  # see harness.app.study.score_warnings
     judged_at_10: float | None = None  # mean judged@10 (None: not computed, parquet_run)
+    judged: pd.Series | None = None  # Judged@10 per query (None: not computed)
 
 
 @dataclass
@@ -50,6 +51,10 @@ class StudyResult:
     experiment: str | None = None
     baseline: str | None = None  # the ranker the closing table's differences are against
     warnings: list[str] = field(default_factory=list)  # e.g. a ranker with constant scores
+    # per compared pair and headline variant, whether its verdict holds over every labeling
+    # of the unjudged documents (harness.app.judgment_study.pair_verdicts); empty when no
+    # interval is wide
+    judgment_pairs: list[dict[str, Any]] = field(default_factory=list)
 
     def closing_summary(self, study: str) -> str:
         """What to print when the job ends (see :func:`harness.app.notes.closing_summary`)."""
@@ -60,7 +65,8 @@ class StudyResult:
                                metrics=self.metrics, n_queries=n_queries,
                                output_dir=self.output_dir, run_ids=self.run_ids,
                                tracking_uri=self.tracking_uri, experiment=self.experiment,
-                               baseline=self.baseline, warnings=self.warnings)
+                               baseline=self.baseline, warnings=self.warnings,
+                               pairs=self.judgment_pairs)
 
 
 def metric_key_map(metrics: list[Metric]) -> dict[str, str]:

@@ -35,7 +35,7 @@ from omegaconf import DictConfig
 from harness.app.check import CheckFailed, check_failures, sample_options
 from harness.errors import OutputError
 from harness.app.in_place import evaluate_columns_in_place, evaluate_in_place
-from harness.app.judged_share import judged_at_k, judged_warning
+from harness.app.judged_share import judged_distribution, judged_per_query, judged_warning
 from harness.app.plan import (
     DATASET_PATH_OPTIONS,
     StudyPlan,
@@ -106,13 +106,17 @@ def _run_job(job: _Job) -> StudyResult:
     t0 = time.perf_counter()
     dataset = _load(job)
     incomplete = _begin(job.out)  # the input is valid: work begins
-    results, explained = _evaluate_rankers(job, dataset)
+    results, explained, runs = _evaluate_rankers(job, dataset)
     failures = check_failures(results, float(job.plan.check.tolerance))
-    written = _write(job, dataset, results, explained)
+    judgments = _judgments(job, dataset, results, runs)
+    del runs
+    written = _write(job, dataset, results, explained, judgments)
     warnings = [w for r in results.values() for w in r.warnings]
     for name, summary in written["summary"].items():  # read by the runs' descriptions
         summary.attrs["warnings"] = list(results[name].warnings)
         summary.attrs["judged_at_10"] = results[name].judged_at_10
+        summary.attrs["judged_dist"] = judgments.dists.get(name) if judgments else None
+        summary.attrs["intervals"] = _headline_intervals(job, judgments, name)
     incomplete.unlink(missing_ok=True)
     log.info("results written to %s", job.out)
     run_ids = _log(job, dataset, results, written,
@@ -123,7 +127,7 @@ def _run_job(job: _Job) -> StudyResult:
                          summaries=written["summary"], seconds=time.perf_counter() - t0,
                          tracking_uri=resolve_tracking_uri(plan.tracking.uri) if run_ids
                          else None, experiment=plan.experiment, baseline=plan.baseline,
-                         warnings=warnings)
+                         warnings=warnings, judgment_pairs=written["judgment_pairs"])
     if failures:
         message = "sklearn cross-check: " + "; ".join(failures)
         if plan.check.sklearn == "fail":
@@ -159,13 +163,16 @@ def _begin(out: Path) -> Path:
 
 
 def _evaluate_rankers(job: _Job, dataset: Dataset | ParquetRun
-                      ) -> tuple[dict[str, RankerResult], dict[str, list[Path]]]:
+                      ) -> tuple[dict[str, RankerResult], dict[str, list[Path]],
+                                 dict[str, Any]]:
     """Every ranker scored (or read in place), evaluated, explained and checked by the
-    plan's engine; returns the results and each ranker's convention-diff files."""
+    plan's engine; returns the results, each ranker's convention-diff files and its run
+    (None: read in place)."""
     from harness.progress import progress
 
     specs = job.plan.rankers
     results: dict[str, RankerResult] = {}
+    runs: dict[str, Any] = {}
     explained: dict[str, list[Path]] = {}  # ranker -> its convention-diff files
     with job.plan.engine as engine:
         log.info("engine: %s", engine.describe())
@@ -175,7 +182,8 @@ def _evaluate_rankers(job: _Job, dataset: Dataset | ParquetRun
             t = time.perf_counter()
             if hasattr(bar, "set_postfix_str"):
                 bar.set_postfix_str(spec.name)
-            result, files = _evaluate_ranker(job, engine, dataset, spec, shared.get(spec.name))
+            result, files, runs[spec.name] = _evaluate_ranker(job, engine, dataset, spec,
+                                                              shared.get(spec.name))
             results[spec.name] = result
             if files is not None:
                 explained[spec.name] = files
@@ -187,7 +195,7 @@ def _evaluate_rankers(job: _Job, dataset: Dataset | ParquetRun
                      len(specs), spec.name, len(job.plan.metrics), len(result.per_query),
                      result.seconds, {True: "cached", False: "computed",
                                       None: "read in place"}[result.cache_hit])
-    return results, explained
+    return results, explained, runs
 
 
 def _one_pass(job: _Job, engine: Engine, dataset: Dataset | ParquetRun
@@ -212,14 +220,15 @@ def _one_pass(job: _Job, engine: Engine, dataset: Dataset | ParquetRun
 
 def _evaluate_ranker(job: _Job, engine: Engine, dataset: Dataset | ParquetRun,
                      spec: RankerSpec, shared: tuple[Any, float] | None = None
-                     ) -> tuple[RankerResult, list[Path] | None]:
-    """One ranker's result, and its convention-diff files (None: nothing explained).
+                     ) -> tuple[RankerResult, list[Path] | None, Any]:
+    """One ranker's result, its convention-diff files (None: nothing explained) and its
+    run (None: read in place).
     ``shared``: its per-query table and seconds from the file's one pass (:func:`_one_pass`)."""
     from harness.app.convention_diffs import explain_ranker, write_explanations
 
     plan, phases, t = job.plan, job.phases, time.perf_counter()
     check = plan.check if plan.check_on else None
-    files, judged = None, None
+    files, judged, run, share = None, None, None, None
     warnings: list[str] = []
     if isinstance(dataset, ParquetRun):
         with phases("evaluate"):
@@ -237,8 +246,9 @@ def _evaluate_ranker(job: _Job, engine: Engine, dataset: Dataset | ParquetRun,
         with phases("evaluate"):
             per_query = engine.evaluate(run, dataset.qrels, plan.metrics,
                                         **plan.evaluate_options)
-            judged = judged_at_k(engine, run, dataset.qrels, plan.evaluate_options)
-        if (text := judged_warning(spec.name, judged)) is not None:
+            judged = judged_per_query(engine, run, dataset.qrels, plan.evaluate_options)
+        share = None if judged is None else judged_distribution(judged)["mean"]
+        if (text := judged_warning(spec.name, share)) is not None:
             warnings.append(text)
             log.warning("%s", text)
         if plan.explain.pairs:
@@ -251,7 +261,7 @@ def _evaluate_ranker(job: _Job, engine: Engine, dataset: Dataset | ParquetRun,
                                             **sample_options(check, plan.seed))
                       if check is not None else [])
     return (RankerResult(spec, key, hit, per_query, checks, time.perf_counter() - t,
-                         warnings, judged), files)
+                         warnings, share, judged), files, run)
 
 
 def score_warnings(spec: RankerSpec, run: Any, dataset: Dataset,
@@ -285,15 +295,58 @@ def score_warnings(spec: RankerSpec, run: Any, dataset: Dataset,
     return out
 
 
+def _judgments(job: _Job, dataset: Dataset | ParquetRun, results: dict[str, RankerResult],
+               runs: dict[str, Any]) -> Any:
+    """The study's judgment intervals (:mod:`harness.app.judgment_study`), or None: off, or
+    not computed (a parquet_run read in place, no qrels), said in the log."""
+    from harness.app.judgment_study import study_judgments
+    from harness.reporting.figures import headline_variants
+
+    plan = job.plan
+    if plan.judgments.interval == "off":
+        log.info("judgment intervals: off (judgments.interval)")
+        return None
+    if isinstance(dataset, ParquetRun) or dataset.qrels is None or any(
+            r is None for r in runs.values()):
+        log.info("judgment intervals: not computed (%s)", "a parquet_run is evaluated in "
+                 "place: its runs are never held whole" if isinstance(dataset, ParquetRun)
+                 else "no qrels")
+        return None
+    with job.phases("judgments"):
+        return study_judgments(
+            plan.judgments.interval, int(plan.judgments.max_labelings), plan.metrics, runs,
+            dataset.qrels, {n: r.per_query for n, r in results.items()},
+            {n: r.judged for n, r in results.items()}, plan.evaluate_options,
+            headline=[m.display_name for m in headline_variants(plan.metrics)],
+            baseline=plan.baseline)
+
+
+def _headline_intervals(job: _Job, judgments: Any, name: str) -> dict[str, tuple[float, float]]:
+    """The ranker's mean low and high per headline variant, when some interval is wide."""
+    from harness.reporting.figures import headline_variants
+
+    if judgments is None or not judgments.wide():
+        return {}
+    means = judgments.means(name)
+    return {m.display_name: (float(means.at[m.display_name, "low"]),
+                             float(means.at[m.display_name, "high"]))
+            for m in headline_variants(job.plan.metrics) if m.display_name in means.index}
+
+
 def _write(job: _Job, dataset: Dataset | ParquetRun, results: dict[str, RankerResult],
-           explained: dict[str, list[Path]]) -> dict[str, Any]:
+           explained: dict[str, list[Path]], judgments: Any = None) -> dict[str, Any]:
     """Every result file and the figures in the output folder; returns them by role."""
     from harness.app import write
+    from harness.app.judgment_notes import pair_line
+    from harness.app.judgment_study import write_judgments
 
     try:
         job.out.mkdir(parents=True, exist_ok=True)
         with job.phases("summaries"):
             written = write.write_outputs(job.plan, dataset, results, job.out)
+            if judgments is not None:
+                written |= write_judgments(judgments, {n: r.per_query for n, r in
+                                                       results.items()}, job.out)
         with job.phases("figures"):
             figures = write.write_figures(job.plan, results, job.out)
     except OSError as exc:  # a full disk, a folder made read-only: one line, where and what
@@ -306,6 +359,10 @@ def _write(job: _Job, dataset: Dataset | ParquetRun, results: dict[str, RankerRe
     if figures is not None:
         written["figures"] = figures
     written["explain"] = explained
+    wide = judgments is not None and judgments.wide()
+    written["judgment_pairs"] = judgments.pairs if wide else []
+    for pair in written["judgment_pairs"]:
+        log.info("judgment intervals: %s", pair_line(pair))
     return written
 
 

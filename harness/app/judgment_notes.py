@@ -1,0 +1,102 @@
+"""What a person reads about a study's judgments: each ranker's Judged@10 (mean and
+distribution over queries), its interval over every labeling of the unjudged documents
+under the headline variants, and whether each compared pair's verdict holds over them
+(:mod:`harness.app.judgment_study`); for the closing summary and the MLflow descriptions of
+:mod:`harness.app.notes`. The study puts each ranker's share, distribution and intervals
+on its summary's ``attrs`` (``judged_at_10``, ``judged_dist``, ``intervals``)."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from harness.app.judged_share import distribution_text, judged_line
+
+__all__ = ["closing_lines", "ranker_sentence", "pair_line", "pair_markdown", "MAX_PAIRS"]
+
+#: The most pair lines the closing summary prints (the job log has every one).
+MAX_PAIRS = 6
+
+_TREATED = {"nonrelevant": "non-relevant", "relevant": "relevant",
+            "condensed": "left out (condensed)"}
+
+
+def pair_line(pair: Mapping[str, Any]) -> str:
+    """``ance > bm25 on nDCG@10 only if unjudged documents are non-relevant (over every
+    labeling the difference lies in [-0.122, +0.413])``, or ``... holds over every
+    labeling (...)``; the ranker with the higher mean first."""
+    a, b, low, high = pair["a"], pair["b"], pair["worst"], pair["best"]
+    if pair["diff"] < 0:
+        a, b, low, high = b, a, -high, -low
+    sign = "=" if pair["diff"] == 0 else ">"
+    span = f"over every labeling the difference lies in [{low:+.3f}, {high:+.3f}]"
+    if pair["holds"]:
+        return f"{a} {sign} {b} on {pair['variant']}: holds over every labeling ({span})"
+    treated = _TREATED.get(str(pair["unjudged"]), str(pair["unjudged"]))
+    return (f"{a} {sign} {b} on {pair['variant']} only if unjudged documents are {treated} "
+            f"({span})")
+
+
+def _intervals(summaries: Mapping[str, pd.DataFrame]) -> dict[str, list[str]]:
+    """Headline variant -> ``bm25 [0.267, 0.481]`` per ranker, from the summaries' attrs."""
+    out: dict[str, list[str]] = {}
+    for name, s in summaries.items():
+        for variant, (low, high) in (s.attrs.get("intervals") or {}).items():
+            out.setdefault(variant, []).append(f"{name} [{low:.3f}, {high:.3f}]")
+    return out
+
+
+def closing_lines(summaries: Mapping[str, pd.DataFrame], pairs: Sequence[Mapping[str, Any]],
+                  width: int) -> list[str]:
+    """Under the closing table: Judged@10 (mean, then distribution) when some ranker
+    retrieved an unjudged document; each headline variant's interval per ranker and the
+    pairs' verdicts when some interval is wider than 1e-12 (summaries carry ``intervals``
+    only then)."""
+    wrap = dict(width=max(width, 40), break_on_hyphens=False, break_long_words=False)
+    judged = judged_line({n: s.attrs.get("judged_at_10") for n, s in summaries.items()},
+                         {n: s.attrs.get("judged_dist") for n, s in summaries.items()})
+    out = [] if judged is None else [""] + textwrap.wrap(judged, **wrap)
+    intervals = _intervals(summaries)
+    if not intervals:
+        return out
+    out += [""] + textwrap.wrap("Judgment intervals: the mean over every labeling of the "
+                                "unjudged documents any ranker retrieved lies in (per query: "
+                                "judgments/<ranker>.parquet):", **wrap)
+    for variant, cells in intervals.items():
+        out += textwrap.wrap(f"{variant}: " + ", ".join(cells), initial_indent="  ",
+                             subsequent_indent="    ", **wrap)
+    for pair in pairs[:MAX_PAIRS]:
+        out += textwrap.wrap(pair_line(pair), initial_indent="  ", subsequent_indent="    ",
+                             **wrap)
+    if len(pairs) > MAX_PAIRS:
+        out.append(f"  … {len(pairs) - MAX_PAIRS} more pairs in the job log")
+    return out
+
+
+def ranker_sentence(summary: pd.DataFrame) -> str:
+    """The ranker description's sentences on its Judged@10 and, when wide, its intervals."""
+    share, dist = summary.attrs.get("judged_at_10"), summary.attrs.get("judged_dist") or {}
+    out = "" if share is None else (f" Judged@10 {share:.3f}: the share of its top 10 "
+                                    "documents judged, mean over queries")
+    if out and dist.get("median") is not None:
+        out += f" ({distribution_text(dist)})"
+    out += "." if out else ""
+    intervals = summary.attrs.get("intervals") or {}
+    if intervals:
+        out += (" Over every labeling of the unjudged documents any ranker retrieved, its "
+                "mean lies in " + ", ".join(f"[{lo:.4f}, {hi:.4f}] on `{v}`"
+                                            for v, (lo, hi) in intervals.items())
+                + " (`judgments/` artifacts).")
+    return out
+
+
+def pair_markdown(pairs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The job description's lines on the pairs' verdicts over every labeling (the study
+    passes pairs only when some interval is wide)."""
+    if not pairs:
+        return []
+    return (["", "**Over every labeling of the unjudged documents**", ""]
+            + [f"- {pair_line(p).replace('|', '')}" for p in pairs[:2 * MAX_PAIRS]])
