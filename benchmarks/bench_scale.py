@@ -1,36 +1,47 @@
-"""Issue 25: time linear in rows and memory near the input, 10M to 100M rows.
+"""Issue 25: time linear in rows and memory near the input, 10M to 100M rows, against Dask,
+ranx and pytrec_eval.
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_scale.py data                 # build the files once
-    .venv/bin/python benchmarks/bench_scale.py run --rounds 2       # the table and targets
+    .venv/bin/python benchmarks/bench_scale.py run --quick            # 1M rows, about a minute
+    .venv/bin/python benchmarks/bench_scale.py data --sizes 10M 100M  # build the files once
+    .venv/bin/python benchmarks/bench_scale.py run --sizes 10M 100M --rounds 2
+    .venv/bin/python benchmarks/bench_scale.py run --sizes 10M 100M --peer-sizes 10M
     .venv/bin/python -m harness scored-run /tmp/scale_data/scored_110M.parquet --queries 1000000
     .venv/bin/python benchmarks/bench_scale.py app --rounds 2       # the study in one pass
 
 Workload (ranx's efficiency benchmark): Q queries x 100 retrieved documents, 20 judged per
 query (15 of them retrieved, 5 not, grades 0-3), scores rounded to 2 decimals so ties occur.
-Ids are integers, or text of 11 characters (``q0000000042``, ``d0012345678``; pandas'
-Arrow-backed ``str``). Files are written once to ``--dir`` (default /tmp/scale_data), a query
-at a time in chunks, so building never holds a 100M-row frame.
+A size names the run's rows (``1M``, ``10M``, ``100M``, ``20k``: rows / 100 queries). Ids are
+integers, or text of 11 characters (``q0000000042``, ``d0012345678``; pandas' Arrow-backed
+``str``). Files are written once to ``--dir`` (default /tmp/scale_data), a query at a time in
+chunks, so building never holds a 100M-row frame.
 
-Each measurement is a fresh child process (Arrow on the system allocator and ``malloc_trim``
-after the read, so its freed buffers go back to the OS): it reads the run (and the qrels)
-into pandas, then times the first call of the engine and a second one. ``input`` is the
-frames' bytes (pandas' deep ``memory_usage``); peak RSS is the process's ``VmHWM`` (what
-``/usr/bin/time -v`` reports as maximum resident set size) counted from after the read: the
-resident frames and the Python runtime are in it, the read's own transient peak is not.
-Rounds are interleaved: round r runs every configuration once, in turn, so drifts of the
-shared machine fall on all of them alike. Medians and min-max over the rounds are printed.
+Engines (``--engines``): ``memory`` (harness.evaluate on the frames), ``stream``
+(evaluate_parquet, 2M-row batches), ``dask`` (evaluate_dask, 2M-row partitions, on a
+``distributed.LocalCluster`` of ``--workers`` processes started in the measuring process, or
+on the scheduler at ``--address``). Peers (``--peers``, at ``--peer-sizes``), nDCG@10 with text
+ids: ``ranx`` (the first call includes ``Qrels.from_df`` and ``Run.from_df``; the warm call is
+``evaluate`` again on the same objects) and ``pytrec_eval`` (the first ``--slice-rows`` rows,
+cut at a whole query, timed from the frames: dicts, evaluator, evaluate; then scaled linearly
+by rows to the whole file, and said so). Every measurement is a fresh child process
+(bench_scale_child.py says what it reads and how peak RSS is taken). Rounds are interleaved:
+round r runs every configuration once, in turn, so drifts of the shared machine fall on all
+of them alike. Medians and min-max over the rounds are printed.
+
+The harness engines must give the same mean to 1e-12 and each peer the harness mean under its
+convention (``convention="ranx"``, ``"trec_eval"``) to 1e-9, or the run fails after printing
+the table. The issue's targets are printed MET or NOT MET with their figures.
 
 ``app`` times the 2-ranker, 29-variant study on a scored parquet_run (engine=stream) against
-evaluate_parquet's nDCG@10 alone, under ``/usr/bin/time -v``.
+evaluate_parquet's nDCG@10 alone, under ``/usr/bin/time -v`` (bench_scale_app.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
+import re
 import statistics
 import subprocess
 import sys
@@ -43,8 +54,18 @@ sys.path.insert(0, str(ROOT))
 DOCS = 100  # retrieved per query
 JUDGED_IN = 15  # judged and retrieved
 JUDGED_OUT = 5  # judged, not retrieved
-SIZES = {"10M": 100_000, "100M": 1_000_000}  # queries
 CHUNK = 50_000  # queries written at a time
+HARNESS = ("memory", "stream", "dask")
+PEERS = ("ranx", "pytrec_eval")
+
+
+def rows_of(size: str) -> int:
+    """Rows of a size label: ``10M`` is 10,000,000, ``20k`` 20,000."""
+    match = re.fullmatch(r"(\d+)([kM])", size)
+    if not match or int(match[1]) * {"k": 1_000, "M": 1_000_000}[match[2]] < DOCS:
+        raise SystemExit(f"--sizes: {size!r} is not a number of rows such as 20k, 1M or 10M "
+                         f"(at least {DOCS})")
+    return int(match[1]) * {"k": 1_000, "M": 1_000_000}[match[2]]
 
 
 def _ids(values, prefix: str):  # noqa: ANN001, ANN202 - pyarrow arrays
@@ -110,65 +131,15 @@ def metric_set(name: str) -> list:
     return [Metric("ndcg", k=10, ideal="judged")] if name == "ndcg10" else grid()
 
 
-def _status(key: str) -> float:
-    """GB of a /proc/self/status entry (VmRSS: resident now; VmHWM: peak since reset)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(key):
-            return int(line.split()[1]) / 1e6
-    return float("nan")
 
-
-def child(engine: str, directory: str, size: str, ids: str, metrics: str) -> None:
-    """One measurement, printed as JSON: ``memory`` reads the run and qrels into pandas
-    and calls harness.evaluate twice; ``stream`` calls evaluate_parquet twice."""
-    import ctypes
-    import gc
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    import harness
-
-    pa.set_memory_pool(pa.system_memory_pool())  # freed read buffers go back to the OS
-    d = Path(directory)
-    cols = {"int": ["qid", "docid"], "str": ["qid_str", "docid_str"]}[ids]
-    qrels = pq.read_table(d / f"qrels_{size}.parquet", columns=cols + ["label"]).to_pandas()
-    qrels.columns = ["qid", "docid", "label"]
-    mlist = metric_set(metrics)
-    if engine == "memory":
-        run = pq.read_table(d / f"run_{size}.parquet", columns=cols + ["score"]).to_pandas()
-        run.columns = ["qid", "docid", "score"]
-
-        def call():  # noqa: ANN202
-            return harness.evaluate(run, qrels, mlist)
-    else:
-        names = {"qid": cols[0], "docid": cols[1]}
-
-        def call():  # noqa: ANN202
-            return harness.evaluate_parquet(d / f"run_{size}.parquet", qrels, mlist,
-                                            batch_rows=2_000_000, names=names)
-    gc.collect()
-    ctypes.CDLL("libc.so.6").malloc_trim(0)  # what the read freed goes back to the OS
-    frames = sum(f.memory_usage(deep=True).sum() for f in (qrels, locals().get("run"))
-                 if f is not None) / 1e9
-    loaded = _status("VmRSS")
-    Path("/proc/self/clear_refs").write_text("5")  # VmHWM from here: the engine's peak
-    times, means = [], []
-    for _ in range(2):
-        t = time.perf_counter()
-        out = call()
-        times.append(time.perf_counter() - t)
-        means.append(float(out.iloc[:, 3].mean()))
-    print(json.dumps({"times": times, "mean": means[0], "same": means[0] == means[1],
-                      "loaded_gb": loaded, "peak_gb": _status("VmHWM"), "frames_gb": frames,
-                      "process_peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6}))
-
-
-def measure(*args: str) -> dict:
-    proc = subprocess.run([sys.executable, __file__, "child", *args], capture_output=True,
-                          text=True, check=False)
+def measure(engine: str, directory: Path, size: str, ids: str, metrics: str,
+            opts: dict) -> dict:
+    proc = subprocess.run([sys.executable, __file__, "child", engine, str(directory), size,
+                           ids, metrics, json.dumps(opts)],
+                          capture_output=True, text=True, check=False)
     if proc.returncode:
-        raise SystemExit(f"child {args} failed:\n{proc.stderr[-3000:]}")
+        raise SystemExit(f"child {engine} {size} {ids} {metrics} failed:\n"
+                         f"{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -176,103 +147,130 @@ def _span(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} s ({min(values):.2f}–{max(values):.2f})"
 
 
+def _gb(value: float) -> str:
+    return f"{value:.2f} GB" if value >= 0.1 else f"{value:.3f} GB"
+
+
+def _label(metrics: str) -> str:
+    return "nDCG@10" if metrics == "ndcg10" else "29 variants"
+
+
+def _note(engine: str, got: list[dict]) -> str:
+    setup = statistics.median(g.get("setup", 0.0) for g in got)
+    if engine == "memory":
+        return "input: run and qrels frames"
+    if engine == "stream":
+        return "input: qrels frame; run read in 2M-row batches"
+    if engine == "dask":
+        return (f"{got[0]['workers']} workers, 2M-row partitions; cluster start {setup:.1f} s "
+                "(not in the times); RSS: client + scheduler + workers")
+    if engine == "ranx":
+        jit = statistics.median(g["jit"] for g in got)
+        return (f"first call includes from_df {setup:.1f} s (numba compiled or loaded its cache "
+                f"before, on one query: {jit:.1f} s); warm: evaluate again")
+    scaled = (f"SCALED x{got[0]['scale']:.1f} from {got[0]['slice_rows']:,} rows (times "
+              "only; RSS is the slice's)" if got[0]["scale"] != 1 else
+              "not scaled: the slice is the whole file")
+    return f"{scaled}; first call includes dicts + evaluator {setup:.1f} s"
+
+
+def print_table(results: dict[tuple, list[dict]], rounds: int) -> None:
+    print(f"\n{time.strftime('%Y-%m-%d %H:%M')}, {rounds} interleaved round(s); "
+          "medians (min–max)\n")
+    print("| rows | ids | metrics | engine | first call | warm call | input | "
+          "RSS before the call | peak RSS | notes |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for (e, s, i, m), got in results.items():
+        name = f"{e} (scaled)" if e == "pytrec_eval" and got[0]["scale"] != 1 else e
+        print(f"| {s} | {i} | {_label(m)} | {name} | "
+              f"{_span([g['times'][0] for g in got])} | "
+              f"{_span([g['times'][1] for g in got])} | "
+              f"{_gb(statistics.median(g['frames_gb'] for g in got))} | "
+              f"{_gb(statistics.median(g['loaded_gb'] for g in got))} | "
+              f"{_gb(max(g['peak_gb'] for g in got))} | {_note(e, got)} |")
+
+
+def check_agreement(results: dict[tuple, list[dict]]) -> list[str]:
+    """Print the means; return what disagrees (harness engines beyond 1e-12, a peer
+    beyond 1e-9 of the harness under its convention)."""
+    bad = []
+    print()
+    for s, m in dict.fromkeys((c[1], c[3]) for c in results if c[0] in HARNESS):
+        means = {(c[0], c[2]): [x for g in got for x in g["means"]]
+                 for c, got in results.items() if c[0] in HARNESS and (c[1], c[3]) == (s, m)}
+        values = [x for v in means.values() for x in v]
+        spread = max(values) - min(values)
+        which = ", ".join(f"{e} ({i} ids)" for e, i in means)
+        print(f"agreement, {s}, {_label(m)}: mean {values[0]:.15f} from {which}, "
+              f"{len(values)} calls; largest difference {spread:.1e} (at most 1e-12)")
+        if spread > 1e-12:
+            bad.append(f"{s} {_label(m)}: harness engines differ by {spread:.1e}: {means}")
+    for (e, s, _, _), got in results.items():
+        if e not in PEERS:
+            continue
+        values = [x for g in got for x in g["means"]]
+        ref = next(g["ref_mean"] for g in got if "ref_mean" in g)
+        diff = max(abs(x - ref) for x in values)
+        where = "on the slice" if e == "pytrec_eval" else "on the same rows"
+        print(f"agreement, {s}: {e} nDCG@10 {values[0]:.15f}, harness nDCG@10 with "
+              f"convention={'ranx' if e == 'ranx' else 'trec_eval'} {ref:.15f} {where}; "
+              f"difference {diff:.1e} (at most 1e-9)")
+        if diff > 1e-9:
+            bad.append(f"{s}: {e} differs from the harness by {diff:.1e}")
+    return bad
+
+
+def print_targets(results: dict[tuple, list[dict]]) -> None:
+    """The issue's targets for harness.evaluate (and the growth of the other engines)."""
+    print()
+    sizes = sorted({c[1] for c in results if c[0] == "memory"}, key=rows_of)
+    if len(sizes) < 2:
+        print("target: time linear in rows (largest within 1.1x of its share of the smallest "
+              "size's time): NOT MEASURED (needs two sizes, e.g. --sizes 10M 100M)")
+    small, big = sizes[0] if sizes else None, sizes[-1] if sizes else None
+    for (e, s, i, m), got in results.items():
+        if s != big or (e, small, i, m) not in results:
+            continue
+        factor = rows_of(big) / rows_of(small)
+        if len(sizes) >= 2 and s != small:
+            for what, k in (("first call", 0), ("warm call", 1)):
+                t_big = statistics.median(g["times"][k] for g in got)
+                t_small = statistics.median(g["times"][k] for g in results[(e, small, i, m)])
+                ratio = t_big / (factor * t_small)
+                head = (f"target: memory, {i} ids, {_label(m)}, {what}: {big} within 1.1x of "
+                        f"{factor:g}x the {small} time" if e == "memory" else
+                        f"growth (no target): {e}, {i} ids, {_label(m)}, {what}: {big} / "
+                        f"({factor:g} x {small})")
+                verdict = ("MET" if ratio <= 1.1 else "NOT MET") if e == "memory" else "="
+                print(f"{head}: {verdict} ({t_big:.2f} s / ({factor:g} x {t_small:.2f} s) = "
+                      f"{ratio:.2f})")
+        if e == "memory":
+            extra = max(g["peak_gb"] - g["frames_gb"] for g in got)
+            print(f"target: memory, {i} ids, {_label(m)}: {big} peak RSS <= input + 2 GB: "
+                  f"{'MET' if extra <= 2 else 'NOT MET'} (peak - frames = {extra:.2f} GB; the "
+                  f"calls added {max(g['peak_gb'] - g['loaded_gb'] for g in got):.2f} GB)")
+
+
 def run_table(directory: Path, rounds: int, sizes: list[str], ids: list[str],
-              metric_sets: list[str], engines: list[str]) -> None:
+              metric_sets: list[str], engines: list[str], peers: list[str],
+              peer_sizes: list[str], opts: dict) -> None:
     configs = [(e, s, i, m) for s in sizes for i in ids for m in metric_sets for e in engines
-               if not (e == "stream" and i == "str")]
+               if not (e in ("stream", "dask") and i == "str")]
+    configs += [(p, s, "str", "ndcg10") for s in sizes if s in peer_sizes for p in peers]
     results: dict[tuple, list[dict]] = {c: [] for c in configs}
     for r in range(rounds):  # interleaved: each round runs every configuration once
         for c in configs:
-            results[c].append(measure(c[0], str(directory), c[1], c[2], c[3]))
+            child_opts = {**opts, "check": r == 0}
+            results[c].append(measure(c[0], directory, c[1], c[2], c[3], child_opts))
             got = results[c][-1]
-            print(f"round {r + 1}: {c}: first {got['times'][0]:.2f} s, second "
+            print(f"round {r + 1}: {c}: first {got['times'][0]:.2f} s, warm "
                   f"{got['times'][1]:.2f} s, peak {got['peak_gb']:.2f} GB "
-                  f"(input {got['loaded_gb']:.2f} GB)", flush=True)
-    print(f"\n{time.strftime('%Y-%m-%d')}, {rounds} rounds; medians (min–max)\n")
-    print("| rows | ids | metrics | engine | first call | every call | input (frames) | "
-          "RSS before the call | peak RSS |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for c, got in results.items():
-        firsts = [g["times"][0] for g in got]
-        every = [t for g in got for t in g["times"]]
-        peak = max(g["peak_gb"] for g in got)
-        loaded = statistics.median(g["loaded_gb"] for g in got)
-        frames = statistics.median(g["frames_gb"] for g in got)
-        print(f"| {c[1]} | {c[2]} | {'nDCG@10' if c[3] == 'ndcg10' else '29 variants'} | "
-              f"{c[0]} | {_span(firsts)} | {_span(every)} | {frames:.2f} GB | "
-              f"{loaded:.2f} GB | {peak:.2f} GB |")
-    means = {(c[1], c[3]): {g["mean"] for g in got} for c, got in results.items()}
-    assert all(len(v) == 1 for v in means.values()), means  # every engine, every call
-    print()
-    for (e, s, i, m), got in results.items():
-        if e != "memory" or s != "100M" or (e, "10M", i, m) not in results:
-            continue
-        small = results[(e, "10M", i, m)]
-        for what, pick in (("first call", lambda g: g["times"][:1]),
-                           ("every call", lambda g: g["times"])):
-            big_t = statistics.median(t for g in got for t in pick(g))
-            small_t = statistics.median(t for g in small for t in pick(g))
-            ratio = big_t / (10 * small_t)
-            print(f"target: {i} ids, {m}, {what}: 100M within 1.1x of 10x the 10M time: "
-                  f"{'MET' if ratio <= 1.1 else 'NOT MET'} (100M / (10 x 10M) = {ratio:.2f})")
-        extra = max(g["peak_gb"] - g["frames_gb"] for g in got)
-        print(f"target: {i} ids, {m}: 100M peak RSS <= input + 2 GB: "
-              f"{'MET' if extra <= 2 else 'NOT MET'} (peak - frames = {extra:.2f} GB; the "
-              f"call itself added {max(g['peak_gb'] - g['loaded_gb'] for g in got):.2f} GB)")
-
-
-def app_child(path: str) -> None:
-    """evaluate_parquet of nDCG@10 alone on the scored file (labels in it), as JSON."""
-    import harness
-
-    t = time.perf_counter()
-    out = harness.evaluate_parquet(path, None, "ndcg@10", batch_rows=2_000_000)
-    print(json.dumps({"seconds": time.perf_counter() - t, "mean": float(out.iloc[:, 3].mean()),
-                      "process_peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6}))
-
-
-def _timed(command: list[str]) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS GB, stderr) of a command under /usr/bin/time -v."""
-    t = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-v", *command], capture_output=True, text=True,
-                          check=False, cwd=ROOT)
-    wall = time.perf_counter() - t
-    if proc.returncode:
-        raise SystemExit(f"{command} failed:\n{proc.stderr[-3000:]}")
-    rss = [line for line in proc.stderr.splitlines() if "Maximum resident set size" in line]
-    return wall, int(rss[0].split()[-1]) / 1e6, proc.stdout + proc.stderr
-
-
-def app_table(path: Path, rounds: int, out: Path) -> None:
-    """The 2-ranker, 29-variant study on a scored parquet_run with engine=stream, against
-    evaluate_parquet's nDCG@10 alone, in interleaved rounds."""
-    study = [sys.executable, "-m", "harness", "dataset=parquet_run", f"dataset.path={path}",
-             "ranker=scored_columns", "engine=stream", "tracking=off",
-             "tracking.figures=false", f"hydra.run.dir={out}"]
-    alone, app, passes = [], [], []
-    for r in range(rounds):
-        wall, peak, text = _timed([sys.executable, __file__, "appchild", str(path)])
-        alone.append((json.loads(text.split("\n")[0])["seconds"], wall, peak))
-        wall, peak, text = _timed(study)
-        line = next(x for x in text.splitlines() if "one pass over" in x)
-        passes.append(float(line.split(" rows in ")[1].split("s")[0]))
-        app.append((wall, peak))
-        print(f"round {r + 1}: evaluate_parquet nDCG@10 {alone[-1][0]:.1f} s "
-              f"(process {alone[-1][1]:.1f} s, {alone[-1][2]:.2f} GB); study {wall:.1f} s, "
-              f"peak {peak:.2f} GB; {line.split('harness: ')[-1].strip()}", flush=True)
-    one = statistics.median(a[0] for a in alone)
-    whole = statistics.median(a[0] for a in app)
-    stage = statistics.median(passes)
-    print(f"\nevaluate_parquet nDCG@10: {_span([a[0] for a in alone])}; the study's one "
-          f"pass: {_span(passes)}; the whole study: {_span([a[0] for a in app])}, peak "
-          f"{max(a[1] for a in app):.2f} GB")
-    for what, value in (("the evaluate pass", stage), ("the whole study", whole)):
-        ratio = value / one
-        print(f"target: {what} (2 rankers x 29 variants) within 2.5x of evaluate_parquet "
-              f"nDCG@10: {'MET' if ratio <= 2.5 else 'NOT MET'} ({ratio:.2f}x)")
-    peak = max(a[1] for a in app)
-    print(f"target: the study's peak RSS <= 2 GB: {'MET' if peak <= 2 else 'NOT MET'} "
-          f"({peak:.2f} GB)")
+                  f"(resident before {got['loaded_gb']:.2f} GB)", flush=True)
+    print_table(results, rounds)
+    bad = check_agreement(results)
+    print_targets(results)
+    if bad:
+        raise SystemExit("the engines disagree:\n" + "\n".join(bad))
 
 
 def main() -> None:
@@ -280,27 +278,46 @@ def main() -> None:
     ap.add_argument("what", choices=["data", "run", "app", "child", "appchild"])
     ap.add_argument("args", nargs="*")
     ap.add_argument("--dir", type=Path, default=Path("/tmp/scale_data"))
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--sizes", nargs="+", default=list(SIZES))
-    ap.add_argument("--ids", nargs="+", default=["int", "str"])
-    ap.add_argument("--metrics", nargs="+", default=["ndcg10", "grid"])
-    ap.add_argument("--engines", nargs="+", default=["memory", "stream"])
+    ap.add_argument("--quick", action="store_true",
+                    help="1M rows (unless --sizes), one round (unless --rounds)")
+    ap.add_argument("--rounds", type=int)
+    ap.add_argument("--sizes", nargs="+", help="rows of the run: 10M 100M (default)")
+    ap.add_argument("--ids", nargs="+", default=["int", "str"], choices=["int", "str"])
+    ap.add_argument("--metrics", nargs="+", default=["ndcg10", "grid"],
+                    choices=["ndcg10", "grid"])
+    ap.add_argument("--engines", nargs="*", default=list(HARNESS), choices=HARNESS)
+    ap.add_argument("--peers", nargs="*", default=list(PEERS), choices=PEERS)
+    ap.add_argument("--peer-sizes", nargs="+", help="sizes the peers run at (default: all)")
+    ap.add_argument("--slice-rows", type=int, default=1_000_000,
+                    help="pytrec_eval: rows of the timed slice (whole queries)")
+    ap.add_argument("--workers", type=int, default=2, help="dask: local worker processes")
+    ap.add_argument("--address", help="dask: a running scheduler, e.g. tcp://host:8786")
     ap.add_argument("--file", type=Path, help="app: a scored parquet_run (harness scored-run "
                     "FILE --queries 1000000 writes the 110M-row one)")
     a = ap.parse_args()
     if a.what == "child":
-        child(*a.args)
-    elif a.what == "appchild":
-        app_child(*a.args)
-    elif a.what == "app":
-        app_table(a.file or a.dir / "scored_110M.parquet", a.rounds, a.dir / "app_out")
-    elif a.what == "data":
-        for name in a.sizes:
-            build(a.dir, name, SIZES[name])
-    else:
-        for name in a.sizes:
-            build(a.dir, name, SIZES[name])
-        run_table(a.dir, a.rounds, a.sizes, a.ids, a.metrics, a.engines)
+        import bench_scale_child
+
+        engine, directory, size, ids, metrics, opts = a.args
+        bench_scale_child.child(engine, directory, size, ids, metric_set(metrics),
+                                json.loads(opts))
+        return
+    if a.what in ("app", "appchild"):
+        import bench_scale_app
+
+        if a.what == "appchild":
+            bench_scale_app.app_child(*a.args)
+        else:
+            bench_scale_app.app_table(a.file or a.dir / "scored_110M.parquet",
+                                      a.rounds or 2, a.dir / "app_out")
+        return
+    sizes = a.sizes or (["1M"] if a.quick else ["10M", "100M"])
+    for name in sizes:
+        build(a.dir, name, rows_of(name) // DOCS)
+    if a.what == "run":
+        run_table(a.dir, a.rounds or (1 if a.quick else 2), sizes, a.ids, a.metrics,
+                  a.engines, a.peers, a.peer_sizes or sizes,
+                  {"workers": a.workers, "address": a.address, "slice_rows": a.slice_rows})
 
 
 if __name__ == "__main__":

@@ -1,0 +1,76 @@
+"""``bench_scale.py app``: the 2-ranker, 29-variant study on a scored parquet_run
+(engine=stream) against evaluate_parquet's nDCG@10 alone, in interleaved rounds, each under
+``/usr/bin/time -v``; the issue's app targets printed MET or NOT MET."""
+
+from __future__ import annotations
+
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = Path(__file__).resolve().with_name("bench_scale.py")
+
+
+def _span(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} s ({min(values):.2f}–{max(values):.2f})"
+
+
+def app_child(path: str) -> None:
+    """evaluate_parquet of nDCG@10 alone on the scored file (labels in it), as JSON."""
+    import harness
+
+    t = time.perf_counter()
+    out = harness.evaluate_parquet(path, None, "ndcg@10", batch_rows=2_000_000)
+    print(json.dumps({"seconds": time.perf_counter() - t, "mean": float(out.iloc[:, 3].mean()),
+                      "process_peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6}))
+
+
+def _timed(command: list[str]) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS GB, stderr) of a command under /usr/bin/time -v."""
+    t = time.perf_counter()
+    proc = subprocess.run(["/usr/bin/time", "-v", *command], capture_output=True, text=True,
+                          check=False, cwd=ROOT)
+    wall = time.perf_counter() - t
+    if proc.returncode:
+        raise SystemExit(f"{command} failed:\n{proc.stderr[-3000:]}")
+    rss = [line for line in proc.stderr.splitlines() if "Maximum resident set size" in line]
+    return wall, int(rss[0].split()[-1]) / 1e6, proc.stdout + proc.stderr
+
+
+def app_table(path: Path, rounds: int, out: Path) -> None:
+    """The 2-ranker, 29-variant study on a scored parquet_run with engine=stream, against
+    evaluate_parquet's nDCG@10 alone, in interleaved rounds."""
+    study = [sys.executable, "-m", "harness", "dataset=parquet_run", f"dataset.path={path}",
+             "ranker=scored_columns", "engine=stream", "tracking=off",
+             "tracking.figures=false", f"hydra.run.dir={out}"]
+    alone, app, passes = [], [], []
+    for r in range(rounds):
+        wall, peak, text = _timed([sys.executable, str(SCRIPT), "appchild", str(path)])
+        alone.append((json.loads(text.split("\n")[0])["seconds"], wall, peak))
+        wall, peak, text = _timed(study)
+        line = next(x for x in text.splitlines() if "one pass over" in x)
+        passes.append(float(line.split(" rows in ")[1].split("s")[0]))
+        app.append((wall, peak))
+        print(f"round {r + 1}: evaluate_parquet nDCG@10 {alone[-1][0]:.1f} s "
+              f"(process {alone[-1][1]:.1f} s, {alone[-1][2]:.2f} GB); study {wall:.1f} s, "
+              f"peak {peak:.2f} GB; {line.split('harness: ')[-1].strip()}", flush=True)
+    one = statistics.median(a[0] for a in alone)
+    whole = statistics.median(a[0] for a in app)
+    stage = statistics.median(passes)
+    print(f"\nevaluate_parquet nDCG@10: {_span([a[0] for a in alone])}; the study's one "
+          f"pass: {_span(passes)}; the whole study: {_span([a[0] for a in app])}, peak "
+          f"{max(a[1] for a in app):.2f} GB")
+    for what, value in (("the evaluate pass", stage), ("the whole study", whole)):
+        ratio = value / one
+        print(f"target: {what} (2 rankers x 29 variants) within 2.5x of evaluate_parquet "
+              f"nDCG@10: {'MET' if ratio <= 2.5 else 'NOT MET'} ({ratio:.2f}x)")
+    peak = max(a[1] for a in app)
+    print(f"target: the study's peak RSS <= 2 GB: {'MET' if peak <= 2 else 'NOT MET'} "
+          f"({peak:.2f} GB)")
+
+
