@@ -25,6 +25,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from harness.compare.artifact_check import ArtifactChanged, checked_parquet
+from harness.compare.unjudged_verdicts import _treatment
+from harness.compare.verdict_names import BETTER, EQUIVALENT, NOT_WORSE, WORSE
+
 
 __all__ = ["JUDGMENTS_DIGEST_TAG", "judgments_artifact", "read_judgments", "merge_judgments",
            "labeling_bounds", "labeling_flags", "labeling_lines", "labeling_count",
@@ -51,8 +55,6 @@ def read_judgments(path: Path, run_id: str, ranker: str, logged: str | None,
     logged (``logged``) and the one a comparison recorded (``expected``), when given.
 
     Raises ArtifactChanged (altered, unreadable or without a needed column)."""
-    from harness.compare.runs import ArtifactChanged, checked_parquet
-
     name = judgments_artifact(ranker)
     table, digest = checked_parquet(path, f"run {run_id} ({ranker}): artifact {name}", logged,
                                     expected)
@@ -98,8 +100,6 @@ def labeling_bounds(a: pd.DataFrame, b: pd.DataFrame, variant: str
 
 
 def _unjudged_as(variant: str) -> str:
-    from harness.compare.unjudged_verdicts import _treatment
-
     parsed = _treatment(variant)
     treatment = "nonrelevant" if parsed is None else parsed[1]
     name, _, grade = treatment.partition(" ")
@@ -107,8 +107,6 @@ def _unjudged_as(variant: str) -> str:
 
 
 def _flag(verdict: str, variant: str, worst: float, best: float, margin: float) -> str:
-    from harness.compare.verdicts import BETTER, EQUIVALENT, NOT_WORSE, WORSE
-
     holds = {BETTER: worst > 0, WORSE: best < -margin, NOT_WORSE: worst > -margin,
              EQUIVALENT: worst > -margin and best < margin}.get(verdict)
     if holds is None or worst != worst:

@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from harness.compare.artifact_check import ArtifactChanged, checked_parquet
 from harness.compare.load import (
     RankerVersion,
     Sweep,
@@ -42,7 +43,6 @@ from harness.compare.labeling_verdicts import (
     read_judgments,
 )
 from harness.compare.versions import RunInfo, group_versions
-from harness.datasets.dataset import file_sha256
 from harness.errors import CompareError, DatasetMismatch, NoOverlap, RunNotFound
 from harness.metrics.evaluate import metric_columns
 
@@ -63,10 +63,6 @@ class QuerySetMismatch(CompareError):
 
 class DefinitionMismatch(CompareError):
     """Runs whose shared variant was computed under different evaluation options."""
-
-
-class ArtifactChanged(CompareError):
-    """A per-query artifact missing, or whose bytes are not those logged."""
 
 
 def _ranker_runs(client: Any, uri: str, run_id: str) -> tuple[list[Any], list[str]]:
@@ -206,22 +202,6 @@ def _download(client: Any, uri: str, run: RunInfo, dst: Path,
         else:
             extra[key] = {} if key == "environment" else ""
     return {"per_query": table, "sha256": digest, "digest_logged": bool(logged), **extra}
-
-
-def checked_parquet(path: Path, what: str, logged: str | None, expected: str | None
-                    ) -> tuple[pd.DataFrame, str]:
-    """The table in the parquet file ``path`` and its sha256, checked against the digest its
-    run logged and the one a comparison recorded (either may be None); ``what`` names the
-    artifact in the error. Raises ArtifactChanged (altered or unreadable)."""
-    digest = file_sha256(path)
-    for who, want in (("its run logged", logged), ("the comparison recorded", expected)):
-        if want and want != digest:
-            raise ArtifactChanged(f"{what} was altered (sha256 {digest[:12]}…, {who} "
-                                  f"{want[:12]}…)")
-    try:
-        return pd.read_parquet(path), digest
-    except Exception as exc:  # noqa: BLE001 - any reader failure: the artifact is broken
-        raise ArtifactChanged(f"{what} is unreadable ({type(exc).__name__})") from None
 
 
 def _definitions(groups: Mapping[str, list[RunInfo]],

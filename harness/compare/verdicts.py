@@ -32,22 +32,24 @@ from harness.compare.labeling_verdicts import labeling_flags, labeling_lines
 from harness.compare.resampling import bootstrap_intervals
 from harness.compare.stats import TIE_TOLERANCE, adjust_pvalues, align_pair, per_query_frame
 from harness.compare.unjudged_verdicts import unjudged_flags, unjudged_lines
+from harness.compare.verdict_names import (
+    BETTER,
+    EQUIVALENT,
+    INCONCLUSIVE,
+    NOT_WORSE,
+    PASSING,
+    VERDICT_CODES,
+    VERDICTS,
+    WORSE,
+)
 from harness.errors import CompareError
 
 __all__ = ["BETTER", "EQUIVALENT", "NOT_WORSE", "WORSE", "INCONCLUSIVE", "VERDICTS",
            "PASSING", "VERDICT_TESTS", "VERDICT_CODES", "parse_margins", "one_sided_p",
            "verdict_table", "gate_failures", "verdict_lines", "gate_lines", "verdicts_display"]
 
-BETTER, EQUIVALENT, NOT_WORSE = "better", "equivalent (within margin)", \
-    "not worse (within margin)"
-WORSE, INCONCLUSIVE = "worse", "inconclusive"
-VERDICTS = (BETTER, EQUIVALENT, NOT_WORSE, INCONCLUSIVE, WORSE)
-#: Verdicts a gate lets through.
-PASSING = (BETTER, EQUIVALENT, NOT_WORSE)
 #: The tests a verdict can rest on.
 VERDICT_TESTS = ("ttest", "wilcoxon", "bootstrap")
-#: A verdict as a number (an MLflow metric): higher is better for the candidate.
-VERDICT_CODES = {BETTER: 2.0, EQUIVALENT: 1.0, NOT_WORSE: 1.0, INCONCLUSIVE: 0.0, WORSE: -1.0}
 
 
 def parse_margins(items: Sequence[str], variants: Sequence[str]) -> dict[str, float]:
