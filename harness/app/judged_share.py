@@ -14,7 +14,8 @@ import pandas as pd
 from harness.metrics import Metric
 
 __all__ = ["JUDGED_K", "JUDGED_WARN_BELOW", "judged_at_k", "judged_per_query",
-           "judged_distribution", "distribution_text", "judged_warning", "judged_line"]
+           "judged_distribution", "distribution_text", "judged_warning", "judged_line",
+           "spread_line"]
 
 #: The cut-off of the judged share a study reports.
 JUDGED_K = 10
@@ -70,18 +71,20 @@ def judged_warning(name: str, share: float | None) -> str | None:
             "harness judgments (docs/measures.md#judgment-intervals)")
 
 
-def judged_line(shares: Mapping[str, float | None],
-                dists: Mapping[str, Mapping[str, float | None] | None] | None = None
-                ) -> str | None:
+def judged_line(shares: Mapping[str, float | None]) -> str | None:
     """``judged@10 (...): bm25 0.859, ance 0.770`` when some ranker retrieved an unjudged
-    document in its top 10 (None when every share is 1 or unknown), then each ranker's
-    distribution over queries (:func:`distribution_text`) where ``dists`` has it."""
+    document in its top 10 (None when every share is 1 or unknown)."""
     known = {n: v for n, v in shares.items() if v is not None}
     if not known or all(v >= 1.0 for v in known.values()):
         return None
-    spread = [f"{n} {distribution_text(d)}" for n, d in (dists or {}).items()
-              if n in known and d and d.get("median") is not None]
     return (f"judged@{JUDGED_K} (the share of a ranker's top {JUDGED_K} documents that are "
             "judged, mean over queries): "
-            + ", ".join(f"{n} {v:.3f}" for n, v in known.items())
-            + ("; per query: " + "; ".join(spread) if spread else ""))
+            + ", ".join(f"{n} {v:.3f}" for n, v in known.items()))
+
+
+def spread_line(dists: Mapping[str, Mapping[str, float | None] | None]) -> str | None:
+    """``judged@10 per query: bm25 median 0.900, ...; ance ...`` (:func:`distribution_text`
+    per ranker with a distribution), or None."""
+    spread = [f"{n} {distribution_text(d)}" for n, d in dists.items()
+              if d and d.get("median") is not None]
+    return f"judged@{JUDGED_K} per query: " + "; ".join(spread) if spread else None

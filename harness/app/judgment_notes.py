@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness.app.judged_share import distribution_text, judged_line
+from harness.app.judged_share import distribution_text, judged_line, spread_line
 
 __all__ = ["closing_lines", "ranker_sentence", "pair_line", "pair_markdown", "MAX_PAIRS"]
 
@@ -32,7 +32,8 @@ def pair_line(pair: Mapping[str, Any]) -> str:
     if pair["diff"] < 0:
         a, b, low, high = b, a, -high, -low
     sign = "=" if pair["diff"] == 0 else ">"
-    span = f"over every labeling the difference lies in [{low:+.3f}, {high:+.3f}]"
+    span = (f"over every labeling the difference lies in [{low:+.3f}, {high:+.3f}]"
+            + ("" if pair.get("exact", 1.0) >= 1 else ", a bound not exact for every query"))
     if pair["holds"]:
         return f"{a} {sign} {b} on {pair['variant']}: holds over every labeling ({span})"
     treated = _TREATED.get(str(pair["unjudged"]), str(pair["unjudged"]))
@@ -40,12 +41,18 @@ def pair_line(pair: Mapping[str, Any]) -> str:
             f"({span})")
 
 
+def _span(low: float, high: float, exact: float, digits: int = 3) -> str:
+    """``[0.267, 0.481]``, said to be a bound where some query's is not exact."""
+    return (f"[{low:.{digits}f}, {high:.{digits}f}]"
+            + ("" if exact >= 1 else f" (a bound: {exact:.0%} of queries exact)"))
+
+
 def _intervals(summaries: Mapping[str, pd.DataFrame]) -> dict[str, list[str]]:
     """Headline variant -> ``bm25 [0.267, 0.481]`` per ranker, from the summaries' attrs."""
     out: dict[str, list[str]] = {}
     for name, s in summaries.items():
-        for variant, (low, high) in (s.attrs.get("intervals") or {}).items():
-            out.setdefault(variant, []).append(f"{name} [{low:.3f}, {high:.3f}]")
+        for variant, (low, high, exact) in (s.attrs.get("intervals") or {}).items():
+            out.setdefault(variant, []).append(f"{name} {_span(low, high, exact)}")
     return out
 
 
@@ -56,9 +63,13 @@ def closing_lines(summaries: Mapping[str, pd.DataFrame], pairs: Sequence[Mapping
     pairs' verdicts when some interval is wider than 1e-12 (summaries carry ``intervals``
     only then)."""
     wrap = dict(width=max(width, 40), break_on_hyphens=False, break_long_words=False)
-    judged = judged_line({n: s.attrs.get("judged_at_10") for n, s in summaries.items()},
-                         {n: s.attrs.get("judged_dist") for n, s in summaries.items()})
-    out = [] if judged is None else [""] + textwrap.wrap(judged, **wrap)
+    judged = judged_line({n: s.attrs.get("judged_at_10") for n, s in summaries.items()})
+    if judged is None:
+        out = []
+    else:  # the mean, then (its own paragraph) the distribution over queries
+        spread = spread_line({n: s.attrs.get("judged_dist") for n, s in summaries.items()})
+        out = [""] + textwrap.wrap(judged, **wrap) + ([] if spread is None else [""]
+                                                      + textwrap.wrap(spread, **wrap))
     intervals = _intervals(summaries)
     if not intervals:
         return out
@@ -87,8 +98,8 @@ def ranker_sentence(summary: pd.DataFrame) -> str:
     intervals = summary.attrs.get("intervals") or {}
     if intervals:
         out += (" Over every labeling of the unjudged documents any ranker retrieved, its "
-                "mean lies in " + ", ".join(f"[{lo:.4f}, {hi:.4f}] on `{v}`"
-                                            for v, (lo, hi) in intervals.items())
+                "mean lies in " + ", ".join(f"{_span(lo, hi, ex, 4)} on `{v}`"
+                                            for v, (lo, hi, ex) in intervals.items())
                 + " (`judgments/` artifacts).")
     return out
 

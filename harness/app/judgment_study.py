@@ -79,7 +79,7 @@ def study_judgments(mode: str, max_labelings: int, metrics: Sequence[Metric],
     only in ``unjudged`` share one computation (the grade ``unjudged_grade`` does not);
     a variant judgment_interval refuses is left out with one log line. ``options``: the
     study's evaluate options (``missing``, ``nan_scores``)."""
-    unjudged = any(_has_unjudged(pq) for pq in per_query.values())
+    unjudged = _any_unjudged(runs, qrels)
     computed = mode == "on" or unjudged
     # name -> variant -> low, high and exact per query of the per-query table
     bounds: dict[str, dict[str, tuple[np.ndarray, ...]]] = {n: {} for n in per_query}
@@ -132,12 +132,27 @@ def study_judgments(mode: str, max_labelings: int, metrics: Sequence[Metric],
     return out
 
 
-def _has_unjudged(pq: pd.DataFrame) -> bool:
-    """Whether a ranker retrieved an unjudged document in an evaluated query (a table
-    without the counts: assumed so)."""
-    if "n_docs" not in pq.columns or "n_judged" not in pq.columns:
-        return True
-    return bool((pq["n_judged"] < pq["n_docs"]).any())
+def _any_unjudged(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame) -> bool:
+    """Whether some ranker retrieved a document that ``qrels`` does not judge (no label, or
+    a negative one, as the pool of judgment_interval reads it) for a query it judges."""
+    if not runs:
+        return False
+    labels = pd.to_numeric(qrels["label"], errors="coerce").to_numpy()
+    judged = qrels[labels >= 0] if (labels < 0).any() else qrels
+    run = pd.concat([r[["qid", "docid"]] for r in runs.values()], ignore_index=True)
+    n = len(judged)
+    key = []
+    for column in ("qid", "docid"):
+        a, b = judged[column], run[column]
+        if pd.api.types.is_numeric_dtype(a) != pd.api.types.is_numeric_dtype(b):
+            a, b = a.astype(str), b.astype(str)  # ids read differently: compared as text
+        codes, uniques = pd.factorize(np.concatenate([a.to_numpy(dtype=object),
+                                                      b.to_numpy(dtype=object)]))
+        key.append((codes.astype(np.int64), len(uniques)))
+    (q, _), (d, n_docs) = key
+    pair = q * max(n_docs, 1) + d
+    evaluated = np.isin(q[n:], q[:n])  # queries without judgments are not evaluated
+    return bool((~np.isin(pair[n:][evaluated], pair[:n])).any())
 
 
 def _long(pq: pd.DataFrame, bounds: Mapping[str, tuple[np.ndarray, ...]],
@@ -167,8 +182,9 @@ def pair_verdicts(judgments: Judgments, per_query: Mapping[str, pd.DataFrame],
     """Per compared pair (each ranker against ``baseline``, else every pair) and variant:
     the mean difference ``diff`` = a − b over the queries where both have a value and
     bounds, ``worst`` = mean of (a.low − b.high), ``best`` = mean of (a.high − b.low),
-    ``holds`` (the sign of ``diff`` is the sign of every difference in [worst, best]) and
-    ``unjudged`` (the variant's treatment)."""
+    ``holds`` (the sign of ``diff`` is the sign of every difference in [worst, best]),
+    ``exact`` (the share of those queries whose bounds are exact for both) and ``unjudged``
+    (the variant's treatment)."""
     names = list(per_query)
     pairs = ([(n, baseline) for n in names if n != baseline] if baseline in names
              else list(itertools.combinations(names, 2)))
@@ -179,7 +195,8 @@ def pair_verdicts(judgments: Judgments, per_query: Mapping[str, pd.DataFrame],
             ta, tb = (_indexed(judgments.tables[n], variant) for n in (a, b))
             va, vb = per_query[a][variant], per_query[b][variant]
             frame = pd.DataFrame({"va": va, "vb": vb, "al": ta["low"], "ah": ta["high"],
-                                  "bl": tb["low"], "bh": tb["high"]}).dropna()
+                                  "bl": tb["low"], "bh": tb["high"],
+                                  "ex": ta["exact"] & tb["exact"]}).dropna()
             if not len(frame):
                 continue
             diff = float((frame["va"] - frame["vb"]).mean())
@@ -188,13 +205,14 @@ def pair_verdicts(judgments: Judgments, per_query: Mapping[str, pd.DataFrame],
             holds = (worst > 0) if diff > 0 else (best < 0) if diff < 0 else worst == best == 0
             out.append({"a": a, "b": b, "variant": variant, "diff": diff, "worst": worst,
                         "best": best, "n_queries": len(frame), "holds": bool(holds),
+                        "exact": float(frame["ex"].astype(bool).mean()),
                         "unjudged": m.unjudged if m is not None else "nonrelevant"})
     return out
 
 
 def _indexed(table: pd.DataFrame, variant: str) -> pd.DataFrame:
     rows = table[table["variant"] == variant]
-    return rows.set_index("qid")[["low", "high"]]
+    return rows.set_index("qid")[["low", "high", "exact"]]
 
 
 def write_judgments(judgments: Judgments, per_query: Mapping[str, pd.DataFrame],

@@ -321,15 +321,18 @@ def _judgments(job: _Job, dataset: Dataset | ParquetRun, results: dict[str, Rank
             baseline=plan.baseline)
 
 
-def _headline_intervals(job: _Job, judgments: Any, name: str) -> dict[str, tuple[float, float]]:
-    """The ranker's mean low and high per headline variant, when some interval is wide."""
+def _headline_intervals(job: _Job, judgments: Any, name: str
+                        ) -> dict[str, tuple[float, float, float]]:
+    """The ranker's mean low and high and its share of exact bounds per headline variant,
+    when some interval is wide."""
     from harness.reporting.figures import headline_variants
 
     if judgments is None or not judgments.wide():
         return {}
     means = judgments.means(name)
     return {m.display_name: (float(means.at[m.display_name, "low"]),
-                             float(means.at[m.display_name, "high"]))
+                             float(means.at[m.display_name, "high"]),
+                             float(means.at[m.display_name, "exact"]))
             for m in headline_variants(job.plan.metrics) if m.display_name in means.index}
 
 
