@@ -279,6 +279,10 @@ def test_compare_prints_logs_reports_and_reproduces_the_flag(store) -> None:
     assert logged.loc["AP@10", ["worst", "best"]].tolist() == pytest.approx([-0.2, 0.1])
     md = (folder / "report.md").read_text()
     assert "labelings: whether the verdict holds over every labeling" in md
+    findings = md.split("## Findings", 1)[1].split("\n## ", 1)[0]
+    assert ("- Verdict over every labeling of the unjudged documents: 1 of 2 decisive "
+            "verdict(s) do not hold; the full bound per query: harness judgments\n"
+            ) in findings
     assert re.search(r"\| a \| base \|.*\| 0\.900 \| 0\.900 \| 0\.000 \|", md)
     assert re.search(r"\| b \| cand \|.*\| 0\.900 \| 0\.500 \| 0\.500 \|", md)
     assert "judged@10 median" in (folder / "report.html").read_text()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from harness.compare.labeling_verdicts import judged_distribution
+from harness.compare.labeling_verdicts import judged_distribution, labeling_lines
 from harness.compare.report_render import (
     ReportParts,
     html_report,
@@ -337,8 +337,9 @@ def build_report(sweep: Sweep, comparison: pd.DataFrame, sensitivity: Sensitivit
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    labelings = labeling_lines(verdicts, limit=0) if verdicts is not None else []
     parts = ReportParts(f"Ranker comparison: {sweep.experiment}", _settings(sweep, comparison),
-                   list(sensitivity.notes),
+                   list(sensitivity.notes) + [line.removesuffix(":") for line in labelings[:1]],
                    _tables(sweep, comparison, sensitivity, verdicts, changes),
                    _notes(sweep, comparison),
                    _figures(sweep, comparison, sensitivity, out / "figures"),
