@@ -10,7 +10,7 @@ means everywhere.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -149,8 +149,10 @@ def _bounds(run: pd.DataFrame, qrels: pd.DataFrame, m: Metric, grade: float, low
     n_unjudged = np.zeros(n, dtype=np.int64)
     method = np.full(n, "constant", dtype=object)
     where = out.index.get_indexer(prep.qids)
-    r_doc = run["docid"].to_numpy()
-    extra = {} if pool is None else _pool_by_query(pool, qrels, prep)
+    coder = _docid_coder(run, qrels, pool)
+    r_doc = coder(run["docid"].to_numpy())
+    extra = {} if pool is None else _pool_by_query(pool, qrels, prep, coder)
+    cut = _rows_read(m, rule_known)
     plans: list[tuple[int, np.ndarray, np.ndarray, Candidates]] = []
     for code, (start, size) in enumerate(zip(starts, r.n)):
         sl = slice(start, start + size)
@@ -174,10 +176,14 @@ def _bounds(run: pd.DataFrame, qrels: pd.DataFrame, m: Metric, grade: float, low
         method[i], exact[i] = plan.method, plan.exact
         if plan.high is not None:
             high[i] = plan.high  # the values found are within it: fmax keeps it
-        plans.append((code, np.sort(rows[sl]), docs, plan))
+        read = rows[sl] if cut is None else rows[sl][_reach(score[sl], np.arange(size), cut,
+                                                               fixed)]
+        plans.append((code, np.sort(read), docs, plan))
     judgments = _by_query(qrels, prep)
-    for values_low, values_high, owners in _evaluate(plans, run, qrels, judgments, low_m,
-                                                     high_m, grade, prep, kwargs):
+    j_doc = coder(qrels["docid"].to_numpy())
+    for values_low, values_high, owners in _evaluate(plans, run, qrels, (r_doc, j_doc),
+                                                     judgments, low_m, high_m, grade, prep,
+                                                     kwargs):
         idx = where[owners]
         np.fmin.at(low, idx, values_low)
         np.fmax.at(high, idx, values_high)
@@ -198,16 +204,53 @@ def _reach(score: np.ndarray, unj: np.ndarray, k: int | None, fixed: bool) -> np
     return score[unj] >= kth
 
 
-def _pool_by_query(pool: pd.DataFrame, qrels: pd.DataFrame, prep: Any
-                   ) -> dict[int, np.ndarray]:
-    """The pool's documents per evaluated query code, less those judged (label >= 0)."""
+def _rows_read(m: Metric, rule_known: bool) -> int | None:
+    """The cut-off below which a labeling's pseudo-query may leave out run rows (the
+    metric's k), or None to keep them all: the measure declares that it reads only the rows
+    that can reach the top k (``reads_top_k``; with ``ideal='retrieved'`` it reads every
+    retrieved label) and the tie rule's top k is one of those rows' own (not ``quicksort``,
+    whose order depends on the list)."""
+    spec = m.measure
+    if m.k is None or not spec.reads_top_k or spec.reads_judged or not rule_known:
+        return None
+    return None if "ideal" in spec.options and m.ideal != "judged" else m.k
+
+
+def _docid_coder(run: pd.DataFrame, qrels: pd.DataFrame, pool: pd.DataFrame | None
+                 ) -> Callable[[np.ndarray], np.ndarray]:
+    """A map from docids to the int64 codes the pseudo-queries carry instead (joined and
+    ranked faster than text): equal where the docids are equal, and ordered as
+    ``ties='docid'`` orders the docids (as text, by code point), all of one number of
+    digits so that their text orders as they do. The identity unless the docid columns
+    are all text or all integers (a mix is joined as text, not as the values are)."""
+    columns = [run["docid"], qrels["docid"], *([] if pool is None else [pool["docid"]])]
+    kinds = {"int" if pd.api.types.is_integer_dtype(c) else
+             "str" if pd.api.types.infer_dtype(c, skipna=False) == "string" else None
+             for c in columns}
+    if len(kinds) != 1 or None in kinds:
+        return lambda docids: docids
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    index = pd.Index(pd.unique(np.concatenate([c.to_numpy(dtype=object) for c in columns])))
+    text = (index if kinds == {"str"} else index.astype(str)).to_numpy(dtype=object)
+    rank = np.empty(len(index), dtype=np.int64)
+    rank[pc.sort_indices(pa.array(text, type=pa.string())).to_numpy()] = np.arange(len(index))
+    base = 10 ** len(str(len(index)))  # base + rank: one number of digits
+    return lambda docids: base + rank[index.get_indexer(docids)]
+
+
+def _pool_by_query(pool: pd.DataFrame, qrels: pd.DataFrame, prep: Any,
+                   coder: Callable[[np.ndarray], np.ndarray]) -> dict[int, np.ndarray]:
+    """The pool's documents (their codes) per evaluated query code, less those judged
+    (label >= 0)."""
     pool = require_frame(pool, "pool", ("qid", "docid"))
     judged = qrels.loc[numeric(qrels, "label", "qrels") >= 0, ["qid", "docid"]]
     pool = pool[["qid", "docid"]].drop_duplicates()
     pool = pool.merge(judged, on=["qid", "docid"], how="left", indicator=True)
     pool = pool[pool["_merge"] == "left_only"]
     codes = prep.qids.get_indexer(pool["qid"])
-    docs = pool["docid"].to_numpy()
+    docs = coder(pool["docid"].to_numpy())
     return {int(c): docs[codes == c] for c in np.unique(codes[codes >= 0])}
 
 
@@ -220,13 +263,15 @@ def _by_query(qrels: pd.DataFrame, prep: Any) -> dict[Any, np.ndarray]:
 
 
 def _evaluate(plans: list[tuple[int, np.ndarray, np.ndarray, Candidates]],
-              run: pd.DataFrame, qrels: pd.DataFrame, judgments: dict[Any, np.ndarray],
+              run: pd.DataFrame, qrels: pd.DataFrame,
+              coded: tuple[np.ndarray, np.ndarray], judgments: dict[Any, np.ndarray],
               low_m: Metric, high_m: Metric, grade: float, prep: Any,
               kwargs: dict[str, Any]) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Per batch of pseudo-queries: each one's value under ``low_m`` and ``high_m`` and the
-    query code it stands for."""
-    r_doc, r_score = run["docid"].to_numpy(), numeric(run, "score", "run")
-    j_doc, j_label = qrels["docid"].to_numpy(), numeric(qrels, "label", "qrels")
+    query code it stands for. ``coded``: the run's and the qrels' docids as
+    :func:`_docid_coder` codes them."""
+    (r_doc, j_doc), r_score = coded, numeric(run, "score", "run")
+    j_label = numeric(qrels, "label", "qrels")
     top = max(grade, float(prep.max_label))
     metrics = list(dict.fromkeys([low_m, high_m]))
     options = {"nan_scores": kwargs.get("nan_scores", "error"),

@@ -80,6 +80,11 @@ class Measure:
     reads_judged : bool
         It looks at whether each ranked document is judged (not only at its label), so it
         ranks every retrieved row.
+    reads_top_k : bool
+        With a cut-off k (and ``ideal='judged'`` where it has that option) its value reads
+        only the ranked rows that can reach the top k and the query's judgments, not the
+        rows below nor the list's length: :func:`harness.judgment_interval` evaluates its
+        labelings on those rows alone.
     top_grade : bool
         It is scaled by the scale's top grade (``max_label``).
     formula : str
@@ -116,6 +121,7 @@ class Measure:
     binary: bool = False
     graded: bool = False
     reads_judged: bool = False
+    reads_top_k: bool = False
     top_grade: bool = False
     formula: str = ""
     matches: str = ""
@@ -174,7 +180,7 @@ def register_measure(name: str, kernel: Kernel | None = None, *, display: str | 
                      options: Iterable[str] = ("empty", "empty_weight"),
                      aliases: Iterable[str] = (), cutoff: bool = True, binary: bool = False,
                      graded: bool = False, reads_judged: bool = False, top_grade: bool = False,
-                     formula: str = "", matches: str = "", sklearn: bool = False,
+                     reads_top_k: bool = False, formula: str = "", matches: str = "", sklearn: bool = False,
                      aggregate: str = "mean", unjudged_bounds: str = "",
                      subtopics: bool = False, replace: bool = False,
                      builtin: bool = False) -> Any:
@@ -190,7 +196,8 @@ def register_measure(name: str, kernel: Kernel | None = None, *, display: str | 
     def add(fn: Kernel) -> Measure:
         spec = Measure(name=name, display=display or name, kernel=fn, options=tuple(options),
                        aliases=tuple(aliases), cutoff=cutoff, binary=binary, graded=graded,
-                       reads_judged=reads_judged, top_grade=top_grade, formula=formula,
+                       reads_judged=reads_judged, reads_top_k=reads_top_k,
+                       top_grade=top_grade, formula=formula,
                        matches=matches, sklearn=sklearn, aggregate=aggregate,
                        unjudged_bounds=unjudged_bounds, subtopics=subtopics,
                        builtin=builtin)

@@ -107,7 +107,7 @@ def _ap_terms(r: Ranking, rel: np.ndarray, before: np.ndarray) -> np.ndarray:
 register_measure(
     "ap", _binary(_ap_sparse, _ap_dense, ideal=True),
     display="AP", aliases=("map", "map_cut"), options=(*_EMPTY, "ideal"), binary=True,
-    builtin=True, unjudged_bounds="swap",
+    builtin=True, reads_top_k=True, unjudged_bounds="swap",
     matches="trec_eval `map`, `map_cut.k`; ir_measures `AP@k`; ranx `map@k`",
     formula="$\\frac{1}{R} \\sum_{i \\le k,\\, rel_i \\ge level} P@i$")
 
@@ -127,7 +127,7 @@ def _rr_dense(x: MeasureInput, n_rel: np.ndarray) -> np.ndarray:
 register_measure(
     "rr", _binary(_rr_sparse, _rr_dense),
     display="RR", aliases=("mrr", "recip_rank"), options=_EMPTY, binary=True, builtin=True,
-    unjudged_bounds="monotone",
+    reads_top_k=True, unjudged_bounds="monotone",
     matches="trec_eval `recip_rank`; ir_measures `RR`; ranx `mrr`",
     formula="$1 / \\min\\{i \\le k : rel_i \\ge level\\}$ (0 if none)")
 
@@ -135,7 +135,7 @@ register_measure(
     "precision", _binary(lambda x, rows, n_rel: ratio(_hits(x, rows), _depth(x)),
                          lambda x, n_rel: ratio(x.top_k_sum(x.relevant()), _depth(x))),
     display="P", aliases=("p",), options=_EMPTY, binary=True, builtin=True,
-    unjudged_bounds="monotone",
+    reads_top_k=True, unjudged_bounds="monotone",
     matches="trec_eval `P.k`; ir_measures `P@k`; ranx `precision@k`",
     formula="$\\frac{1}{k} \\sum_{i=1}^{k} [rel_i \\ge level]$")
 
@@ -143,13 +143,14 @@ register_measure(
     "recall", _binary(lambda x, rows, n_rel: ratio(_hits(x, rows), n_rel),
                       lambda x, n_rel: ratio(x.top_k_sum(x.relevant()), n_rel), ideal=True),
     display="R", aliases=("r",), options=(*_EMPTY, "ideal"), binary=True, builtin=True,
-    unjudged_bounds="swap",
+    reads_top_k=True, unjudged_bounds="swap",
     matches="trec_eval `recall.k`; ir_measures `R@k`; ranx `recall@k`",
     formula="$\\frac{1}{R} \\sum_{i=1}^{k} [rel_i \\ge level]$")
 
 register_measure(
     "hits", _binary(lambda x, rows, n_rel: _hits(x, rows),
                     lambda x, n_rel: x.top_k_sum(x.relevant())),
-    display="Hits", options=_EMPTY, binary=True, builtin=True, unjudged_bounds="monotone",
+    display="Hits", options=_EMPTY, binary=True, builtin=True, reads_top_k=True,
+    unjudged_bounds="monotone",
     matches="ranx `hits@k`",
     formula="$\\sum_{i=1}^{k} [rel_i \\ge level]$ (a count, not a share)")

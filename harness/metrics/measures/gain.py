@@ -25,6 +25,7 @@ _SHAPE = ("gain", "discount", "min_label")
 
 
 @register_measure("dcg", display="DCG", options=_SHAPE, graded=True, builtin=True,
+                  reads_top_k=True,
                   unjudged_bounds="monotone",
                   matches="sklearn `dcg_score` (its nDCG numerator)",
                   formula="$\\sum_{i=1}^{k} g(rel_i)\\, d(i)$")
@@ -34,6 +35,7 @@ def _dcg(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
 
 @register_measure("ndcg", display="nDCG", options=(*_SHAPE, "ideal", "empty", "empty_weight"),
                   aliases=("ndcg_cut",), graded=True, sklearn=True, builtin=True,
+                  reads_top_k=True,
                   unjudged_bounds="ideal",
                   matches="trec_eval `ndcg`, `ndcg_cut.k`; ir_measures `nDCG@k`; ranx `ndcg@k`, "
                           "`ndcg_burges@k`; sklearn `ndcg_score`; LightGBM, XGBoost, CatBoost, "
