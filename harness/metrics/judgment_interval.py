@@ -216,6 +216,20 @@ def _rows_read(m: Metric, rule_known: bool) -> int | None:
     return None if "ideal" in spec.options and m.ideal != "judged" else m.k
 
 
+def _zeros_inert(m: Metric) -> bool:
+    """Whether a judgment 0 of a document off the list changes nothing the measure reads:
+    it declares that it reads only the ranked rows and the judgments' relevance
+    (``reads_top_k``, ``ideal='judged'``) and 0 is not relevant (below ``level``) or has
+    gain 0."""
+    spec = m.measure
+    if not spec.reads_top_k or spec.reads_judged or (
+            "ideal" in spec.options and m.ideal != "judged"):
+        return False
+    if "gain" in spec.options:
+        return float(m.gain_function()(np.zeros(1))[0]) == 0.0
+    return spec.binary and not spec.graded and m.level > 0
+
+
 def _docid_coder(run: pd.DataFrame, qrels: pd.DataFrame, pool: pd.DataFrame | None
                  ) -> Callable[[np.ndarray], np.ndarray]:
     """A map from docids to the int64 codes the pseudo-queries carry instead (joined and
@@ -281,12 +295,14 @@ def _evaluate(plans: list[tuple[int, np.ndarray, np.ndarray, Candidates]],
     for plan in plans + [None]:  # type: ignore[list-item]
         if plan is not None:
             batch.append(plan)
-            size += len(plan[1]) * len(plan[3].grades)
+            size += (len(plan[1]) + len(plan[2]) + len(judgments.get(plan[0], ()))
+                     ) * len(plan[3].grades)  # run and qrels rows
             if size < BATCH_ROWS:
                 continue
         if not batch:
             break
-        pr, pq, owners = _pseudo(batch, r_doc, r_score, j_doc, j_label, judgments, qrels)
+        pr, pq, owners = _pseudo(batch, r_doc, r_score, j_doc, j_label, judgments,
+                                 _zeros_inert(low_m))
         table = evaluate(pr, pq, metrics, top_label=top, **options)
         ids = table.index.to_numpy()
         a, b = table[low_m.display_name].to_numpy(), table[high_m.display_name].to_numpy()
@@ -297,10 +313,11 @@ def _evaluate(plans: list[tuple[int, np.ndarray, np.ndarray, Candidates]],
 
 def _pseudo(batch: list[tuple[int, np.ndarray, np.ndarray, Candidates]], r_doc: np.ndarray,
             r_score: np.ndarray, j_doc: np.ndarray, j_label: np.ndarray,
-            judgments: dict[Any, np.ndarray], qrels: pd.DataFrame
+            judgments: dict[Any, np.ndarray], zeros_inert: bool
             ) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
     """The batch's labelings as pseudo-queries 0, 1, ...: a run and qrels, and the query
-    code each pseudo-query stands for."""
+    code each pseudo-query stands for. ``zeros_inert``: judgments 0 of documents off the
+    pseudo-query's run are left out (while one judgment stays)."""
     run_parts, qrel_parts, owners = [], [], []
     pid = 0
     for code, run_rows, docs, plan in batch:
@@ -313,9 +330,17 @@ def _pseudo(batch: list[tuple[int, np.ndarray, np.ndarray, Candidates]], r_doc: 
         own = judgments.get(code, np.zeros(0, dtype=np.int64))
         relabelled = np.isin(j_doc[own], docs)  # judged negative: unjudged
         own = own[~relabelled]
+        kept = np.ones(plan.grades.shape, dtype=bool)
+        if zeros_inert:
+            listed = r_doc[run_rows]
+            stays = (j_label[own] != 0) | np.isin(j_doc[own], listed)
+            if stays.any():
+                own = own[stays]
+                kept = (plan.grades != 0) | np.isin(docs, listed)[None, :]
         qrel_parts.append((np.repeat(ids, len(own)), np.tile(j_doc[own], m),
                            np.tile(j_label[own], m)))
-        qrel_parts.append((np.repeat(ids, len(docs)), np.tile(docs, m), plan.grades.ravel()))
+        qrel_parts.append((np.repeat(ids, kept.sum(axis=1)), np.tile(docs, m)[kept.ravel()],
+                           plan.grades[kept]))
     pr = pd.DataFrame({"qid": np.concatenate([p[0] for p in run_parts]),
                        "docid": np.concatenate([p[1] for p in run_parts]),
                        "score": np.concatenate([p[2] for p in run_parts])})
