@@ -81,10 +81,11 @@ class Measure:
         It looks at whether each ranked document is judged (not only at its label), so it
         ranks every retrieved row.
     reads_top_k : bool
-        With a cut-off k (and ``ideal='judged'`` where it has that option) its value reads
-        only the ranked rows that can reach the top k and the query's judgments, not the
-        rows below nor the list's length: :func:`harness.judgment_interval` evaluates its
-        labelings on those rows alone.
+        With ``ideal='judged'`` where it has that option, its value reads only the ranked
+        rows that can reach the top k (all rows without k) and of the query's judgments
+        their relevance (``label >= level``) or gains, not the rows below, the list's
+        length nor how many are judged: :func:`harness.judgment_interval` evaluates its
+        labelings on those rows, without the judgments 0 of documents off the list.
     top_grade : bool
         It is scaled by the scale's top grade (``max_label``).
     formula : str
