@@ -235,23 +235,27 @@ def _docid_coder(run: pd.DataFrame, qrels: pd.DataFrame, pool: pd.DataFrame | No
     """A map from docids to the int64 codes the pseudo-queries carry instead (joined and
     ranked faster than text): equal where the docids are equal, and ordered as
     ``ties='docid'`` orders the docids (as text, by code point), all of one number of
-    digits so that their text orders as they do. The identity unless the docid columns
-    are all text or all integers (a mix is joined as text, not as the values are)."""
+    digits so that their text orders as they do. Columns of integers and of text are joined
+    as text, as :func:`harness.evaluate` joins them; other docids (floats, ...) are kept."""
     columns = [run["docid"], qrels["docid"], *([] if pool is None else [pool["docid"]])]
     kinds = {"int" if pd.api.types.is_integer_dtype(c) else
              "str" if pd.api.types.infer_dtype(c, skipna=False) == "string" else None
              for c in columns}
-    if len(kinds) != 1 or None in kinds:
+    if None in kinds:
         return lambda docids: docids
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    index = pd.Index(pd.unique(np.concatenate([c.to_numpy(dtype=object) for c in columns])))
-    text = (index if kinds == {"str"} else index.astype(str)).to_numpy(dtype=object)
+    def key(docids: np.ndarray) -> np.ndarray:
+        return docids if len(kinds) == 1 else np.asarray(pd.Index(docids).astype(str))
+
+    index = pd.Index(pd.unique(np.concatenate([key(c.to_numpy(dtype=object))
+                                               for c in columns])))
+    text = (index.astype(str) if kinds == {"int"} else index).to_numpy(dtype=object)
     rank = np.empty(len(index), dtype=np.int64)
     rank[pc.sort_indices(pa.array(text, type=pa.string())).to_numpy()] = np.arange(len(index))
     base = 10 ** len(str(len(index)))  # base + rank: one number of digits
-    return lambda docids: base + rank[index.get_indexer(docids)]
+    return lambda docids: base + rank[index.get_indexer(key(docids))]
 
 
 def _pool_by_query(pool: pd.DataFrame, qrels: pd.DataFrame, prep: Any,
