@@ -54,7 +54,7 @@ def test_engines_agree_on_the_default_study(tmp_path: Path) -> None:
             "dataset.n_train_queries=60", "ranker=oracle", "+ranker.rnd={kind:random}",
             "cache_dir=" + str(tmp_path / "cache")]
     tables = [_tables(_compose(base + e), tmp_path / e[0].split("=")[1]) for e in ENGINES]
-    assert set(tables[0]) == {"oracle", "rnd"} and len(tables[0]["rnd"].columns) == 32
+    assert set(tables[0]) == {"oracle", "rnd"} and len(tables[0]["rnd"].columns) == 3 + 32
     for other in tables[1:]:
         for name, table in tables[0].items():
             pd.testing.assert_frame_equal(other[name], table, check_exact=True)

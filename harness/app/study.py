@@ -211,9 +211,10 @@ def _one_pass(job: _Job, engine: Engine, dataset: Dataset | ParquetRun
         tables, clock = evaluate_columns_in_place(engine, dataset, list(specs),
                                                   job.plan.metrics, job.plan.evaluate_options)
     seconds = {spec.name: clock.scores[str(spec.options["column"])] for spec in specs}
-    log.info("one pass over %s for %d rankers x %d variants: %s rows in %.1fs (reading "
-             "%.1fs; evaluating %s)", dataset.path.name, len(specs), len(job.plan.metrics),
-             f"{clock.rows:,}", time.perf_counter() - t, clock.read,
+    log.info("one pass over %s for %d rankers x %d variants: %s rows in %.1fs, batches of "
+             "%s rows (reading %.1fs; evaluating %s)", dataset.path.name, len(specs),
+             len(job.plan.metrics), f"{clock.rows:,}", time.perf_counter() - t,
+             f"{engine.rows_per_batch(len(job.plan.metrics), len(specs)):,}", clock.read,
              ", ".join(f"{name} {s:.1f}s" for name, s in seconds.items()))
     return {name: (tables[name], seconds[name]) for name in tables}
 

@@ -32,6 +32,13 @@ __all__ = ["ENGINES", "Engine"]
 
 #: The engine names ``engine.kind`` accepts.
 ENGINES = ("local", "stream", "dask")
+#: The stream engine's batches hold at most this many rows x variants (x score columns of
+#: one pass): a batch's working memory grows with both (about 340 bytes per row at the
+#: default grid's 32 variants), so a large grid takes smaller batches (500,000 rows at 32
+#: variants, 250,000 for two score columns), a few metrics the whole ``batch_rows``.
+BATCH_ROW_VARIANTS = 32_000_000
+#: The fewest rows a batch is cut to by :data:`BATCH_ROW_VARIANTS`.
+MIN_BATCH_ROWS = 100_000
 
 
 @dataclass
@@ -95,8 +102,16 @@ class Engine:
                 where = f"local cluster of {workers} workers"
             return f"dask ({where}, {self.partition_rows:,} rows per partition)"
         if self.kind == "stream":
-            return f"stream ({self.batch_rows:,} rows per batch)"
+            return (f"stream (batches of {self.batch_rows:,} rows, fewer for a large grid: "
+                    f"at most {BATCH_ROW_VARIANTS:,} rows x variants)")
         return "local (in memory)"
+
+    def rows_per_batch(self, n_variants: int, n_scores: int = 1) -> int:
+        """The stream engine's batch for a grid: ``batch_rows``, cut so that rows x variants
+        x score columns stays within :data:`BATCH_ROW_VARIANTS` (never below
+        :data:`MIN_BATCH_ROWS`, nor above ``batch_rows``)."""
+        cap = BATCH_ROW_VARIANTS // max(1, int(n_variants) * int(n_scores))
+        return int(min(self.batch_rows, max(MIN_BATCH_ROWS, cap)))
 
     def evaluate(self, run: pd.DataFrame, qrels: pd.DataFrame | None,
                  metrics: Iterable[Metric], **options: Any) -> pd.DataFrame:
@@ -105,7 +120,9 @@ class Engine:
             return local.evaluate_run(run, qrels, metrics, **options)
         if self.kind == "dask":
             return self._dask(run, qrels, metrics, None, options)
-        return stream.evaluate_memory(run, qrels, metrics, batch_rows=self.batch_rows,
+        metrics = list(metrics)
+        return stream.evaluate_memory(run, qrels, metrics,
+                                      batch_rows=self.rows_per_batch(len(metrics)),
                                       **options)
 
     def evaluate_file(self, path: str | Path, qrels: pd.DataFrame | None,
@@ -114,7 +131,9 @@ class Engine:
         """The per-query table of a parquet run, read where it lies (``names`` maps roles
         to the file's columns)."""
         if self.kind == "stream":
-            return stream.evaluate_parquet(path, qrels, metrics, batch_rows=self.batch_rows,
+            metrics = list(metrics)
+            return stream.evaluate_parquet(path, qrels, metrics,
+                                           batch_rows=self.rows_per_batch(len(metrics)),
                                            names=names, **options)
         if self.kind == "dask":
             return self._dask(path, qrels, metrics, names, options)
@@ -128,9 +147,12 @@ class Engine:
         other roles): in one pass over the file for the stream engine, one evaluation per
         column otherwise; and where the time went."""
         clock = PassClock()
+        metrics = list(metrics)
         if self.kind == "stream":
             out = stream.evaluate_parquet_scores(path, qrels, list(metrics), scores,
-                                                 batch_rows=self.batch_rows, names=names,
+                                                 batch_rows=self.rows_per_batch(
+                                                     len(metrics), len(scores)),
+                                                 names=names,
                                                  clock=clock, **options)
             return out, clock
         out = {}
