@@ -104,3 +104,19 @@ def test_docids_keep_their_tie_order_whatever_their_type(text: str) -> None:
         run = pd.DataFrame({"qid": "q", "docid": docs, "score": 1.0})
         qrels = pd.DataFrame({"qid": "q", "docid": judged, "label": [2, 1]})
         _check(run, qrels, text)
+
+
+@pytest.mark.parametrize("text", ["P@3", "P@3(empty=exclude)",
+                                  "RR@3(ties=docid,empty=exclude)",
+                                  "Hits@3(ties=input,empty=exclude)", "DCG@3(ties=docid)",
+                                  "nDCG@3(ties=docid)", "AP@3"])
+def test_with_no_relevant_judgment_labelling_below_k_decides_whether_the_query_is_empty(
+        text: str) -> None:
+    run, qrels = _deep_query()
+    qrels = qrels.assign(label=0)
+    m = parse_metric(text).with_options(unjudged="relevant", unjudged_grade=GRADE)
+    got = judgment_interval(run, qrels, m).loc["q"]
+    values = _brute(run, qrels, text)
+    assert got["exact"]
+    assert (got["low"], got["high"]) == pytest.approx((values.min(), values.max()),
+                                                      abs=1e-12), text

@@ -10,7 +10,9 @@ measure's value over every labeling has its minimum and maximum among these cand
   ERR, ...). The extremes over labelings where the query is not *empty* (no relevant
   document) are all-lowest and all-highest; the least non-empty labeling lies above some
   labeling with one document labelled. So: all-lowest, all-highest, and each document alone
-  at each higher grade.
+  at each higher grade (of the documents that cannot reach the top k, one stands for all
+  where the measure reads only the top k, ``reads_top_k``: their labels move only R, which
+  a monotone measure reads only as whether the query is empty).
 - ``swap``: binary; with s of the documents relevant (so R fixed), moving relevance to a
   higher-ranked document changes the value in one direction only (AP, R, Rprec, bpref, ...).
   The extremes for each s label the top s or the bottom s: 2s + 1 labelings in all.
@@ -89,9 +91,12 @@ def candidates(metric: Metric, choices: np.ndarray, reach: np.ndarray, budget: i
         return Candidates(np.full((1, u), choices[0]), True, "constant")
     kind = metric.measure.unjudged_bounds if rule_known else ""
     if kind == "monotone" and _monotone_gains(metric, choices):
-        single = np.repeat(np.full((1, u), choices[0]), u * (c - 1), axis=0)
-        rows = np.arange(u * (c - 1))
-        single[rows, rows // (c - 1)] = np.tile(choices[1:], u)
+        alone = np.arange(u)
+        if metric.measure.reads_top_k and not reach.all():  # one labelled below the top k
+            alone = np.append(np.flatnonzero(reach), np.flatnonzero(~reach)[0])  # as any
+        single = np.repeat(np.full((1, u), choices[0]), len(alone) * (c - 1), axis=0)
+        rows = np.arange(len(alone) * (c - 1))
+        single[rows, alone[rows // (c - 1)]] = np.tile(choices[1:], len(alone))
         ends = np.array([np.full(u, choices[0]), np.full(u, choices[-1])])
         return Candidates(np.vstack([ends, single]), True, "monotone")
     if kind == "swap" and c == 2:
