@@ -34,7 +34,7 @@ The harness engines must give the same mean to 1e-12 and each peer the harness m
 convention (``convention="ranx"``, ``"trec_eval"``) to 1e-9, or the run fails after printing
 the table. The issue's targets are printed MET or NOT MET with their figures.
 
-``app`` times the 2-ranker, 29-variant study on a scored parquet_run (engine=stream) against
+``app`` times the 2-ranker, default-grid study on a scored parquet_run (engine=stream) against
 evaluate_parquet's nDCG@10 alone, under ``/usr/bin/time -v`` (bench_scale_app.py).
 """
 
@@ -117,7 +117,7 @@ def build(directory: Path, name: str, n_queries: int, seed: int = 25) -> None:
 
 
 def grid() -> list:
-    """The app's default metric grid (conf/metric/default.yaml): 29 variants."""
+    """The app's default metric grid (conf/metric/default.yaml): 32 variants."""
     from omegaconf import OmegaConf
 
     from harness.app.plan import build_metrics
@@ -154,7 +154,7 @@ def _gb(value: float) -> str:
 
 
 def _label(metrics: str) -> str:
-    return "nDCG@10" if metrics == "ndcg10" else "29 variants"
+    return "nDCG@10" if metrics == "ndcg10" else f"{len(grid())} variants"
 
 
 def _note(engine: str, got: list[dict]) -> str:

@@ -1,4 +1,4 @@
-"""``bench_scale.py app``: the 2-ranker, 29-variant study on a scored parquet_run
+"""``bench_scale.py app``: the 2-ranker, default-grid study on a scored parquet_run
 (engine=stream) against evaluate_parquet's nDCG@10 alone, in interleaved rounds, each under
 ``/usr/bin/time -v``; the issue's app targets printed MET or NOT MET."""
 
@@ -43,7 +43,7 @@ def _timed(command: list[str]) -> tuple[float, float, str]:
 
 
 def app_table(path: Path, rounds: int, out: Path) -> None:
-    """The 2-ranker, 29-variant study on a scored parquet_run with engine=stream, against
+    """The 2-ranker, default-grid study on a scored parquet_run with engine=stream, against
     evaluate_parquet's nDCG@10 alone, in interleaved rounds."""
     study = [sys.executable, "-m", "harness", "dataset=parquet_run", f"dataset.path={path}",
              "ranker=scored_columns", "engine=stream", "tracking=off",
@@ -67,7 +67,7 @@ def app_table(path: Path, rounds: int, out: Path) -> None:
           f"{max(a[1] for a in app):.2f} GB")
     for what, value in (("the evaluate pass", stage), ("the whole study", whole)):
         ratio = value / one
-        print(f"target: {what} (2 rankers x 29 variants) within 2.5x of evaluate_parquet "
+        print(f"target: {what} (2 rankers x the default grid) within 2.5x of evaluate_parquet "
               f"nDCG@10: {'MET' if ratio <= 2.5 else 'NOT MET'} ({ratio:.2f}x)")
     peak = max(a[1] for a in app)
     print(f"target: the study's peak RSS <= 2 GB: {'MET' if peak <= 2 else 'NOT MET'} "
