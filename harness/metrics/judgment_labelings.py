@@ -103,7 +103,8 @@ def candidates(metric: Metric, choices: np.ndarray, reach: np.ndarray, budget: i
         s = np.arange(u + 1)[:, None]
         top = np.where(np.arange(u)[None, :] < s, choices[1], choices[0])
         bottom = np.where(np.arange(u)[None, :] >= u - s, choices[1], choices[0])
-        return Candidates(np.unique(np.vstack([top, bottom]), axis=0), True, "swap")
+        # the bottom s is a top s' only for none or all (no sort of the rows to find it)
+        return Candidates(np.vstack([top, bottom[1:-1]]), True, "swap")
     if kind == "ideal":
         inside = int(reach.sum())
         multisets = math.comb(inside + c - 1, c - 1)
