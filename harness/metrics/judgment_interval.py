@@ -10,7 +10,7 @@ means everywhere.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -90,6 +90,7 @@ def judgment_interval(run: pd.DataFrame, qrels: pd.DataFrame, metric: Metric | s
             f"{m.display_name}: judgment_interval evaluates each labeling as a query of its "
             "own, and ties='random' shuffles by query id; use ties='average'")
     qrels = require_frame(qrels, "qrels", QRELS_COLUMNS)
+    pool = None if pool is None else require_frame(pool, "pool", ("qid", "docid"))
     if "subtopic" in qrels.columns:  # documents are labelled, not subtopics: each document's
         qrels = (qrels.assign(label=numeric(qrels, "label", "qrels"))  # highest label, as
                  .groupby(["qid", "docid"], as_index=False, sort=False)["label"].max())
@@ -149,9 +150,8 @@ def _bounds(run: pd.DataFrame, qrels: pd.DataFrame, m: Metric, grade: float, low
     n_unjudged = np.zeros(n, dtype=np.int64)
     method = np.full(n, "constant", dtype=object)
     where = out.index.get_indexer(prep.qids)
-    coder = _docid_coder(run, qrels, pool)
-    r_doc = coder(run["docid"].to_numpy())
-    extra = {} if pool is None else _pool_by_query(pool, qrels, prep, coder)
+    r_doc, j_doc, p_doc = _docid_codes(run, qrels, pool)
+    extra = {} if pool is None else _pool_by_query(pool, p_doc, qrels, prep)
     cut = _rows_read(m, rule_known)
     plans: list[tuple[int, np.ndarray, np.ndarray, Candidates]] = []
     for code, (start, size) in enumerate(zip(starts, r.n)):
@@ -180,7 +180,6 @@ def _bounds(run: pd.DataFrame, qrels: pd.DataFrame, m: Metric, grade: float, low
                                                                fixed)]
         plans.append((code, np.sort(read), docs, plan))
     judgments = _by_query(qrels, prep)
-    j_doc = coder(qrels["docid"].to_numpy())
     for values_low, values_high, owners in _evaluate(plans, run, qrels, (r_doc, j_doc),
                                                      judgments, low_m, high_m, grade, prep,
                                                      kwargs):
@@ -230,10 +229,11 @@ def _zeros_inert(m: Metric) -> bool:
     return spec.binary and not spec.graded and m.level > 0
 
 
-def _docid_coder(run: pd.DataFrame, qrels: pd.DataFrame, pool: pd.DataFrame | None
-                 ) -> Callable[[np.ndarray], np.ndarray]:
-    """A map from docids to the int64 codes the pseudo-queries carry instead (joined and
-    ranked faster than text): equal where the docids are equal, and ordered as
+def _docid_codes(run: pd.DataFrame, qrels: pd.DataFrame, pool: pd.DataFrame | None
+                 ) -> list[np.ndarray]:
+    """The docids of the run, the qrels and the pool (if any) as the int64 codes the
+    pseudo-queries carry instead (joined and ranked faster than text): equal where the
+    docids are equal, and ordered as
     ``ties='docid'`` orders the docids (as text, by code point), all of one number of
     digits so that their text orders as they do. Columns of integers and of text are joined
     as text, as :func:`harness.evaluate` joins them; other docids (floats, ...) are kept."""
@@ -242,33 +242,31 @@ def _docid_coder(run: pd.DataFrame, qrels: pd.DataFrame, pool: pd.DataFrame | No
              "str" if pd.api.types.infer_dtype(c, skipna=False) == "string" else None
              for c in columns}
     if None in kinds:
-        return lambda docids: docids
+        return [c.to_numpy() for c in columns] + [None] * (pool is None)
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    def key(docids: np.ndarray) -> np.ndarray:
-        return docids if len(kinds) == 1 else np.asarray(pd.Index(docids).astype(str))
+    codes, uniques = pd.factorize(np.concatenate([
+        c.to_numpy(dtype=object) if len(kinds) == 1 else  # a mix is joined as text
+        np.asarray(c.astype(str), dtype=object) for c in columns]))
+    text = np.asarray(uniques.astype(str) if kinds == {"int"} else uniques, dtype=object)
+    rank = np.empty(len(uniques), dtype=np.int64)
+    rank[pc.sort_indices(pa.array(text, type=pa.string())).to_numpy()] = np.arange(len(text))
+    base = 10 ** len(str(len(text)))  # base + rank: one number of digits
+    coded = np.split(base + rank[codes], np.cumsum([len(c) for c in columns])[:-1])
+    return coded + [None] * (pool is None)
 
-    index = pd.Index(pd.unique(np.concatenate([key(c.to_numpy(dtype=object))
-                                               for c in columns])))
-    text = (index.astype(str) if kinds == {"int"} else index).to_numpy(dtype=object)
-    rank = np.empty(len(index), dtype=np.int64)
-    rank[pc.sort_indices(pa.array(text, type=pa.string())).to_numpy()] = np.arange(len(index))
-    base = 10 ** len(str(len(index)))  # base + rank: one number of digits
-    return lambda docids: base + rank[index.get_indexer(key(docids))]
 
-
-def _pool_by_query(pool: pd.DataFrame, qrels: pd.DataFrame, prep: Any,
-                   coder: Callable[[np.ndarray], np.ndarray]) -> dict[int, np.ndarray]:
-    """The pool's documents (their codes) per evaluated query code, less those judged
-    (label >= 0)."""
-    pool = require_frame(pool, "pool", ("qid", "docid"))
+def _pool_by_query(pool: pd.DataFrame, p_doc: np.ndarray, qrels: pd.DataFrame, prep: Any
+                   ) -> dict[int, np.ndarray]:
+    """The pool's documents (``p_doc``: their codes, per pool row) per evaluated query code,
+    less those judged (label >= 0)."""
     judged = qrels.loc[numeric(qrels, "label", "qrels") >= 0, ["qid", "docid"]]
-    pool = pool[["qid", "docid"]].drop_duplicates()
+    pool = pool[["qid", "docid"]].assign(_code=p_doc).drop_duplicates(["qid", "docid"])
     pool = pool.merge(judged, on=["qid", "docid"], how="left", indicator=True)
     pool = pool[pool["_merge"] == "left_only"]
     codes = prep.qids.get_indexer(pool["qid"])
-    docs = coder(pool["docid"].to_numpy())
+    docs = pool["_code"].to_numpy()
     return {int(c): docs[codes == c] for c in np.unique(codes[codes >= 0])}
 
 
@@ -287,7 +285,7 @@ def _evaluate(plans: list[tuple[int, np.ndarray, np.ndarray, Candidates]],
               kwargs: dict[str, Any]) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Per batch of pseudo-queries: each one's value under ``low_m`` and ``high_m`` and the
     query code it stands for. ``coded``: the run's and the qrels' docids as
-    :func:`_docid_coder` codes them."""
+    :func:`_docid_codes` codes them."""
     (r_doc, j_doc), r_score = coded, numeric(run, "score", "run")
     j_label = numeric(qrels, "label", "qrels")
     top = max(grade, float(prep.max_label))
