@@ -142,7 +142,10 @@ def test_too_many_labelings_give_a_valid_looser_bound() -> None:
     run, qrels = _query(3, n_unjudged=4)
     infap = judgment_interval(run, qrels, Metric("infap", ties="docid"), max_labelings=4)
     assert infap.loc["q", "method"] == "bound" and not infap.loc["q", "exact"]
-    assert infap.loc["q", "low"] == -np.inf and infap.loc["q", "high"] == np.inf
+    # infAP declares unit_range: [0, 1], every labeling's value within it
+    assert infap.loc["q", "low"] == 0.0 and infap.loc["q", "high"] == 1.0
+    values = _brute(run, qrels, Metric("infap", ties="docid"))
+    assert 0.0 <= np.nanmin(values) and np.nanmax(values) <= 1.0
 
 
 def test_columns_match_evaluate_under_each_treatment() -> None:

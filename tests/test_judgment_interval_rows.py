@@ -120,3 +120,11 @@ def test_with_no_relevant_judgment_labelling_below_k_decides_whether_the_query_i
     assert got["exact"]
     assert (got["low"], got["high"]) == pytest.approx((values.min(), values.max()),
                                                       abs=1e-12), text
+
+
+def test_a_measure_declaring_unit_range_is_bounded_by_0_and_1_beyond_the_budget() -> None:
+    run, qrels = _deep_query()
+    got = judgment_interval(run, qrels, "infAP(ties=docid)", max_labelings=2).loc["q"]
+    assert (got["method"], got["exact"], got["low"], got["high"]) == ("bound", False, 0.0, 1.0)
+    values = _brute(run, qrels, "infAP(ties=docid)")
+    assert 0.0 <= values.min() and values.max() <= 1.0

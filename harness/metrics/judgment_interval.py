@@ -169,8 +169,8 @@ def _bounds(run: pd.DataFrame, qrels: pd.DataFrame, m: Metric, grade: float, low
         plan = candidates(m, choices, reach, budget, rule_known,
                           concave=ties or m.ties != "optimistic")
         if plan is None:  # too many labelings: a bound the measure's range gives
-            low[i], high[i] = (0.0, 1.0) if m.measure.unjudged_bounds == "ideal" else (
-                -np.inf, np.inf)
+            low[i], high[i] = (0.0, 1.0) if (m.measure.unjudged_bounds == "ideal"
+                                             or m.measure.unit_range) else (-np.inf, np.inf)
             exact[i], method[i] = False, "bound"
             continue
         method[i], exact[i] = plan.method, plan.exact

@@ -108,6 +108,9 @@ class Measure:
         in one direction only (the extremes label the top or the bottom s of them, for some
         s); ``ideal``, a gain sum over its ideal ranking's (the extremes sort a multiset of
         grades over the ranks); '' nothing declared.
+    unit_range : bool
+        Its per-query value lies in [0, 1] under any labels (the bound
+        :func:`harness.judgment_interval` gives where it finds none closer).
     subtopics : bool
         It reads subtopic (intent) judgments, the qrels' ``subtopic`` column (``harness
         eval`` then reads the TREC qrels' second column as the subtopic).
@@ -129,6 +132,7 @@ class Measure:
     sklearn: bool = False
     aggregate: str = "mean"
     unjudged_bounds: str = ""
+    unit_range: bool = False
     subtopics: bool = False
     builtin: bool = field(default=False, compare=False)
 
@@ -181,9 +185,10 @@ def register_measure(name: str, kernel: Kernel | None = None, *, display: str | 
                      options: Iterable[str] = ("empty", "empty_weight"),
                      aliases: Iterable[str] = (), cutoff: bool = True, binary: bool = False,
                      graded: bool = False, reads_judged: bool = False, top_grade: bool = False,
-                     reads_top_k: bool = False, formula: str = "", matches: str = "", sklearn: bool = False,
+                     reads_top_k: bool = False, formula: str = "", matches: str = "",
+                     sklearn: bool = False,
                      aggregate: str = "mean", unjudged_bounds: str = "",
-                     subtopics: bool = False, replace: bool = False,
+                     unit_range: bool = False, subtopics: bool = False, replace: bool = False,
                      builtin: bool = False) -> Any:
     """Declare a measure, usable by name everywhere a metric is named.
 
@@ -200,7 +205,8 @@ def register_measure(name: str, kernel: Kernel | None = None, *, display: str | 
                        reads_judged=reads_judged, reads_top_k=reads_top_k,
                        top_grade=top_grade, formula=formula,
                        matches=matches, sklearn=sklearn, aggregate=aggregate,
-                       unjudged_bounds=unjudged_bounds, subtopics=subtopics,
+                       unjudged_bounds=unjudged_bounds, unit_range=unit_range,
+                       subtopics=subtopics,
                        builtin=builtin)
         spellings = {spec.name, spec.display.lower(), *(a.lower() for a in spec.aliases)}
         if not replace:

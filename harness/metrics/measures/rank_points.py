@@ -85,8 +85,11 @@ def _iprec_avg(x: MeasureInput) -> Result:
     return total / len(x.metric.levels), x.n_relevant() == 0
 
 
+# unit_range: each term is 1/(i+1) + i/(i+1) times two ratios at most 1 (the rows above
+# counted, r + s + u <= i; (r + eps) / (r + s + 2 eps) < 1), so at most 1; the relevant
+# ranked rows are at most R
 @register_measure("infap", display="infAP", options=_EMPTY, binary=True, reads_judged=True,
-                  cutoff=False, builtin=True, matches="trec_eval `infAP`",
+                  cutoff=False, builtin=True, unit_range=True, matches="trec_eval `infAP`",
                   formula="$\\frac{1}{R} \\sum_{rel_i \\ge level} \\frac{1}{i}\\left(1 + "
                           "(r_i + s_i + u_i) \\frac{r_i + \\epsilon}{r_i + s_i + 2\\epsilon}"
                           "\\right)$, $r_i$ / $s_i$ judged relevant / non-relevant above "
