@@ -5,7 +5,9 @@ Each query's candidate labelings (:mod:`harness.metrics.judgment_labelings`) bec
 pseudo-queries: the query's run rows, its judgments and its unjudged retrieved documents
 judged with the labeling's grades, evaluated together by :func:`harness.evaluate` in
 batches, so every option of the metric (ties, gain, cut-off, empty, ...) means what it
-means everywhere.
+means everywhere. A pseudo-query holds only what the measure reads: integer codes for the
+docids, and for a measure declaring ``reads_top_k`` the rows that can reach the top k and no
+judgment 0 of a document off them.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ __all__ = ["judgment_interval", "COLUMNS"]
 
 COLUMNS = ("nonrelevant", "relevant", "condensed", "low", "high", "exact", "judged_at_k",
            "n_unjudged", "method")
-#: Run rows evaluated per call of evaluate (pseudo-queries are batched up to about this).
+#: Run and qrels rows evaluated per call of evaluate (pseudo-queries are batched up to
+#: about this).
 BATCH_ROWS = 1_000_000
 
 
