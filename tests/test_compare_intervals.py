@@ -28,6 +28,8 @@ from mlflow.tracking import MlflowClient
 from harness.compare import compare_table, load_sweep
 from harness.compare.labeling_verdicts import (
     HOLDS,
+    interval_means,
+    interval_table,
     judged_distribution,
     labeling_bounds,
     labeling_flags,
@@ -75,6 +77,22 @@ def test_pair_bounds_by_hand() -> None:
     assert (worst, best, n) == (pytest.approx(-0.25), pytest.approx(0.3), 2)
     # the other variant: q1 only in a
     assert labeling_bounds(a, b, "other")[2] == 0
+
+
+def test_interval_means_and_their_table_by_hand() -> None:
+    a = pd.DataFrame({"qid": ["q1", "q2", "q1"], "variant": ["m", "m", "n"],
+                      "low": [0.2, 0.4, 0.5], "high": [0.6, np.nan, 0.5],
+                      "exact": [True, True, False]})
+    means = interval_means({"a": a})
+    # m: q2 has no upper bound, so q1 alone: [0.2, 0.6]; n: a point, not exact
+    assert means.to_dict("records") == [
+        {"version": "a", "variant": "m", "low": 0.2, "high": 0.6, "exact": 1.0, "n_queries": 1},
+        {"version": "a", "variant": "n", "low": 0.5, "high": 0.5, "exact": 0.0, "n_queries": 1}]
+    table = interval_table(means, ["n", "m", "absent"])
+    assert table.to_dict("index") == {"n": {"a": "[0.5000, 0.5000]*"},
+                                      "m": {"a": "[0.2000, 0.6000]"}}
+    points = interval_means({"a": a.assign(high=a["low"])})
+    assert interval_table(points, ["m", "n"]).empty  # every interval a point: no section
 
 
 def test_each_verdict_is_read_against_its_side_of_the_interval() -> None:
@@ -286,6 +304,14 @@ def test_compare_prints_logs_reports_and_reproduces_the_flag(store) -> None:
     assert re.search(r"\| a \| base \|.*\| 0\.900 \| 0\.900 \| 0\.000 \|", md)
     assert re.search(r"\| b \| cand \|.*\| 0\.900 \| 0\.500 \| 0\.500 \|", md)
     assert "judged@10 median" in (folder / "report.html").read_text()
+    # each version's interval of the mean per variant: mean(BASE) 0.45, mean(CAND) 0.55
+    intervals = pd.read_csv(folder / "judgment_intervals.csv").set_index(["version", "variant"])
+    assert intervals.loc[("cand", "nDCG@10"), ["low", "high"]].tolist() == pytest.approx(
+        [0.55, 0.60])
+    assert intervals.loc[("base", "AP@10"), ["low", "high"]].tolist() == pytest.approx(
+        [0.45, 0.75])
+    assert "| nDCG@10 | [0.4500, 0.4500] | [0.5500, 0.6000] |" in md  # base, cand
+    assert "Judgment intervals: the mean over every labeling" in md
     code, out, err = _quiet(reproduce_main, [run_id, "--tracking-uri", uri])
     assert code == 0, err + out
     assert re.match(rf"comparison run {run_id}: identical", out)

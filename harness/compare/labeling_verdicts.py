@@ -32,7 +32,7 @@ from harness.compare.verdict_names import BETTER, EQUIVALENT, NOT_WORSE, WORSE
 
 __all__ = ["JUDGMENTS_DIGEST_TAG", "judgments_artifact", "read_judgments", "merge_judgments",
            "labeling_bounds", "labeling_flags", "labeling_lines", "labeling_count",
-           "judged_distribution", "HOLDS"]
+           "judged_distribution", "interval_means", "interval_table", "HOLDS"]
 
 #: The tag holding the sha256 of a ranker run's judgments artifact.
 JUDGMENTS_DIGEST_TAG = "judgments.sha256"
@@ -182,3 +182,36 @@ def judged_distribution(intervals: Mapping[str, pd.DataFrame]
                           float((per_query >= 1.0).mean()))
     return out
 
+
+
+def interval_means(intervals: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per version and variant with judgment intervals: ``low`` and ``high``, the least and
+    greatest mean over every labeling of the unjudged documents (the means of the per-query
+    bounds over the queries bounded), ``exact`` (the share of those queries whose bounds are
+    exact) and ``n_queries``."""
+    rows = []
+    for label, frame in intervals.items():
+        for variant, part in frame.groupby("variant", sort=False):
+            low, high = part["low"].astype(np.float64), part["high"].astype(np.float64)
+            both = (low.notna() & high.notna()).to_numpy()
+            if both.any():
+                rows.append({"version": label, "variant": str(variant),
+                             "low": float(low[both].mean()), "high": float(high[both].mean()),
+                             "exact": float(part["exact"].to_numpy()[both].mean()),
+                             "n_queries": int(both.sum())})
+    return pd.DataFrame(rows, columns=["version", "variant", "low", "high", "exact",
+                                       "n_queries"])
+
+
+def interval_table(means: pd.DataFrame, variants: list[str]) -> pd.DataFrame:
+    """:func:`interval_means` for the report: variants (rows, in ``variants``' order) by
+    version, ``[low, high]`` with ``*`` where some query's bound is not exact. Empty when
+    every interval is a point (every retrieved document judged) or none was logged."""
+    if means.empty or not bool((means["high"] - means["low"] > 1e-12).any()):
+        return pd.DataFrame()
+    cell = means.assign(text=[f"[{lo:.4f}, {hi:.4f}]" + ("" if ex >= 1 else "*")
+                              for lo, hi, ex in zip(means["low"], means["high"],
+                                                    means["exact"])])
+    table = cell.pivot(index="variant", columns="version", values="text").fillna("")
+    order = [v for v in variants if v in table.index]
+    return table.loc[order, [v for v in dict.fromkeys(means["version"])]]

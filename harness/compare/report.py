@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from harness.compare.labeling_verdicts import judged_distribution, labeling_lines
+from harness.compare.labeling_verdicts import (interval_means, interval_table,
+                                               judged_distribution, labeling_lines)
 from harness.compare.report_render import (
     ReportParts,
     html_report,
@@ -250,6 +251,7 @@ def _tables(sweep: Sweep, comparison: pd.DataFrame, sens: Sensitivity,
                                       v if v == v else None, "untested")
                                       for v in sens.winners["significant"]],
                                   p_adj=sens.winners["p_adj"].map(_p))
+    intervals = interval_table(interval_means(sweep.intervals), list(sens.means.index))
     power = sens.power.assign(discriminative_power=sens.power["discriminative_power"].map(
         "{:.2f}".format)) if len(sens.power) else sens.power
     return {
@@ -264,6 +266,10 @@ def _tables(sweep: Sweep, comparison: pd.DataFrame, sens: Sensitivity,
         "ties": ("Tie-sensitivity interval (optimistic - pessimistic mean)",
                  sens.ties.round(4), False),
         "tau": ("Kendall's tau between the ranker orderings", sens.tau.round(3), True),
+        **({"intervals": ("Judgment intervals: the mean over every labeling of the unjudged "
+                          "documents lies in [low, high] (* a bound not exact for every "
+                          "query; per query: judgments/<ranker>.parquet of each run)",
+                          intervals, True)} if len(intervals) else {}),
         **({"incompleteness": ("Incompleteness: the ordering under each unjudged treatment "
                                "and Kendall's tau against unjudged=nonrelevant",
                                sens.unjudged.round(3), False)} if len(sens.unjudged) else {}),
@@ -348,11 +354,13 @@ def build_report(sweep: Sweep, comparison: pd.DataFrame, sensitivity: Sensitivit
     for name, frame in (("comparison", comparison), ("means", sensitivity.means),
                         ("winners", sensitivity.winners), ("power", sensitivity.power),
                         ("tie_intervals", sensitivity.ties), ("kendall_tau", sensitivity.tau),
-                        ("incompleteness", sensitivity.unjudged)):
-        if name == "incompleteness" and frame.empty:
+                        ("incompleteness", sensitivity.unjudged),
+                        ("judgment_intervals", interval_means(sweep.intervals))):
+        if name in ("incompleteness", "judgment_intervals") and frame.empty:
             continue
         path = out / f"{name}.csv"
-        frame.to_csv(path, index=name not in ("comparison", "tie_intervals", "incompleteness"))
+        frame.to_csv(path, index=name not in ("comparison", "tie_intervals", "incompleteness",
+                                              "judgment_intervals"))
         csvs.append(path)
     (out / "provenance.json").write_text(json.dumps(sweep.provenance, indent=1, default=str))
     csvs.append(out / "provenance.json")
