@@ -187,10 +187,13 @@ def negative_policy(metrics: list[Metric], given: str | None) -> str:
 
 def _full_rankings(metrics: list[Metric], prep: Any) -> list[tuple[str, int]]:
     """The (tie rule, seed) of every ranking of all rows the metrics will ask for (those
-    not limited to the contenders of a top k)."""
+    not limited to the contenders of a top k). A metric that does not read unjudged rows as
+    non-relevant ranks rows of its own (:attr:`Prepared.condensed`, :meth:`Prepared.relevant`)
+    wherever a row is unjudged, which is not known yet: these rows' ranking is not started
+    for it."""
     tops = _contender_limits(metrics, prep)
-    return [(m.ties, m.seed) for m in metrics
-            if (m.ties, m.seed) not in tops or m.measure.reads_judged]
+    return [(m.ties, m.seed) for m in metrics if m.unjudged == "nonrelevant"
+            and ((m.ties, m.seed) not in tops or m.measure.reads_judged)]
 
 
 def _contender_limits(metrics: list[Metric], prep: Any) -> dict[tuple[str, int], int]:

@@ -104,7 +104,7 @@ class Prepared:
         if early is None:
             return
         twin = early.result()
-        for name in ("layout", "pos", "float32"):
+        for name in ("layout", "pos", "_float32"):
             if name in twin.__dict__ and name not in self.__dict__:
                 self.__dict__[name] = twin.__dict__[name]
         for key, ranking in twin._rankings.items():
@@ -173,21 +173,28 @@ class Prepared:
             self._rankings[key] = ranking
         return self._rankings[key]
 
-    @cached_property
+    # ``float32`` and ``condensed`` are kept as None where they are these rows themselves: a
+    # Prepared holding itself is a reference cycle, which outlives its last reference until
+    # the cyclic collector runs, and held every block's rows and rankings (issue 25).
+
+    @property
     def float32(self) -> Prepared:
         """These rows with each score rounded to float32, as trec_eval reads a run's scores
         (so 0.5 and 0.5 + 1e-8 tie there): ``ties='docid'`` ranks on them. Itself when no
         score changes."""
-        rounded = self.score.astype(np.float32).astype(np.float64)
-        if np.array_equal(rounded, self.score):
-            return self
-        twin = replace(self, score=rounded, _rankings={}, _contenders={}, _relevant={},
-                       pending=None)
-        twin.__dict__["layout"], twin.__dict__["pos"] = self.layout, self.pos
-        twin.__dict__["float32"] = twin
-        return twin
+        if "_float32" not in self.__dict__:
+            rounded = self.score.astype(np.float32).astype(np.float64)
+            twin = None
+            if not np.array_equal(rounded, self.score):
+                twin = replace(self, score=rounded, _rankings={}, _contenders={},
+                               _relevant={}, pending=None)
+                twin.__dict__["layout"], twin.__dict__["pos"] = self.layout, self.pos
+                twin.__dict__["_float32"] = None
+            self.__dict__["_float32"] = twin
+        twin = self.__dict__["_float32"]
+        return self if twin is None else twin
 
-    @cached_property
+    @property
     def condensed(self) -> Prepared:
         """These rows less the unjudged ones (``unjudged='condensed'``: trec_eval ``-J``,
         ir_measures' ``judged_only=True``): each query's judged documents close ranks over
@@ -195,11 +202,14 @@ class Prepared:
         when every row is judged."""
         if self.early is not None:
             self._adopt()
-        if self.judged is None or self.judged.all():
-            return self
-        sub = self._subset(np.flatnonzero(self.judged))
-        sub.__dict__["condensed"] = sub
-        return sub
+        if "_condensed" not in self.__dict__:
+            sub = None
+            if self.judged is not None and not self.judged.all():
+                sub = self._subset(np.flatnonzero(self.judged))
+                sub.__dict__["_condensed"] = None
+            self.__dict__["_condensed"] = sub
+        sub = self.__dict__["_condensed"]
+        return self if sub is None else sub
 
     def relevant(self, grade: float | None) -> Prepared:
         """These rows with every unjudged one judged with ``grade`` (``unjudged='relevant'``;
