@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from harness.commands.base import BAD_INPUT, OK, run_command
+from harness.commands.base import BAD_INPUT, OK, run_command, tune_allocator
 
 __all__ = ["COMMANDS", "STUDY", "main", "parser", "unknown_command"]
 
@@ -108,6 +108,8 @@ def _study(argv: Sequence[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``harness <command> [args]``; return the exit code (see :data:`EXIT_CODES`)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if argv is None:  # the process is the command line's own (not a caller's)
+        tune_allocator()
     if not args or starts_a_study(args[0]):
         return _study(args)
     name, rest = args[0], args[1:]
