@@ -192,7 +192,9 @@ def evaluate_score_parts(parts: Iterable[pd.DataFrame], qrels: pd.DataFrame | No
             clock.scores[score] = clock.scores.get(score, 0.0) + time.perf_counter() - t
         clock.rows += len(part)
         t = time.perf_counter()
-    return {s: assemble(frames[s], qrels, metrics, run_qids, unjudged[s], missing, name)
+    # each column's parts are handed over (and released as it is assembled), not kept
+    # alive beside the next column's table
+    return {s: assemble(frames.pop(s), qrels, metrics, run_qids, unjudged[s], missing, name)
             for s in scores}
 
 
@@ -207,12 +209,18 @@ def assemble(frames: list[pd.DataFrame], qrels: pd.DataFrame | None, metrics: li
              name: str) -> pd.DataFrame:
     """The per-query tables of the parts as :func:`harness.evaluate` gives the whole: sorted
     by qid, judged queries absent from the run listed (``missing='exclude'``) or scored 0
-    (``'zero'``), unjudged run queries in ``attrs``."""
-    frames = [f for f in frames if len(f)]
-    if not frames:
+    (``'zero'``), unjudged run queries in ``attrs``. ``frames`` is emptied: the parts are
+    released once concatenated, and a table whose parts came in qid order (a file sorted by
+    qid) is not sorted again, so the whole table is held about twice, not four times."""
+    parts = [f for f in frames if len(f)]
+    frames.clear()
+    if not parts:
         raise InputError(f"no query of {name} is judged", table=name)
-    empties = merge_empty(frames)
-    result = pd.concat(frames).sort_index()
+    empties = merge_empty(parts)
+    result = pd.concat(parts)
+    del parts
+    if not result.index.is_monotonic_increasing:
+        result = result.sort_index()
     absent = [] if qrels is None else sorted(set(qrels["qid"]) - set(run_qids), key=str)
     if missing == "zero" and absent:
         zeros = pd.DataFrame(0.0, index=pd.Index(absent, name="qid"), columns=result.columns)
