@@ -291,6 +291,9 @@ def test_compare_prints_logs_reports_and_reproduces_the_flag(store) -> None:
     assert run.data.tags["harness.verdict_labelings"] == "1"
     assert run.data.tags["harness.verdict_labelings_bounded"] == "2"
     assert f"- cand vs base, `AP@10`: {FAILS}" in run.data.tags["mlflow.note.content"]
+    assert run.data.tags["mlflow.note.content"].splitlines()[0].endswith(
+        "Over every labeling of the unjudged documents **1 of 2** decisive verdict(s) do "
+        "not hold (below).")
     folder = Path(re.search(r"^report: (\S+)", out, re.M).group(1)).parent
     logged = pd.read_csv(folder / "verdicts.csv").set_index("variant")
     assert logged.loc["AP@10", "labelings"] == FAILS

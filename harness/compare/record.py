@@ -127,6 +127,10 @@ def _description(sweep: Sweep, verdicts: pd.DataFrame | None,
                  changes: pd.DataFrame | None = None) -> str:
     lines = [f"**Comparison** of {len(sweep.versions)} ranker versions on dataset "
              f"`{sweep.dataset_name}`: overall verdict **{overall_verdict(verdicts)}**."]
+    counts = None if verdicts is None else labeling_count(verdicts)
+    if counts is not None and counts[0]:  # first, as MLflow's collapsed box shows ~100 px
+        lines[0] += (f" Over every labeling of the unjudged documents **{counts[0]} of "
+                     f"{counts[1]}** decisive verdict(s) do not hold (below).")
     if verdicts is not None:
         shown = verdicts[verdicts["gated"]] if verdicts["gated"].any() else verdicts.head(10)
         pad = "&emsp;"  # MLflow's tables have no cell padding: the cells would run together
