@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from harness.metrics import Metric
+from harness.metrics.judgment_summary import judged_distribution
 
 __all__ = ["JUDGED_K", "JUDGED_WARN_BELOW", "judged_at_k", "judged_per_query",
            "judged_distribution", "distribution_text", "judged_warning", "judged_line",
@@ -41,18 +41,6 @@ def judged_per_query(engine: Any, run: pd.DataFrame, qrels: pd.DataFrame | None,
     metric = Metric("judged", k=JUDGED_K)
     return engine.evaluate(run, qrels, [metric], **options)[metric.display_name].rename(
         f"judged_at_{JUDGED_K}")
-
-
-def judged_distribution(values: pd.Series) -> dict[str, float | None]:
-    """Judged@10 per query summarised: ``mean``, ``median``, ``p10`` (10th percentile),
-    ``full`` (share of queries fully judged), ``below_half`` (share below 0.5) and ``n``
-    (queries with a value); each None without a value."""
-    v = values[values == values].to_numpy(dtype=float)
-    if not len(v):
-        return dict.fromkeys(("mean", "median", "p10", "full", "below_half", "n"))
-    return {"mean": float(v.mean()), "median": float(np.median(v)),
-            "p10": float(np.percentile(v, 10)), "full": float((v >= 1.0).mean()),
-            "below_half": float((v < 0.5).mean()), "n": float(len(v))}
 
 
 def distribution_text(d: Mapping[str, float | None]) -> str:

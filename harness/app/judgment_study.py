@@ -23,6 +23,7 @@ import pandas as pd
 from harness.app.judged_share import judged_distribution
 from harness.errors import InputError, MetricDefinitionError
 from harness.metrics import Metric
+from harness.metrics.judgment_summary import difference_bounds
 
 __all__ = ["COLUMNS", "WIDE", "Judgments", "study_judgments", "write_judgments",
            "pair_verdicts"]
@@ -200,8 +201,7 @@ def pair_verdicts(judgments: Judgments, per_query: Mapping[str, pd.DataFrame],
             if not len(frame):
                 continue
             diff = float((frame["va"] - frame["vb"]).mean())
-            worst = float((frame["al"] - frame["bh"]).mean())
-            best = float((frame["ah"] - frame["bl"]).mean())
+            worst, best, _ = difference_bounds(ta.loc[frame.index], tb.loc[frame.index])
             holds = (worst > 0) if diff > 0 else (best < 0) if diff < 0 else worst == best == 0
             out.append({"a": a, "b": b, "variant": variant, "diff": diff, "worst": worst,
                         "best": best, "n_queries": len(frame), "holds": bool(holds),

@@ -28,6 +28,8 @@ import pandas as pd
 from harness.compare.artifact_check import ArtifactChanged, checked_parquet
 from harness.compare.unjudged_verdicts import _treatment
 from harness.compare.verdict_names import BETTER, EQUIVALENT, NOT_WORSE, WORSE
+from harness.metrics.judgment_summary import difference_bounds
+from harness.metrics.judgment_summary import judged_distribution as summarise_judged
 
 
 __all__ = ["JUDGMENTS_DIGEST_TAG", "judgments_artifact", "read_judgments", "merge_judgments",
@@ -90,13 +92,7 @@ def labeling_bounds(a: pd.DataFrame, b: pd.DataFrame, variant: str
                     ) -> tuple[float, float, int]:
     """``(worst, best, n)``: the mean over the ``n`` queries both judgment tables bound for
     ``variant`` of a.low − b.high and of a.high − b.low (NaN, NaN, 0 when none)."""
-    x, y = _side(a, variant), _side(b, variant)
-    both = x.add_suffix("_a").join(y.add_suffix("_b"), how="inner").dropna()
-    if both.empty:
-        return float("nan"), float("nan"), 0
-    worst = float((both["low_a"] - both["high_b"]).mean())
-    best = float((both["high_a"] - both["low_b"]).mean())
-    return worst, best, len(both)
+    return difference_bounds(_side(a, variant), _side(b, variant))
 
 
 def _unjudged_as(variant: str) -> str:
@@ -176,10 +172,9 @@ def judged_distribution(intervals: Mapping[str, pd.DataFrame]
     judged@10, and the share of its queries whose top 10 is fully judged."""
     out = {}
     for label, frame in intervals.items():
-        per_query = frame.drop_duplicates("qid")["judged_at_10"].astype(np.float64).dropna()
-        if len(per_query):
-            out[label] = (float(per_query.median()), float(np.percentile(per_query, 10)),
-                          float((per_query >= 1.0).mean()))
+        d = summarise_judged(frame.drop_duplicates("qid")["judged_at_10"].astype(np.float64))
+        if d["n"]:
+            out[label] = (d["median"], d["p10"], d["full"])
     return out
 
 

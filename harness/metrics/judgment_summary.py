@@ -14,7 +14,7 @@ import pandas as pd
 from harness.metrics.definition import Metric, parse_metric
 from harness.metrics.judgment_interval import judgment_interval
 
-__all__ = ["judgment_tables", "markdown"]
+__all__ = ["judgment_tables", "markdown", "difference_bounds", "judged_distribution"]
 
 TREATMENTS = ("nonrelevant", "relevant", "condensed")
 
@@ -53,13 +53,37 @@ def judgment_tables(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame,
     return pd.DataFrame(rows), pd.DataFrame(pair_rows)
 
 
+def difference_bounds(a: pd.DataFrame, b: pd.DataFrame) -> tuple[float, float, int]:
+    """``(worst, best, n)``: over the ``n`` queries both ``a`` and ``b`` (indexed by qid,
+    columns ``low`` and ``high``) bound, the mean of a.low − b.high and of a.high − b.low,
+    bounds of the mean difference a − b over every labeling (conservative: each side's
+    bound may come from another labeling of a shared document); (NaN, NaN, 0) when none."""
+    both = a[["low", "high"]].astype(np.float64).add_suffix("_a").join(
+        b[["low", "high"]].astype(np.float64).add_suffix("_b"), how="inner").dropna()
+    if both.empty:
+        return float("nan"), float("nan"), 0
+    return (float((both["low_a"] - both["high_b"]).mean()),
+            float((both["high_a"] - both["low_b"]).mean()), len(both))
+
+
+def judged_distribution(values: pd.Series) -> dict[str, float | None]:
+    """Judged@k per query summarised: ``mean``, ``median``, ``p10`` (10th percentile),
+    ``full`` (share of queries fully judged), ``below_half`` (share below 0.5) and ``n``
+    (queries with a value); each None without a value."""
+    v = values[values == values].to_numpy(dtype=float)
+    if not len(v):
+        return dict.fromkeys(("mean", "median", "p10", "full", "below_half", "n"))
+    return {"mean": float(v.mean()), "median": float(np.median(v)),
+            "p10": float(np.percentile(v, 10)), "full": float((v >= 1.0).mean()),
+            "below_half": float((v < 0.5).mean()), "n": float(len(v))}
+
+
 def _pair(name: str, baseline: str, metric: str, a: pd.DataFrame, b: pd.DataFrame
           ) -> dict[str, Any]:
     common = a.index.intersection(b.index)
     a, b = a.loc[common], b.loc[common]
     diff = {t: float((a[t] - b[t]).mean()) for t in TREATMENTS}
-    worst = float((a["low"] - b["high"]).mean())
-    best = float((a["high"] - b["low"]).mean())
+    worst, best, _ = difference_bounds(a, b)
     return {"run": name, "baseline": baseline, "metric": metric, **diff, "worst": worst,
             "best": best, "n_queries": len(common),
             "verdict": verdict(name, baseline, diff, worst, best)}
