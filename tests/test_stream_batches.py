@@ -57,3 +57,39 @@ def test_cut_batches_give_the_same_values(tmp_path, monkeypatch: pytest.MonkeyPa
     for column in ("score", "weak"):
         pd.testing.assert_frame_equal(parts[column], whole[column], check_exact=True)
         assert len(parts[column]) == n_q
+
+
+@pytest.mark.parametrize("join_bytes", [1, 300])  # every part; every third (128 bytes each)
+def test_tables_joined_during_the_pass_give_the_same_table(
+        tmp_path, monkeypatch: pytest.MonkeyPatch, join_bytes: int) -> None:
+    """The per-query tables of a pass are joined as they come (Tables.JOIN_BYTES): after
+    every part, or every few, the table and its empty queries are the unjoined ones."""
+    from harness import evaluate, evaluate_parquet
+    from harness.engines.parts import Tables
+
+    rng = np.random.default_rng(11)
+    n_q, per = 30, 12
+    frame = pd.DataFrame({"qid": np.repeat([f"q{i:04d}" for i in range(n_q)], per),
+                          "docid": [f"d{i:06d}" for i in range(n_q * per)],
+                          "score": rng.integers(0, 4, n_q * per).astype(float),
+                          "label": (rng.random(n_q * per) < 0.1).astype(int)})
+    path = tmp_path / "run.parquet"
+    frame.to_parquet(path, index=False)
+    metrics = ["ndcg@10", "AP(empty_weight=mean)", "RR(empty=exclude)", "P@5(ties=input)",
+               "err@10(empty_weight=unweighted)"]
+    expected = evaluate(frame, None, metrics)
+    assert expected.attrs["empty_qids"]["AP(empty_weight=mean)"]  # some queries have no relevant document
+    joins: list[int] = []
+    real = Tables.append
+
+    def counted(self, table):
+        before = self._joined
+        real(self, table)
+        joins.append(self._joined - before)
+
+    monkeypatch.setattr(Tables, "JOIN_BYTES", join_bytes)
+    monkeypatch.setattr(Tables, "append", counted)
+    got = evaluate_parquet(path, None, metrics, batch_rows=per * 2)
+    assert sum(joins) >= 3  # the pass did join its tables
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    assert got.attrs["empty_qids"] == expected.attrs["empty_qids"]

@@ -28,6 +28,7 @@ def cluster_parquet(src: str | os.PathLike[str], dst: str | os.PathLike[str], *,
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from harness.engines.parts import parquet_reader
     from harness.errors import InputError
 
     source, target = Path(src), Path(dst)
@@ -38,7 +39,7 @@ def cluster_parquet(src: str | os.PathLike[str], dst: str | os.PathLike[str], *,
         batches, schema, rows = trec_run_batches(source, batch_rows)
     else:
         try:
-            reader = pq.ParquetFile(source)
+            reader = parquet_reader(source)
         except pa.ArrowInvalid as exc:  # truncated, or not parquet at all
             raise InputError(f"{source} is not a readable parquet file: "
                              f"{str(exc).splitlines()[0]}") from None

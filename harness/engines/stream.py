@@ -28,6 +28,7 @@ from harness.engines.parts import (
     memory_parts,
     memory_top_label,
     needs_top_label,
+    parquet_reader,
     top_label,
 )
 from harness.errors import InputError, plain
@@ -50,15 +51,13 @@ def iter_query_batches(path: str | os.PathLike[str], *, batch_rows: int = 1_000_
     file clustered by qid; each is indexed by file row. ``columns`` lists the columns to
     read, or maps file columns to the names they take (the qid column must end up ``qid``).
     Raises :class:`NotClustered` naming the first qid seen twice."""
-    import pyarrow.parquet as pq
-
     if int(batch_rows) < 1:
         raise InputError(f"batch_rows must be >= 1, got {batch_rows}", column="batch_rows")
     p = Path(path)
     if not p.is_file():
         raise InputError(f"parquet run not found: {p}")
     rename = dict(columns) if isinstance(columns, Mapping) else None
-    reader = pq.ParquetFile(p)
+    reader = parquet_reader(p)
     seen: set[Any] = set()
     carry: pd.DataFrame | None = None
     offset = 0  # file row of the first row of ``carry`` / the batch
