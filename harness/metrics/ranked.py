@@ -11,8 +11,8 @@ import numpy as np
 
 from harness.metrics.ranking import Ranking
 
-__all__ = ["topk_sum", "exclusive_count", "ratio", "cascade", "survival_before",
-           "group_stop_probability", "recall_count"]
+__all__ = ["topk_sum", "exclusive_count", "count_before", "ratio", "cascade",
+           "survival_before", "group_stop_probability", "recall_count"]
 
 
 def recall_count(level: float, n_rel: np.ndarray, rule: str) -> np.ndarray:
@@ -36,18 +36,19 @@ def topk_sum(r: Ranking, values: np.ndarray, k: int | None, nq: int) -> np.ndarr
 
 def exclusive_count(r: Ranking, indicator: np.ndarray, n_docs: np.ndarray) -> np.ndarray:
     """Per ranked row, how many earlier rows of its query have ``indicator`` set (exact)."""
-    return _count_before(indicator, n_docs)
+    return count_before(indicator, n_docs)
 
 
-def _count_before(indicator: np.ndarray, n_docs: np.ndarray) -> np.ndarray:
-    """:func:`exclusive_count` of rows grouped by query, ``n_docs`` rows each."""
-    cs = np.cumsum(indicator, dtype=np.int64)
-    before = cs - indicator
+def count_before(counts: np.ndarray, n_docs: np.ndarray) -> np.ndarray:
+    """Per item of items grouped by query (``n_docs`` each, query after query: ranked rows,
+    or tie groups), the sum of the integer ``counts`` of the earlier items of its query."""
+    cs = np.cumsum(counts, dtype=np.int64)
+    before = cs - counts
     starts = np.cumsum(n_docs) - n_docs
     base = np.zeros(len(n_docs), dtype=np.int64)
     has = n_docs > 0
     base[has] = before[starts[has]]
-    before -= np.repeat(base, n_docs)  # ranked rows hold their queries in order
+    before -= np.repeat(base, n_docs)  # the items hold their queries in order
     return before
 
 
@@ -139,10 +140,10 @@ def _survival(stop: np.ndarray, n_docs: np.ndarray, values: np.ndarray | None
     cascade: ``values`` None), else of each distinct stop probability ``values`` above,
     its factor raised to them (a value absent from these rows: a factor 1, exactly)."""
     if values is None:
-        return (_count_before((stop > 0).astype(np.int64), n_docs) == 0).astype(float)
+        return (count_before((stop > 0).astype(np.int64), n_docs) == 0).astype(float)
     out = np.ones(len(stop))
     for v in values:
-        out *= (1.0 - v) ** _count_before((stop == v).astype(np.int64), n_docs)
+        out *= (1.0 - v) ** count_before((stop == v).astype(np.int64), n_docs)
     return out
 
 

@@ -23,11 +23,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from harness.metrics.ranked import cascade, exclusive_count, ratio, topk_sum
-from harness.metrics.ranking import Ranking
+from harness.metrics.ranked import cascade, exclusive_count, ratio
 from harness.metrics.registry import MeasureInput, register_measure
 
-__all__: list[str] = []
+__all__ = ["group_relevant"]
 
 Result = tuple[np.ndarray, np.ndarray]
 _EMPTY = ("empty", "empty_weight")
@@ -85,20 +84,37 @@ def _ap_sparse(x: MeasureInput, rows: tuple[np.ndarray, ...], n_rel: np.ndarray)
 
 
 def _ap_dense(x: MeasureInput, n_rel: np.ndarray) -> np.ndarray:
+    r, k = x.ranking, x.metric.k
+    rows = r.head(k)  # the top k rows' terms only: the others are not summed
+    terms = _ap_terms(x, _before(x), rows)
+    q = r.q if rows is None else r.q[rows]
+    return ratio(np.bincount(q, weights=terms, minlength=x.n_queries), n_rel)
+
+
+def group_relevant(x: MeasureInput) -> np.ndarray:
+    """Per tie group of the ranking, its relevant rows (as floats), once per ranking and
+    level (AP and bpref share them)."""
     r = x.ranking
-    terms = _ap_terms(r, x.relevant(), _before(x))
-    return ratio(topk_sum(r, terms, x.metric.k, x.n_queries), n_rel)
+    assert r.gid is not None and r.gsize is not None
+    return x.cache.get_or(("group_relevant", id(r), x.metric.level),
+                          lambda: np.bincount(r.gid, weights=x.relevant(),
+                                              minlength=len(r.gsize)))
 
 
-def _ap_terms(r: Ranking, rel: np.ndarray, before: np.ndarray) -> np.ndarray:
-    """Per ranked row, its (expected) precision contribution to AP's numerator."""
-    rank = r.pos + 1.0
+def _ap_terms(x: MeasureInput, before: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+    """Per ranked row (of ``rows``: None, every row), its (expected) precision
+    contribution to AP's numerator."""
+    r, rel = x.ranking, x.relevant()
+    index = np.arange(len(rel)) if rows is None else rows
+    rank = r.pos[index] + 1.0
     if r.gid is None:
-        return rel * (before + 1.0) / rank
-    size = r.gsize[r.gid].astype(np.float64)
-    n_rel = r.group_sum(rel)
-    start = r.gstart[r.gid]
-    offset = np.arange(len(rel)) - start
+        return rel[index] * (before[index] + 1.0) / rank
+    assert r.gstart is not None and r.gsize is not None
+    gid = r.gid[index]
+    size = r.gsize[gid].astype(np.float64)
+    n_rel = group_relevant(x)[gid]
+    start = r.gstart[gid]
+    offset = index - start
     before_group = before[start]
     within = np.where(size > 1, offset * (n_rel - 1.0) / np.maximum(size - 1.0, 1.0), 0.0)
     return (n_rel / size) * (before_group + 1.0 + within) / rank
