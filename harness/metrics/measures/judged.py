@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.metrics.ranked import exclusive_count, ratio, topk_sum
+from harness.metrics.measures.binary import group_relevant
+from harness.metrics.ranked import count_before, exclusive_count, ratio, topk_sum
 from harness.metrics.registry import MeasureInput, register_measure
 
-__all__ = ["depth", "judged_above", "judged_rows"]
+__all__ = ["depth", "judged_above", "judged_rows", "every_row_judged"]
 
 
 def depth(x: MeasureInput) -> np.ndarray:
@@ -45,35 +46,55 @@ def _bpref(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     prep, metric, r = x.prep, x.metric, x.ranking
     nq = prep.n_queries
     n_rel = x.n_relevant()
-    n_nonrel = np.bincount(prep.judged_q, weights=prep.judged_label < metric.level,
-                           minlength=nq)
+    by_level = prep.judged_level_counts
+    if by_level is not None:  # the judgments counted per grade: those below the level
+        n_nonrel = by_level[0][:, :metric.level].sum(axis=1).astype(np.float64)
+    else:
+        n_nonrel = np.bincount(prep.judged_q, weights=prep.judged_label < metric.level,
+                               minlength=nq)
     if r.gid is None and metric.level > 0:  # the relevant rows alone: the same terms
         q, _, _, before = judged_above(x)
         big_r = n_rel[q]
         terms = 1.0 - ratio(np.minimum(before, big_r), np.minimum(big_r, n_nonrel[q]))
         return _unscored(x, ratio(np.bincount(q, weights=terms, minlength=nq), n_rel),
                          n_nonrel), n_rel == 0
-    rel, judged = x.relevant(), x.judged
-    nonrel = ((judged > 0) & (rel == 0)).astype(np.int64)
-    before = exclusive_count(r, nonrel, r.n).astype(np.float64)
-    big_r = n_rel[r.q]
-    scale = np.minimum(big_r, n_nonrel[r.q])
+    rel = x.relevant()
+    if every_row_judged(x):  # each row judged: the non-relevant rows are the others
+        nonrel = (rel == 0).astype(np.int64)
+    else:
+        nonrel = ((x.judged > 0) & (rel == 0)).astype(np.int64)
     if r.gid is None:
+        before = exclusive_count(r, nonrel, r.n).astype(np.float64)
+        big_r = n_rel[r.q]
         shortfall = np.minimum(before, big_r)
-        terms = rel * (1.0 - ratio(shortfall, scale))
+        terms = rel * (1.0 - ratio(shortfall, np.minimum(big_r, n_nonrel[r.q])))
         return _unscored(x, ratio(np.bincount(r.q, weights=terms, minlength=nq), n_rel),
                          n_nonrel), n_rel == 0
     # per tie group: c judged non-relevant before it, m inside, r_g relevant inside
     start = r.gstart
-    c = before[start]
-    m = np.bincount(r.gid, weights=nonrel, minlength=len(start))
-    r_g = np.bincount(r.gid, weights=rel, minlength=len(start))
-    big_rg, scale_g = big_r[start], scale[start]
+    group_q = r.q[start]
+    m_count = np.add.reduceat(nonrel, start)
+    c = count_before(m_count, np.bincount(group_q, minlength=nq)).astype(np.float64)
+    m = m_count.astype(np.float64)
+    r_g = group_relevant(x)
+    # the groups holding a relevant row: the others' terms are zeros (of either sign),
+    # which add nothing to a sum
+    some = np.flatnonzero(r_g > 0)
+    group_q, c, m, r_g = group_q[some], c[some], m[some], r_g[some]
+    big_rg = n_rel[group_q]
+    scale_g = np.minimum(big_rg, n_nonrel[group_q])
     t = np.clip(big_rg - c, 0.0, m + 1.0)  # values of X with c + X below R
     total = t * c + t * (t - 1.0) / 2.0 + (m + 1.0 - t) * big_rg  # sum of min(c + X, R)
     terms = r_g * (1.0 - ratio(total / (m + 1.0), scale_g))
-    values = ratio(np.bincount(r.q[start], weights=terms, minlength=nq), n_rel)
+    values = ratio(np.bincount(group_q, weights=terms, minlength=nq), n_rel)
     return _unscored(x, values, n_nonrel), n_rel == 0
+
+
+def every_row_judged(x: MeasureInput) -> bool:
+    """Whether every ranked row's document is judged, once per ranking."""
+    judged = x.ranking.grouped_judged
+    return x.cache.get_or(("every_row_judged", id(x.ranking)),
+                          lambda: judged is not None and bool(judged.all()))
 
 
 def judged_rows(x: MeasureInput) -> np.ndarray:
@@ -91,6 +112,9 @@ def judged_above(x: MeasureInput) -> tuple[np.ndarray, ...]:
     less the relevant ones above it are the judged non-relevant ones."""
     def make() -> tuple[np.ndarray, ...]:
         r, nq = x.ranking, x.n_queries
+        if every_row_judged(x):  # the judged rows above are the rows above: the position
+            q, pos, _, rel_before = r.positive(x.metric.level)
+            return q, pos, rel_before.astype(np.float64), (pos - rel_before).astype(np.float64)
         rows = judged_rows(x)
         q = r.q[rows]
         n = np.bincount(q, minlength=nq)
