@@ -65,12 +65,17 @@ def _mndcg(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
                              f"with the top grade; k above {MAX_MNDCG_K:,} is refused (the "
                              f"longest list here has {length:,} documents)")
         length = metric.k
-    check_top_grade(prep, metric)
+    top = metric.max_label if metric.max_label is not None else prep.max_label
+    # the check reads the labels and the top grade only: once per call and top grade
+    x.cache.get_or(("top_grade_checked", top), lambda: check_top_grade(prep, metric) or True)
     dcg = _dcg_sum(x, length)
     nq = prep.n_queries
-    judged_gain = gains(prep, x, prep.judged_label, "judged")
-    empty = np.bincount(prep.judged_q, weights=judged_gain, minlength=nq) == 0
-    top = metric.max_label if metric.max_label is not None else prep.max_label
+
+    def no_gain() -> np.ndarray:  # the queries whose judgments all have gain 0
+        judged_gain = gains(prep, x, prep.judged_label, "judged")
+        return np.bincount(prep.judged_q, weights=judged_gain, minlength=nq) == 0
+
+    empty = x.cache.get_or(("judged_gain_zero", metric.gain_key), no_gain)
     top_gain = float(metric.gain_function()(np.array([top]))[0])
     cum = np.concatenate(([0.0], np.cumsum(discounts(x, length))))
     length_q = np.minimum(prep.n_docs, length) if metric.k is None else np.full(nq, metric.k)
@@ -147,7 +152,14 @@ def _unjudged_rows(judged: np.ndarray | None, x: MeasureInput) -> np.ndarray | N
 
 
 def _dcg_sum(x: MeasureInput, length: int) -> np.ndarray:
-    """DCG@k per query over positions below ``length``."""
+    """DCG@k per query over positions below ``length``, once per call for each ranking,
+    cut-off, gain and discount (nDCG and mnDCG share it)."""
+    metric = x.metric
+    return x.cache.get_or(("dcg", id(x.ranking), metric.k, metric.gain_key, metric.discount,
+                           length), lambda: _dcg_sum_of(x, length))
+
+
+def _dcg_sum_of(x: MeasureInput, length: int) -> np.ndarray:
     prep, metric, r, cache = x.prep, x.metric, x.ranking, x.cache
     nq = prep.n_queries
     disc = discounts(x, length)
