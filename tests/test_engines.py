@@ -81,11 +81,14 @@ def test_engines_agree_on_a_parquet_run_evaluated_in_place(tmp_path: Path,
             assert max(c.max_abs_diff for c in checked) < 1e-12
 
 
+@pytest.mark.parametrize("workers", ["null", "2"])
 def test_stream_engine_reads_a_parquet_run_once_for_every_ranker(
         tmp_path: Path, scored: Path, monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture) -> None:
+        caplog: pytest.LogCaptureFixture, workers: str) -> None:
     """Two rankers reading score columns of one file: one pass over it (each batch read
-    once), each ranker's table as harness.evaluate gives it, the time split logged."""
+    once), each ranker's table as harness.evaluate gives it, the time split logged; with
+    engine.n_workers=2 the second column is evaluated in a worker process, with the same
+    tables (null: a file this small is evaluated in the study's process alone)."""
     import logging
 
     from harness.engines import stream
@@ -100,7 +103,8 @@ def test_stream_engine_reads_a_parquet_run_once_for_every_ranker(
     monkeypatch.setattr(stream, "iter_query_batches", counted)
     cfg = _compose(["tracking=off", "tracking.figures=false", "dataset=parquet_run",
                     f"dataset.path={scored}", "ranker=scored_columns", "engine=stream",
-                    "engine.batch_rows=700", "check.sklearn=off", "metric=ndcg10"])
+                    "engine.batch_rows=700", "check.sklearn=off", "metric=ndcg10",
+                    f"engine.n_workers={workers}"])
     with caplog.at_level(logging.INFO, logger="harness"):
         result = run_study(cfg, tmp_path / "out")
     assert passes == [["docid", "label", "qid", "score", "weak"]]  # one pass, both columns
@@ -113,6 +117,7 @@ def test_stream_engine_reads_a_parquet_run_once_for_every_ranker(
     split = [r.getMessage() for r in caplog.records if r.getMessage().startswith("one pass")]
     assert len(split) == 1 and f"{len(whole):,} rows" in split[0]
     assert "reading" in split[0] and "score " in split[0] and "weak " in split[0]
+    assert ("side by side in 2 processes" in split[0]) == (workers == "2")
 
 
 def test_parquet_run_with_a_qrels_file(tmp_path: Path) -> None:

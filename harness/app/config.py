@@ -94,7 +94,7 @@ class EngineConfig:
     batch_rows: int = 2_000_000  # stream: rows per batch of whole queries
     partition_rows: int = 2_000_000  # dask: rows per partition of whole queries
     address: Optional[str] = None  # dask: scheduler to attach to; None starts a local cluster
-    n_workers: Optional[int] = None  # dask local cluster: worker processes (None: one per core)
+    n_workers: Optional[int] = None  # dask local cluster / stream score columns: processes
     threads_per_worker: int = 1
 
 

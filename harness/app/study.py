@@ -211,11 +211,12 @@ def _one_pass(job: _Job, engine: Engine, dataset: Dataset | ParquetRun
         tables, clock = evaluate_columns_in_place(engine, dataset, list(specs),
                                                   job.plan.metrics, job.plan.evaluate_options)
     seconds = {spec.name: clock.scores[str(spec.options["column"])] for spec in specs}
+    side = f" side by side in {clock.workers + 1} processes" if clock.workers else ""
     log.info("one pass over %s for %d rankers x %d variants: %s rows in %.1fs, batches of "
-             "%s rows (reading %.1fs; evaluating %s)", dataset.path.name, len(specs),
+             "%s rows (reading %.1fs; evaluating%s %s)", dataset.path.name, len(specs),
              len(job.plan.metrics), f"{clock.rows:,}", time.perf_counter() - t,
              f"{engine.rows_per_batch(len(job.plan.metrics), len(specs)):,}", clock.read,
-             ", ".join(f"{name} {s:.1f}s" for name, s in seconds.items()))
+             side, ", ".join(f"{name} {s:.1f}s" for name, s in seconds.items()))
     return {name: (tables[name], seconds[name]) for name in tables}
 
 

@@ -113,6 +113,20 @@ class Engine:
         cap = BATCH_ROW_VARIANTS // max(1, int(n_variants) * int(n_scores))
         return int(min(self.batch_rows, max(MIN_BATCH_ROWS, cap)))
 
+    def column_workers(self, path: str | Path, n_scores: int) -> int:
+        """The stream engine's processes for the score columns of one pass: ``n_workers``
+        (at most one per column), or when it is null one per core for a file of at least
+        :data:`~harness.engines.workers.WORKER_MIN_ROWS` rows (a worker takes about a second
+        to start) and this process alone below it."""
+        from harness.engines.workers import WORKER_MIN_ROWS, cores
+
+        if n_scores < 2:
+            return 1
+        if self.n_workers is not None:
+            return min(int(self.n_workers), n_scores)
+        rows = stream.row_count(Path(path)) or 0
+        return min(cores(), n_scores) if rows >= WORKER_MIN_ROWS else 1
+
     def evaluate(self, run: pd.DataFrame, qrels: pd.DataFrame | None,
                  metrics: Iterable[Metric], **options: Any) -> pd.DataFrame:
         """The per-query table of an in-memory run."""
@@ -152,8 +166,9 @@ class Engine:
             out = stream.evaluate_parquet_scores(path, qrels, list(metrics), scores,
                                                  batch_rows=self.rows_per_batch(
                                                      len(metrics), len(scores)),
-                                                 names=names,
-                                                 clock=clock, **options)
+                                                 names=names, clock=clock,
+                                                 workers=self.column_workers(path, len(scores)),
+                                                 **options)
             return out, clock
         out = {}
         for score in scores:

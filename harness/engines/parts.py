@@ -6,6 +6,7 @@ into the table :func:`harness.evaluate` gives for the whole run.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -168,43 +169,80 @@ def evaluate_parts(parts: Iterable[pd.DataFrame], qrels: pd.DataFrame | None,
 @dataclass
 class PassClock:
     """Where one pass over the parts spent its time: waiting for the parts (reading a file's
-    batches), and evaluating each score column; and the rows it went through."""
+    batches), and evaluating each score column (in a worker: the worker's time); the rows it
+    went through, and the worker processes it used."""
 
     read: float = 0.0
     scores: dict[str | None, float] = field(default_factory=dict)
     rows: int = 0
+    workers: int = 0  # worker processes that evaluated columns side by side
 
 
 def evaluate_score_parts(parts: Iterable[pd.DataFrame], qrels: pd.DataFrame | None,
                          metrics: list[Metric], options: Mapping[str, Any], missing: str,
                          name: str, scores: Sequence[str | None],
-                         clock: PassClock | None = None) -> dict[str | None, pd.DataFrame]:
+                         clock: PassClock | None = None, workers: int = 1
+                         ) -> dict[str | None, pd.DataFrame]:
     """Per score column of the parts, the table :func:`evaluate_parts` gives for it: each
     part is read once and evaluated with each column of ``scores`` as its ``score`` (None:
-    the part's own ``score``). ``clock`` (when given) adds up where the time went."""
+    the part's own ``score``). With ``workers`` > 1, the columns after the first are
+    evaluated side by side in ``workers - 1`` worker processes
+    (:mod:`harness.engines.workers`); the tables are the same. ``clock`` (when given) adds
+    up where the time went."""
     frames: dict[str | None, Tables] = {s: Tables() for s in scores}
     unjudged: dict[str | None, list[Any]] = {s: [] for s in scores}
     run_qids: list[Any] = []
     clock = clock if clock is not None else PassClock()
     judgments = None if qrels is None else QrelsByQuery(qrels)
-    t = time.perf_counter()
-    for part in parts:
-        clock.read += time.perf_counter() - t
-        run_qids.extend(pd.unique(part["qid"]).tolist())
-        for score in scores:
-            t = time.perf_counter()
-            one = part if score is None else _with_score(part, score, scores)
-            out, skipped = evaluate_part(one, judgments, metrics, options, table=name)
-            unjudged[score].extend(skipped)
-            if out is not None and len(out):
-                frames[score].append(out)
-            clock.scores[score] = clock.scores.get(score, 0.0) + time.perf_counter() - t
-        clock.rows += len(part)
+    remote = list(scores[1:]) if workers > 1 else []
+    clock.workers = min(len(remote), workers - 1) if remote else 0
+    with _column_workers(clock.workers) as pool:
         t = time.perf_counter()
+        for part in parts:
+            clock.read += time.perf_counter() - t
+            qids = pd.unique(part["qid"])
+            run_qids.extend(qids.tolist())
+            sent: dict[str | None, Any] = {}
+            if remote:
+                sub = None if judgments is None else judgments.of(qids)
+                sent = {s: pool.submit(_timed_part, _with_score(part, s, scores), sub, metrics,
+                                    dict(options), name) for s in remote}
+            for score in scores:
+                t = time.perf_counter()
+                if score in sent:
+                    out, skipped, seconds = sent[score].result()
+                else:
+                    one = part if score is None else _with_score(part, score, scores)
+                    out, skipped = evaluate_part(one, judgments, metrics, options, table=name)
+                    seconds = time.perf_counter() - t
+                unjudged[score].extend(skipped)
+                if out is not None and len(out):
+                    frames[score].append(out)
+                clock.scores[score] = clock.scores.get(score, 0.0) + seconds
+            clock.rows += len(part)
+            t = time.perf_counter()
     # each column's parts are handed over (and released as it is assembled), not kept
     # alive beside the next column's table
     return {s: assemble(frames.pop(s).parts, qrels, metrics, run_qids, unjudged[s], missing,
                         name) for s in scores}
+
+
+def _timed_part(part: pd.DataFrame, qrels: pd.DataFrame | None, metrics: list[Metric],
+                options: Mapping[str, Any], table: str | None
+                ) -> tuple[pd.DataFrame | None, list[Any], float]:
+    """:func:`evaluate_part` in a column worker, with the seconds it took there."""
+    t = time.perf_counter()
+    out, skipped = evaluate_part(part, qrels, metrics, options, table=table)
+    return out, skipped, time.perf_counter() - t
+
+
+def _column_workers(n: int) -> Any:
+    """A pool of ``n`` column workers, or nothing to enter when ``n`` is 0."""
+    if n < 1:
+        return contextlib.nullcontext()
+    from harness.engines.workers import ColumnWorkers
+
+    return ColumnWorkers(n)
 
 
 class Tables:

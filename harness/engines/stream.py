@@ -37,7 +37,7 @@ from harness.metrics.evaluate import MetricLike
 from harness.progress import bars_on, progress_sized
 
 __all__ = ["evaluate_parquet", "evaluate_parquet_scores", "evaluate_memory",
-           "iter_query_batches", "NotClustered"]
+           "iter_query_batches", "NotClustered", "row_count"]
 
 
 class NotClustered(InputError):
@@ -141,7 +141,7 @@ def evaluate_parquet(path: str | os.PathLike[str], qrels: pd.DataFrame | None = 
     if needs_top_label(mlist, options):
         options["top_label"] = top_label(p, qrels, names)  # one top grade for every batch
     parts = iter_query_batches(p, batch_rows=batch_rows, columns=columns)
-    total = _row_count(p) if bars_on() else None
+    total = row_count(p) if bars_on() else None
     return evaluate_parts(_rows_bar(parts, p.name, total), qrels, mlist, options, missing,
                           p.name)
 
@@ -150,13 +150,15 @@ def evaluate_parquet_scores(path: str | os.PathLike[str], qrels: pd.DataFrame | 
                             metrics: MetricLike | Iterable[MetricLike],
                             scores: Sequence[str], *, batch_rows: int = 1_000_000,
                             names: Mapping[str, str] | None = None,
-                            clock: PassClock | None = None, **options: Any
-                            ) -> dict[str, pd.DataFrame]:
+                            clock: PassClock | None = None, workers: int = 1,
+                            **options: Any) -> dict[str, pd.DataFrame]:
     """:func:`evaluate_parquet` of several score columns of one file in one pass: each
     batch is read once and evaluated with each column of ``scores`` as the score. Returns
     each column's table, the one :func:`evaluate_parquet` gives with
     ``names={..., "score": column}``. ``names`` maps the other roles; ``clock`` (optional)
-    receives the time spent reading and evaluating each column."""
+    receives the time spent reading and evaluating each column. ``workers`` > 1 evaluates
+    the columns side by side in that many processes (this one and ``workers - 1`` workers,
+    :mod:`harness.engines.workers`)."""
     mlist, missing = check_options(metrics, options, "evaluate_parquet", qrels)
     p = Path(path)
     columns: dict[str, str] = {}
@@ -172,9 +174,10 @@ def evaluate_parquet_scores(path: str | os.PathLike[str], qrels: pd.DataFrame | 
     if needs_top_label(mlist, options):
         options["top_label"] = top_label(p, qrels, names)
     parts = iter_query_batches(p, batch_rows=batch_rows, columns=columns)
-    total = _row_count(p) if bars_on() else None
+    total = row_count(p) if bars_on() else None
     bar = _rows_bar(parts, f"{p.name} ({len(scores)} score columns)", total)
-    out = evaluate_score_parts(bar, qrels, mlist, options, missing, p.name, list(scores), clock)
+    out = evaluate_score_parts(bar, qrels, mlist, options, missing, p.name, list(scores), clock,
+                               workers=int(workers))
     return {str(s): table for s, table in out.items()}
 
 
@@ -198,7 +201,7 @@ def _rows_bar(parts: Iterable[pd.DataFrame], name: str, total: int | None
     return progress_sized(parts, desc=f"evaluate {name}", size=len, total=total, unit="row")
 
 
-def _row_count(path: Path) -> int | None:
+def row_count(path: Path) -> int | None:
     """The file's row count from its parquet metadata (None when it cannot be read)."""
     import pyarrow.parquet as pq
 

@@ -1,0 +1,61 @@
+"""The score columns of one stream pass evaluated side by side, in worker processes.
+
+The pass's own process reads each part and evaluates its first score column; each other
+column's copy of the part goes to a worker process, which evaluates it with the same code
+(:func:`harness.engines.parts.evaluate_part`) and sends back its per-query table
+(:func:`harness.engines.parts.evaluate_score_parts`). The tables
+are the ones one process computes, value for value (tests/test_stream_workers.py). Workers
+start from a fresh interpreter (``forkserver``: a fork of a process holding Arrow's threads
+is unsafe) and tune glibc's allocator as their parent did (:mod:`harness.allocator`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any
+
+from harness.allocator import tune_allocator, tuned
+
+__all__ = ["ColumnWorkers", "cores", "WORKER_MIN_ROWS"]
+
+#: A pass of fewer rows evaluates every column in its own process when the number of
+#: workers is left to the engine: starting a worker costs about a second.
+WORKER_MIN_ROWS = 4_000_000
+
+
+def cores() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+class ColumnWorkers:
+    """A pool of ``n`` worker processes for score columns; a context manager."""
+
+    def __init__(self, n: int) -> None:
+        import multiprocessing
+
+        context = multiprocessing.get_context(
+            "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn")
+        self.n = int(n)
+        self._pool = ProcessPoolExecutor(max_workers=self.n, mp_context=context,
+                                         initializer=_start, initargs=(tuned(),))
+
+    def __enter__(self) -> ColumnWorkers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
+        """``fn(*args)`` in a worker (``fn`` importable by name, its arguments picklable)."""
+        return self._pool.submit(fn, *args)
+
+
+def _start(tune: bool) -> None:
+    if tune:
+        tune_allocator()
