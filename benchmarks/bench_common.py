@@ -1,8 +1,54 @@
-"""What the scale benchmarks share: issue 5's targets, printed MET or NOT MET."""
+"""What the scale benchmarks share: issue 5's targets, printed MET or NOT MET; the resident
+memory of a process and every process it started."""
 
 from __future__ import annotations
 
+import subprocess
+import threading
+import time
 from collections.abc import Sequence
+
+
+def tree_rss(proc: object) -> int:
+    """Bytes resident in ``proc`` (a psutil.Process) and all its descendants now."""
+    import psutil
+
+    total = 0
+    for p in [proc, *proc.children(recursive=True)]:  # type: ignore[attr-defined]
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            pass
+    return total
+
+
+def run_watched(command: list[str], **popen: object) -> tuple[float, float, str, str, int]:
+    """Run ``command``; (wall seconds, the largest sum of RSS over it and every process it
+    started in GB, sampled every 50 ms, stdout, stderr, exit code)."""
+    import psutil
+
+    t = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, **popen)  # type: ignore[call-overload]
+    watched = psutil.Process(proc.pid)
+    peak = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            try:
+                peak[0] = max(peak[0], tree_rss(watched))
+            except psutil.Error:
+                pass
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, err = proc.communicate()
+    wall = time.perf_counter() - t
+    done.set()
+    sampler.join()
+    return wall, peak[0] / 1e9, out, err, proc.returncode
 
 
 def print_targets(results: Sequence[tuple[int, str, float, float]], *, memory: str,

@@ -1,16 +1,18 @@
 """``bench_scale.py app``: the 2-ranker, default-grid study on a scored parquet_run
-(engine=stream) against evaluate_parquet's nDCG@10 alone, in interleaved rounds, each under
-``/usr/bin/time -v``; the issue's app targets printed MET or NOT MET."""
+(engine=stream) against evaluate_parquet's nDCG@10 alone, in interleaved rounds, each with
+its peak RSS summed over its processes (sampled every 50 ms); the issue's app targets
+printed MET or NOT MET."""
 
 from __future__ import annotations
 
 import json
 import resource
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from bench_common import run_watched
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = Path(__file__).resolve().with_name("bench_scale.py")
@@ -31,15 +33,12 @@ def app_child(path: str) -> None:
 
 
 def _timed(command: list[str]) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS GB, stderr) of a command under /usr/bin/time -v."""
-    t = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-v", *command], capture_output=True, text=True,
-                          check=False, cwd=ROOT)
-    wall = time.perf_counter() - t
-    if proc.returncode:
-        raise SystemExit(f"{command} failed:\n{proc.stderr[-3000:]}")
-    rss = [line for line in proc.stderr.splitlines() if "Maximum resident set size" in line]
-    return wall, int(rss[0].split()[-1]) / 1e6, proc.stdout + proc.stderr
+    """(wall seconds, peak RSS GB summed over the command's process and the processes it
+    started, such as the stream engine's column workers; stdout and stderr) of a command."""
+    wall, peak, out, err, code = run_watched(command, cwd=ROOT)
+    if code:
+        raise SystemExit(f"{command} failed:\n{err[-3000:]}")
+    return wall, peak, out + err
 
 
 def app_table(path: Path, rounds: int, out: Path) -> None:

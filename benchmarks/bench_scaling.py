@@ -28,14 +28,12 @@ import argparse
 import importlib
 import json
 import resource
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-from bench_common import print_targets
+from bench_common import print_targets, run_watched
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -83,46 +81,15 @@ def child(engine: str, path: str, batch_rows: int, workers: int) -> None:
                       "queries": len(out), "mean": repr(float(out["nDCG@10"].mean()))}))
 
 
-def _tree_rss(proc: object) -> int:
-    import psutil
-
-    total = 0
-    for p in [proc, *proc.children(recursive=True)]:  # type: ignore[attr-defined]
-        try:
-            total += p.memory_info().rss
-        except psutil.Error:
-            pass
-    return total
-
-
 def measure(engine: str, path: Path, batch_rows: int, workers: int) -> dict[str, object]:
-    import psutil
-
     cmd = [sys.executable, __file__, "--child", engine, str(path), str(batch_rows),
            str(workers)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    watched = psutil.Process(proc.pid)
-    peak = [0]
-    done = threading.Event()
-
-    def sample() -> None:
-        while not done.is_set():
-            try:
-                peak[0] = max(peak[0], _tree_rss(watched))
-            except psutil.Error:
-                pass
-            time.sleep(0.05)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    out, err = proc.communicate()
-    done.set()
-    sampler.join()
-    if proc.returncode != 0:
+    _, peak, out, err, code = run_watched(cmd)
+    if code != 0:
         tail = (err.strip().splitlines() or ["killed"])[-1]
-        return {"failed": f"exit {proc.returncode}: {tail}"}
+        return {"failed": f"exit {code}: {tail}"}
     result = json.loads(out.strip().splitlines()[-1])
-    result["peak_gb"] = max(peak[0] / 1024**3, result["own_peak_gb"])
+    result["peak_gb"] = max(peak * 1e9 / 1024**3, result["own_peak_gb"])
     return result
 
 
