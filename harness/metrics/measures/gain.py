@@ -72,8 +72,13 @@ def _mndcg(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     nq = prep.n_queries
 
     def no_gain() -> np.ndarray:  # the queries whose judgments all have gain 0
-        judged_gain = gains(prep, x, prep.judged_label, "judged")
-        return np.bincount(prep.judged_q, weights=judged_gain, minlength=nq) == 0
+        by_level = prep.judged_level_counts
+        if by_level is None:
+            judged_gain = gains(prep, x, prep.judged_label, "judged")
+            return np.bincount(prep.judged_q, weights=judged_gain, minlength=nq) == 0
+        _check_gains(prep, x, prep.judged_label, "judged")  # gains finite and >= 0
+        counts, levels = by_level  # a sum of such gains is 0 when each of them is
+        return counts[:, metric.gain_function()(levels) > 0].sum(axis=1) == 0
 
     empty = x.cache.get_or(("judged_gain_zero", metric.gain_key), no_gain)
     top_gain = float(metric.gain_function()(np.array([top]))[0])
@@ -176,7 +181,7 @@ def _dcg_sum_of(x: MeasureInput, length: int) -> np.ndarray:
             q, pos, g = q[inside], pos[inside], g[inside]
     elif r.gid is None:
         q, pos, grouped, labels = r.top(metric.k)  # only the top k rows are touched
-        gains(prep, x, prep.label, "run")  # validates every label's gain once
+        _check_gains(prep, x, prep.label, "run")  # every label's gain is valid
 
         def top_gains() -> np.ndarray:
             g = gain_of(labels)
@@ -188,7 +193,7 @@ def _dcg_sum_of(x: MeasureInput, length: int) -> np.ndarray:
         q, pos, grouped, labels = r.top(metric.k)
 
         def group_means() -> np.ndarray:  # mean gain per tie group
-            gains(prep, x, prep.label, "run")  # validates every label's gain
+            _check_gains(prep, x, prep.label, "run")  # every label's gain is valid
             with np.errstate(over="ignore", invalid="ignore"):
                 ranked = gain_of(r.label)
             if unjudged is not None:
@@ -215,7 +220,7 @@ def _ideal_dcg(prep: Prepared, x: MeasureInput, disc: np.ndarray) -> np.ndarray:
     if unjudged is not None:  # unjudged rows have gain 0 here: they add nothing to IDCG
         ideal = Ideal(prep.q[~unjudged], prep.label[~unjudged])
         which, tag = "run-judged", "retrieved-judged"
-    g_all = gains(prep, x, ideal.label, which)
+    _check_gains(prep, x, ideal.label, which)  # every ideal label's gain is valid
     nq = prep.n_queries
     kk = len(disc) if metric.k is None else min(metric.k, len(disc))
     cum = np.concatenate(([0.0], np.cumsum(disc)))
@@ -239,6 +244,7 @@ def _ideal_dcg(prep: Prepared, x: MeasureInput, disc: np.ndarray) -> np.ndarray:
         return (span * level_gain).sum(axis=1)
 
     def sorted_ideal() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        g_all = gains(prep, x, ideal.label, which)
         order = np.lexsort((-g_all, ideal.q))
         q, g = ideal.q[order], g_all[order]
         n = np.bincount(q, minlength=nq)
