@@ -42,7 +42,11 @@ def _err(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
             f"ERR needs labels <= max_label ({top:g}) and < 1024; got label {r.label[i]!r}",
             column="label", qid=prep.qids[r.q[i]])
     nq = prep.n_queries
-    empty = np.bincount(prep.judged_q, weights=prep.judged_label > 0, minlength=nq) == 0
+    by_level = prep.judged_level_counts  # the judgments counted per grade 0, 1, ...
+    if by_level is None:
+        empty = np.bincount(prep.judged_q, weights=prep.judged_label > 0, minlength=nq) == 0
+    else:
+        empty = by_level[0][:, 1:].sum(axis=1) == 0
     return cascade(r, stop, r.n, metric.k, nq, binary=False), empty
 
 
