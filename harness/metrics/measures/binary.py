@@ -26,7 +26,7 @@ import numpy as np
 from harness.metrics.ranked import cascade, exclusive_count, ratio
 from harness.metrics.registry import MeasureInput, register_measure
 
-__all__ = ["group_relevant"]
+__all__ = ["group_relevant", "relevant_before"]
 
 Result = tuple[np.ndarray, np.ndarray]
 _EMPTY = ("empty", "empty_weight")
@@ -70,8 +70,8 @@ def _depth(x: MeasureInput) -> np.ndarray:
     return np.full(x.n_queries, float(k)) if k is not None else x.prep.n_docs.astype(float)
 
 
-def _before(x: MeasureInput) -> np.ndarray:
-    """Per ranked row, the relevant rows ranked above it (AP and RR share them)."""
+def relevant_before(x: MeasureInput) -> np.ndarray:
+    """Per ranked row, the relevant rows ranked above it (AP, RR and bpref share them)."""
     r, rel = x.ranking, x.relevant()
     return x.cache.get_or(("before", id(r), x.metric.level),
                           lambda: exclusive_count(r, rel.astype(np.int64), r.n))
@@ -86,7 +86,7 @@ def _ap_sparse(x: MeasureInput, rows: tuple[np.ndarray, ...], n_rel: np.ndarray)
 def _ap_dense(x: MeasureInput, n_rel: np.ndarray) -> np.ndarray:
     r, k = x.ranking, x.metric.k
     rows = r.head(k)  # the top k rows' terms only: the others are not summed
-    terms = _ap_terms(x, _before(x), rows)
+    terms = _ap_terms(x, relevant_before(x), rows)
     q = r.q if rows is None else r.q[rows]
     return ratio(np.bincount(q, weights=terms, minlength=x.n_queries), n_rel)
 
@@ -137,7 +137,7 @@ def _rr_sparse(x: MeasureInput, rows: tuple[np.ndarray, ...], n_rel: np.ndarray)
 def _rr_dense(x: MeasureInput, n_rel: np.ndarray) -> np.ndarray:
     r = x.ranking
     return cascade(r, x.relevant(), r.n, x.metric.k, x.n_queries, binary=True,
-                   before=_before(x))
+                   before=relevant_before(x))
 
 
 register_measure(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.metrics.measures.binary import group_relevant
+from harness.metrics.measures.binary import group_relevant, relevant_before
 from harness.metrics.ranked import count_before, exclusive_count, ratio, topk_sum
 from harness.metrics.registry import MeasureInput, register_measure
 
@@ -58,8 +58,11 @@ def _bpref(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
         terms = 1.0 - ratio(np.minimum(before, big_r), np.minimum(big_r, n_nonrel[q]))
         return _unscored(x, ratio(np.bincount(q, weights=terms, minlength=nq), n_rel),
                          n_nonrel), n_rel == 0
+    every = every_row_judged(x)
+    if r.gid is not None and every:
+        return _bpref_groups(x, n_rel, n_nonrel), n_rel == 0
     rel = x.relevant()
-    if every_row_judged(x):  # each row judged: the non-relevant rows are the others
+    if every:  # each row judged: the non-relevant rows are the others
         nonrel = (rel == 0).astype(np.int64)
     else:
         nonrel = ((x.judged > 0) & (rel == 0)).astype(np.int64)
@@ -70,24 +73,43 @@ def _bpref(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
         terms = rel * (1.0 - ratio(shortfall, np.minimum(big_r, n_nonrel[r.q])))
         return _unscored(x, ratio(np.bincount(r.q, weights=terms, minlength=nq), n_rel),
                          n_nonrel), n_rel == 0
-    # per tie group: c judged non-relevant before it, m inside, r_g relevant inside
+    # per tie group: c judged non-relevant before it, m inside
     start = r.gstart
-    group_q = r.q[start]
     m_count = np.add.reduceat(nonrel, start)
-    c = count_before(m_count, np.bincount(group_q, minlength=nq)).astype(np.float64)
-    m = m_count.astype(np.float64)
+    c = count_before(m_count, np.bincount(r.q[start], minlength=nq)).astype(np.float64)
+    some = np.flatnonzero(group_relevant(x) > 0)
+    return _unscored(x, _bpref_terms(x, some, c[some], m_count[some].astype(np.float64),
+                                     n_rel, n_nonrel), n_nonrel), n_rel == 0
+
+
+def _bpref_groups(x: MeasureInput, n_rel: np.ndarray, n_nonrel: np.ndarray) -> np.ndarray:
+    """bpref of a ranking with tie groups whose rows are all judged: the non-relevant rows
+    above a group or in it are the rows there less the relevant ones."""
+    r = x.ranking
+    assert r.gstart is not None and r.gsize is not None
     r_g = group_relevant(x)
-    # the groups holding a relevant row: the others' terms are zeros (of either sign),
-    # which add nothing to a sum
     some = np.flatnonzero(r_g > 0)
-    group_q, c, m, r_g = group_q[some], c[some], m[some], r_g[some]
+    start = r.gstart[some]
+    c = (r.pos[start] - relevant_before(x)[start]).astype(np.float64)
+    return _unscored(x, _bpref_terms(x, some, c, r.gsize[some] - r_g[some], n_rel, n_nonrel),
+                     n_nonrel)
+
+
+def _bpref_terms(x: MeasureInput, some: np.ndarray, c: np.ndarray, m: np.ndarray,
+                 n_rel: np.ndarray, n_nonrel: np.ndarray) -> np.ndarray:
+    """bpref per query from the tie groups ``some`` (those holding a relevant row: the
+    others' terms are zeros, of either sign, which add nothing to a sum), with ``c``
+    judged non-relevant rows before each and ``m`` inside (floats)."""
+    r, nq = x.ranking, x.n_queries
+    assert r.gstart is not None
+    group_q = r.q[r.gstart[some]]
+    r_g = group_relevant(x)[some]
     big_rg = n_rel[group_q]
     scale_g = np.minimum(big_rg, n_nonrel[group_q])
     t = np.clip(big_rg - c, 0.0, m + 1.0)  # values of X with c + X below R
     total = t * c + t * (t - 1.0) / 2.0 + (m + 1.0 - t) * big_rg  # sum of min(c + X, R)
     terms = r_g * (1.0 - ratio(total / (m + 1.0), scale_g))
-    values = ratio(np.bincount(group_q, weights=terms, minlength=nq), n_rel)
-    return _unscored(x, values, n_nonrel), n_rel == 0
+    return ratio(np.bincount(group_q, weights=terms, minlength=nq), n_rel)
 
 
 def every_row_judged(x: MeasureInput) -> bool:
