@@ -59,14 +59,19 @@ def ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 
 def cascade(r: Ranking, stop: np.ndarray, n_docs: np.ndarray, k: int | None, nq: int,
-            *, binary: bool, before: np.ndarray | None = None) -> np.ndarray:
+            *, binary: bool, before: np.ndarray | None = None, few: bool = False
+            ) -> np.ndarray:
     """sum_i 1/i * P(stop at i) for a cascade with per-document stop probabilities
-    (``before``: for a binary cascade, the stopping rows ranked above each row).
+    (``before``: for a binary cascade, the stopping rows ranked above each row; ``few``:
+    the caller knows the stop probabilities take at most 64 distinct values).
 
     With a cut-off only the top k rows of each query are read (a row's survival reads the
     rows above it, which are in the top k too): the same terms, for a tenth of a ranking of
     100 per query at k = 10."""
     rows = r.head(k)
+    if rows is not None and few and not binary:  # the top rows' values: the others'
+        return _cascade_top(r, stop, n_docs, k, nq, rows,  # factors would be 1 there
+                            _stop_values(stop[rows]), before=before)
     values = None if binary else _stop_values(stop)
     if rows is not None and (values is None or len(values) <= _EXACT_VALUES):
         return _cascade_top(r, stop, n_docs, k, nq, rows, values, before=before)
@@ -85,9 +90,9 @@ def _cascade_top(r: Ranking, stop: np.ndarray, n_docs: np.ndarray, k: int, nq: i
                  rows: np.ndarray, values: np.ndarray | None, *,
                  before: np.ndarray | None) -> np.ndarray:
     """:func:`cascade` over the top ``k`` rows ``rows`` of each query (each query's first
-    rows, query after query; ``values``: the distinct stop probabilities of every row, None
-    for a binary cascade), term for term as over every row."""
-    q, pos = r.q[rows], r.pos[rows]
+    rows, query after query; ``values``: at most 64 distinct stop probabilities, those of
+    these rows among them, None for a binary cascade), term for term as over every row."""
+    q, pos = r.top(k)[:2]
     top_stop = stop[rows]
     n_top = np.minimum(n_docs, k)
     if values is None and before is not None:
@@ -97,15 +102,14 @@ def _cascade_top(r: Ranking, stop: np.ndarray, n_docs: np.ndarray, k: int, nq: i
     hit = survival * top_stop
     if r.gid is not None:
         assert r.gstart is not None and r.gsize is not None
+        gid = r.gid[rows]  # the groups reaching into the top k, from their first row
+        opens = np.flatnonzero(np.concatenate(([True], gid[1:] != gid[:-1])))
+        tied = r.gsize[gid[opens]] > 1
+        groups, at = gid[opens][tied], opens[tied]  # at: the group's start, a top row
+        some = survival[at] > 0
         first = np.cumsum(n_top) - n_top  # each query's first top row
-        starts = r.gstart
-        inside = np.flatnonzero((r.gsize > 1) & (r.pos[starts] < k))
-        at = first[r.q[starts[inside]]] + r.pos[starts[inside]]  # the start's top row
-        start_survival = np.zeros(len(starts))
-        start_survival[inside] = survival[at]
-        for n, groups, chance in _tied_stops(r, stop, start_survival,
-                                             inside[start_survival[inside] > 0]):
-            cells = starts[groups][:, None] + np.arange(n)[None, :]
+        for n, groups, chance in _tied_stops(r, stop, groups[some], survival[at][some]):
+            cells = r.gstart[groups][:, None] + np.arange(n)[None, :]
             keep = r.pos[cells] < k
             hit[first[r.q[cells[keep]]] + r.pos[cells[keep]]] = chance[keep]
     return np.bincount(q, weights=hit / (pos + 1.0), minlength=nq)
@@ -156,20 +160,22 @@ def group_stop_probability(r: Ranking, stop: np.ndarray, survival: np.ndarray,
     relevant = (r.gsize > 1) & (start_survival > 0)
     if k is not None:
         relevant &= r.pos[r.gstart] < k
-    for n, groups, chance in _tied_stops(r, stop, start_survival, np.flatnonzero(relevant)):
+    tied = np.flatnonzero(relevant)
+    for n, groups, chance in _tied_stops(r, stop, tied, start_survival[tied]):
         hit[r.gstart[groups][:, None] + np.arange(n)[None, :]] = chance
     return hit
 
 
-def _tied_stops(r: Ranking, stop: np.ndarray, start_survival: np.ndarray,
-                tied: np.ndarray) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+def _tied_stops(r: Ranking, stop: np.ndarray, tied: np.ndarray, start_survival: np.ndarray
+                ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
     """Per size ``n`` of the tie groups ``tied`` (group ids, ascending): the groups and,
     per group and offset, the chance the cascade stops there (``start_survival``: per
-    group, the survival up to it)."""
+    group of ``tied``, the survival up to it)."""
     assert r.gstart is not None and r.gsize is not None
     sizes = r.gsize[tied]
     for n in np.unique(sizes):
-        groups = tied[sizes == n]
+        which = sizes == n
+        groups = tied[which]
         rows = r.gstart[groups][:, None] + np.arange(n)[None, :]
         keep = 1.0 - stop[rows]
         mu = np.zeros((len(groups), n + 1))
@@ -180,4 +186,4 @@ def _tied_stops(r: Ranking, stop: np.ndarray, start_survival: np.ndarray,
             shifted = np.zeros_like(prev)
             shifted[:, 1:] = prev[:, :-1]
             mu[:, : j + 1] = ((j - t) * prev + t * keep[:, j - 1 : j] * shifted) / j
-        yield int(n), groups, start_survival[groups][:, None] * (mu[:, :-1] - mu[:, 1:])
+        yield int(n), groups, start_survival[which][:, None] * (mu[:, :-1] - mu[:, 1:])

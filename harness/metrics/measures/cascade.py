@@ -47,7 +47,10 @@ def _err(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
         empty = np.bincount(prep.judged_q, weights=prep.judged_label > 0, minlength=nq) == 0
     else:
         empty = by_level[0][:, 1:].sum(axis=1) == 0
-    return cascade(r, stop, r.n, metric.k, nq, binary=False), empty
+    label = r.label  # integer grades below 64: at most 64 distinct stop probabilities
+    few = len(label) == 0 or (label.min() >= 0 and label.max() < 64
+                              and np.array_equal(label, np.floor(label)))
+    return cascade(r, stop, r.n, metric.k, nq, binary=False, few=bool(few)), empty
 
 
 @register_measure("success", display="Success", aliases=("hit_rate",), options=_EMPTY,
