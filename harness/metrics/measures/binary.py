@@ -64,6 +64,23 @@ def _hits(x: MeasureInput, rows: tuple[np.ndarray, ...]) -> np.ndarray:
     return np.bincount(rows[0], minlength=x.n_queries).astype(np.float64)
 
 
+def _relevant_in_top(x: MeasureInput) -> np.ndarray:
+    """Per query, the relevant rows in the top k, each tie group's averaged over its rows
+    (:meth:`MeasureInput.top_k_sum`), once per ranking, level and k: P, R and Hits share
+    it; only the top rows' means are read."""
+    r, k = x.ranking, x.metric.k
+    if r.gid is None:
+        return x.top_k_sum(x.relevant())
+
+    def make() -> np.ndarray:
+        rows = r.head(k)
+        means = group_relevant(x) / r.gsize
+        q, gid = (r.q, r.gid) if rows is None else (r.q[rows], r.gid[rows])
+        return np.bincount(q, weights=means[gid], minlength=x.n_queries)
+
+    return x.cache.get_or(("relevant_in_top", id(r), x.metric.level, k), make)
+
+
 def _depth(x: MeasureInput) -> np.ndarray:
     """Precision's denominator: k, or the list length without a cut-off."""
     k = x.metric.k
@@ -149,7 +166,7 @@ register_measure(
 
 register_measure(
     "precision", _binary(lambda x, rows, n_rel: ratio(_hits(x, rows), _depth(x)),
-                         lambda x, n_rel: ratio(x.top_k_sum(x.relevant()), _depth(x))),
+                         lambda x, n_rel: ratio(_relevant_in_top(x), _depth(x))),
     display="P", aliases=("p",), options=_EMPTY, binary=True, builtin=True,
     reads_top_k=True, unjudged_bounds="monotone",
     matches="trec_eval `P.k`; ir_measures `P@k`; ranx `precision@k`",
@@ -157,7 +174,7 @@ register_measure(
 
 register_measure(
     "recall", _binary(lambda x, rows, n_rel: ratio(_hits(x, rows), n_rel),
-                      lambda x, n_rel: ratio(x.top_k_sum(x.relevant()), n_rel), ideal=True),
+                      lambda x, n_rel: ratio(_relevant_in_top(x), n_rel), ideal=True),
     display="R", aliases=("r",), options=(*_EMPTY, "ideal"), binary=True, builtin=True,
     reads_top_k=True, unjudged_bounds="swap",
     matches="trec_eval `recall.k`; ir_measures `R@k`; ranx `recall@k`",
@@ -165,7 +182,7 @@ register_measure(
 
 register_measure(
     "hits", _binary(lambda x, rows, n_rel: _hits(x, rows),
-                    lambda x, n_rel: x.top_k_sum(x.relevant())),
+                    lambda x, n_rel: _relevant_in_top(x).copy()),
     display="Hits", options=_EMPTY, binary=True, builtin=True, reads_top_k=True,
     unjudged_bounds="monotone",
     matches="ranx `hits@k`",
