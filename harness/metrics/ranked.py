@@ -75,6 +75,8 @@ def cascade(r: Ranking, stop: np.ndarray, n_docs: np.ndarray, k: int | None, nq:
     values = None if binary else _stop_values(stop)
     if rows is not None and (values is None or len(values) <= _EXACT_VALUES):
         return _cascade_top(r, stop, n_docs, k, nq, rows, values, before=before)
+    if rows is None and binary and before is not None and r.gid is not None:
+        return _cascade_open(r, stop, n_docs, nq, before)
     if binary and before is not None:
         survival = (before == 0).astype(np.float64)
     else:
@@ -113,6 +115,27 @@ def _cascade_top(r: Ranking, stop: np.ndarray, n_docs: np.ndarray, k: int, nq: i
             keep = r.pos[cells] < k
             hit[first[r.q[cells[keep]]] + r.pos[cells[keep]]] = chance[keep]
     return np.bincount(q, weights=hit / (pos + 1.0), minlength=nq)
+
+
+def _cascade_open(r: Ranking, stop: np.ndarray, n_docs: np.ndarray, nq: int,
+                  before: np.ndarray) -> np.ndarray:
+    """A binary :func:`cascade` without cut-off over the tie groups with no stopping row
+    above them, each query's first ones: below them the cascade has stopped (its terms
+    are zeros, which add nothing to a sum)."""
+    assert r.gstart is not None and r.gsize is not None
+    starts = r.gstart
+    open_groups = np.flatnonzero(before[starts] == 0)
+    length = np.bincount(r.q[starts[open_groups]], weights=r.gsize[open_groups],
+                         minlength=nq).astype(np.int64)
+    first = np.cumsum(length) - length  # each query's first open row
+    rows = (np.arange(int(length.sum())) - np.repeat(first, length)
+            + np.repeat(np.cumsum(n_docs) - n_docs, length))
+    hit = (before[rows] == 0).astype(np.float64) * stop[rows]
+    tied = open_groups[r.gsize[open_groups] > 1]
+    for n, groups, chance in _tied_stops(r, stop, tied, np.ones(len(tied))):
+        cells = starts[groups][:, None] + np.arange(n)[None, :]
+        hit[first[r.q[cells]] + r.pos[cells]] = chance
+    return np.bincount(r.q[rows], weights=hit / (r.pos[rows] + 1.0), minlength=nq)
 
 
 #: Up to this many distinct stop probabilities, survival is computed exactly (integer counts).
