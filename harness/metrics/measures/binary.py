@@ -102,10 +102,14 @@ def _ap_sparse(x: MeasureInput, rows: tuple[np.ndarray, ...], n_rel: np.ndarray)
 
 def _ap_dense(x: MeasureInput, n_rel: np.ndarray) -> np.ndarray:
     r, k = x.ranking, x.metric.k
-    rows = r.head(k)  # the top k rows' terms only: the others are not summed
-    terms = _ap_terms(x, relevant_before(x), rows)
-    q = r.q if rows is None else r.q[rows]
-    return ratio(np.bincount(q, weights=terms, minlength=x.n_queries), n_rel)
+
+    def numerator() -> np.ndarray:  # once per ranking, level and k (whatever R is)
+        rows = r.head(k)  # the top k rows' terms only: the others are not summed
+        terms = _ap_terms(x, relevant_before(x), rows)
+        q = r.q if rows is None else r.q[rows]
+        return np.bincount(q, weights=terms, minlength=x.n_queries)
+
+    return ratio(x.cache.get_or(("ap_sum", id(r), x.metric.level, k), numerator), n_rel)
 
 
 def group_relevant(x: MeasureInput) -> np.ndarray:
