@@ -176,9 +176,10 @@ def _dcg_sum_of(x: MeasureInput, length: int) -> np.ndarray:
         _check_gains(prep, x, prep.label, "run")  # every label's gain is valid
         q, pos, labels, _ = r.positive(0.0)  # the rows of nonzero gain
         g = cache.get_or(("positive_gain", id(r), metric.gain_key), lambda: gain_of(labels))
-        if metric.k is not None:
-            inside = pos < metric.k
-            q, pos, g = q[inside], pos[inside], g[inside]
+        if metric.k is not None:  # the rows in the top k, once per ranking and k
+            inside, q, pos = cache.get_or(("positive_top", id(r), metric.k),
+                                          lambda: _within(q, pos, metric.k))
+            g = g[inside]
     elif r.gid is None:
         q, pos, grouped, labels = r.top(metric.k)  # only the top k rows are touched
         _check_gains(prep, x, prep.label, "run")  # every label's gain is valid
@@ -205,7 +206,15 @@ def _dcg_sum_of(x: MeasureInput, length: int) -> np.ndarray:
             return means[r.gid] if rows is None else means[r.gid[rows]]
 
         g = cache.get_or(("top_gain", id(r), metric.k, metric.gain_key), top_means)
-    return np.bincount(q, weights=g * disc[pos], minlength=nq)
+    at = cache.get_or(("disc_at", id(r), metric.k, sparse, metric.discount, length),
+                      lambda: disc[pos])  # the rows' discounts, whatever the gain
+    return np.bincount(q, weights=g * at, minlength=nq)
+
+
+def _within(q: np.ndarray, pos: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
+    """The rows at positions below ``k``: their indices, query codes and positions."""
+    inside = np.flatnonzero(pos < k)
+    return inside, q[inside], pos[inside]
 
 
 def _ideal_dcg(prep: Prepared, x: MeasureInput, disc: np.ndarray) -> np.ndarray:
