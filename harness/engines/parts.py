@@ -196,31 +196,38 @@ def evaluate_score_parts(parts: Iterable[pd.DataFrame], qrels: pd.DataFrame | No
     judgments = None if qrels is None else QrelsByQuery(qrels)
     remote = list(scores[1:]) if workers > 1 else []
     clock.workers = min(len(remote), workers - 1) if remote else 0
+    def keep(score: str | None, out: pd.DataFrame | None, skipped: list[Any],
+             seconds: float) -> None:
+        unjudged[score].extend(skipped)
+        if out is not None and len(out):
+            frames[score].append(out)
+        clock.scores[score] = clock.scores.get(score, 0.0) + seconds
+
     with _column_workers(clock.workers) as pool:
+        waiting: dict[str | None, Any] = {}  # the previous part's columns, in the workers
         t = time.perf_counter()
         for part in parts:
             clock.read += time.perf_counter() - t
             qids = pd.unique(part["qid"])
             run_qids.extend(qids.tolist())
             sent: dict[str | None, Any] = {}
-            if remote:
+            if remote:  # queued before the previous part's are awaited: workers never idle
                 sub = None if judgments is None else judgments.of(qids)
                 sent = {s: pool.submit(_timed_part, _with_score(part, s, scores), sub, metrics,
                                     dict(options), name) for s in remote}
+            for score, future in waiting.items():  # (its errors before this part's)
+                keep(score, *future.result())
+            waiting = sent
             for score in scores:
-                t = time.perf_counter()
-                if score in sent:
-                    out, skipped, seconds = sent[score].result()
-                else:
+                if score not in sent:
+                    t = time.perf_counter()
                     one = part if score is None else _with_score(part, score, scores)
                     out, skipped = evaluate_part(one, judgments, metrics, options, table=name)
-                    seconds = time.perf_counter() - t
-                unjudged[score].extend(skipped)
-                if out is not None and len(out):
-                    frames[score].append(out)
-                clock.scores[score] = clock.scores.get(score, 0.0) + seconds
+                    keep(score, out, skipped, time.perf_counter() - t)
             clock.rows += len(part)
             t = time.perf_counter()
+        for score, future in waiting.items():
+            keep(score, *future.result())
     # each column's parts are handed over (and released as it is assembled), not kept
     # alive beside the next column's table
     return {s: assemble(frames.pop(s).parts, qrels, metrics, run_qids, unjudged[s], missing,

@@ -29,12 +29,10 @@ def as_metrics(metrics: MetricLike | Iterable[MetricLike]) -> list[Metric]:
     items = [metrics] if isinstance(metrics, (Metric, str)) else list(metrics)
     if not items:
         raise MetricDefinitionError("no metric given")
-    out: list[Metric] = []
-    for item in items:
-        m = item if isinstance(item, Metric) else parse_metric(item)
-        if m not in out:
-            out.append(m)
-    return out
+    out: dict[Metric, None] = {}  # in order; a set's lookups, not a list's (a grid of 32
+    for item in items:  # compared 496 pairs of definitions for every part streamed)
+        out.setdefault(item if isinstance(item, Metric) else parse_metric(item))
+    return list(out)
 
 
 def evaluate(
