@@ -235,3 +235,12 @@ def test_the_app_metric_extra_takes_tool_names() -> None:
                          "ties": "average", "ideal": "judged", "extra": extra})
     assert [parse_metric(t) for t in extra] == got[1:]
     assert got[0] == Metric("ndcg", k=10)
+
+
+def test_duplicate_definitions_are_dropped_in_order() -> None:
+    from harness import parse_metric
+    from harness.metrics.evaluate import as_metrics
+
+    got = as_metrics(["ndcg@10", "AP", "nDCG@10", parse_metric("ndcg@10(ties=average)"),
+                      "ndcg@10(ties=input)", "ap"])
+    assert [m.display_name for m in got] == ["nDCG@10", "AP", "nDCG@10(ties=input)"]
