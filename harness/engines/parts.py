@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.engines.workers import InOrder
 from harness.errors import InputError
 from harness.metrics.blocked import collection_top_label as memory_top_label
 from harness.metrics.definition import Metric
@@ -186,9 +187,9 @@ def evaluate_score_parts(parts: Iterable[pd.DataFrame], qrels: pd.DataFrame | No
     """Per score column of the parts, the table :func:`evaluate_parts` gives for it: each
     part is read once and evaluated with each column of ``scores`` as its ``score`` (None:
     the part's own ``score``). With ``workers`` > 1, the columns after the first are
-    evaluated side by side in ``workers - 1`` worker processes
-    (:mod:`harness.engines.workers`); the tables are the same. ``clock`` (when given) adds
-    up where the time went."""
+    evaluated side by side in ``workers - 1`` worker processes, and the first too for a part
+    read while the workers wait (:mod:`harness.engines.workers`); the tables, and the first
+    error, are those of one process. ``clock`` (when given) adds up where the time went."""
     frames: dict[str | None, Tables] = {s: Tables() for s in scores}
     unjudged: dict[str | None, list[Any]] = {s: [] for s in scores}
     run_qids: list[Any] = []
@@ -196,6 +197,7 @@ def evaluate_score_parts(parts: Iterable[pd.DataFrame], qrels: pd.DataFrame | No
     judgments = None if qrels is None else QrelsByQuery(qrels)
     remote = list(scores[1:]) if workers > 1 else []
     clock.workers = min(len(remote), workers - 1) if remote else 0
+
     def keep(score: str | None, out: pd.DataFrame | None, skipped: list[Any],
              seconds: float) -> None:
         unjudged[score].extend(skipped)
@@ -204,30 +206,31 @@ def evaluate_score_parts(parts: Iterable[pd.DataFrame], qrels: pd.DataFrame | No
         clock.scores[score] = clock.scores.get(score, 0.0) + seconds
 
     with _column_workers(clock.workers) as pool:
-        waiting: dict[str | None, Any] = {}  # the previous part's columns, in the workers
+        order = InOrder(keep, limit=2 * len(scores))
         t = time.perf_counter()
-        for part in parts:
+        for part in order.each(parts):
             clock.read += time.perf_counter() - t
             qids = pd.unique(part["qid"])
             run_qids.extend(qids.tolist())
-            sent: dict[str | None, Any] = {}
-            if remote:  # queued before the previous part's are awaited: workers never idle
+            if remote:
                 sub = None if judgments is None else judgments.of(qids)
-                sent = {s: pool.submit(_timed_part, _with_score(part, s, scores), sub, metrics,
-                                    dict(options), name) for s in remote}
-            for score, future in waiting.items():  # (its errors before this part's)
-                keep(score, *future.result())
-            waiting = sent
+                idle = order.idle()  # the workers have caught up: this part goes whole
             for score in scores:
-                if score not in sent:
-                    t = time.perf_counter()
+                if remote and (score in remote or idle):
+                    order.add(score, pool.submit(_timed_part, _with_score(part, score, scores),
+                                                 sub, metrics, dict(options), name))
+                    continue
+                t = time.perf_counter()
+                try:
                     one = part if score is None else _with_score(part, score, scores)
                     out, skipped = evaluate_part(one, judgments, metrics, options, table=name)
-                    keep(score, out, skipped, time.perf_counter() - t)
+                    result: Any = (out, skipped, time.perf_counter() - t)
+                except Exception as exc:  # noqa: BLE001 - raised in turn, after earlier parts'
+                    result = exc
+                order.add(score, result)
             clock.rows += len(part)
             t = time.perf_counter()
-        for score, future in waiting.items():
-            keep(score, *future.result())
+        order.finish()
     # each column's parts are handed over (and released as it is assembled), not kept
     # alive beside the next column's table
     return {s: assemble(frames.pop(s).parts, qrels, metrics, run_qids, unjudged[s], missing,

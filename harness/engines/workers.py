@@ -11,14 +11,15 @@ is unsafe) and tune glibc's allocator as their parent did (:mod:`harness.allocat
 
 from __future__ import annotations
 
+import collections
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
 from harness.allocator import tune_allocator, tuned
 
-__all__ = ["ColumnWorkers", "cores", "WORKER_MIN_ROWS"]
+__all__ = ["ColumnWorkers", "InOrder", "cores", "WORKER_MIN_ROWS"]
 
 #: A pass of fewer rows evaluates every column in its own process when the number of
 #: workers is left to the engine: starting a worker costs about a second.
@@ -59,3 +60,53 @@ class ColumnWorkers:
 def _start(tune: bool) -> None:
     if tune:
         tune_allocator()
+
+
+class InOrder:
+    """The per-part results of a pass, computed here or in column workers (futures), handed
+    to ``keep(column, table, unjudged, seconds)`` in the order one process computes them:
+    part by part, column by column. A result not ready yet is waited for only while more
+    than ``limit`` are pending; an error, raised here (stored by :meth:`add`), in a worker
+    or by the parts' reader, is raised in its turn, after every earlier result."""
+
+    def __init__(self, keep: Callable[..., None], limit: int) -> None:
+        self.keep, self.limit = keep, int(limit)
+        self.pending: collections.deque[tuple[Any, Any]] = collections.deque()
+
+    def idle(self) -> bool:
+        """Whether every result sent to a worker is in: the workers wait for work."""
+        return all(not isinstance(r, Future) or r.done() for _, r in self.pending)
+
+    def add(self, column: Any, result: Any) -> None:
+        """A column's result for the current part: a future, a tuple, or an exception."""
+        self.pending.append((column, result))
+        self._hand_over(self.limit)
+
+    def each(self, parts: Iterable[Any]) -> Iterator[Any]:
+        """The parts; an error reading them comes after the earlier parts' results."""
+        iterator = iter(parts)
+        while True:
+            try:
+                part = next(iterator)
+            except StopIteration:
+                break
+            except BaseException:
+                self.finish()
+                raise
+            yield part
+
+    def finish(self) -> None:
+        """Hand over every pending result, waiting for each."""
+        self._hand_over(-1)
+
+    def _hand_over(self, wait_above: int) -> None:
+        while self.pending:
+            column, result = self.pending[0]
+            if isinstance(result, Future):
+                if len(self.pending) <= wait_above and not result.done():
+                    return
+                result = result.result()
+            self.pending.popleft()
+            if isinstance(result, BaseException):
+                raise result
+            self.keep(column, *result)
