@@ -79,3 +79,45 @@ def test_the_engine_chooses_workers_by_file_size(scored, monkeypatch) -> None:
     monkeypatch.setattr(workers, "WORKER_MIN_ROWS", 1_000)
     monkeypatch.setattr(workers, "cores", lambda: 2)
     assert Engine(kind="stream").column_workers(path, 3) == 2
+
+
+@pytest.mark.parametrize("first, second", [(500, 1000), (1000, 500)])
+def test_the_first_error_is_the_one_of_one_process(scored, tmp_path, first: int,
+                                                   second: int) -> None:
+    """A bad score in each column, in different parts: the error one process meets first
+    (part by part, column by column) is the one raised, wherever each column ran."""
+    path, qrels = scored
+    frame = pd.read_parquet(path)
+    frame.loc[first, "bm25"] = np.nan
+    frame.loc[second, "dense"] = np.nan
+    bad = tmp_path / "bad.parquet"
+    frame.to_parquet(bad, index=False)
+    rows = []
+    for workers in (1, 2):
+        with pytest.raises(InputError) as info:
+            evaluate_parquet_scores(bad, qrels, METRICS, ["bm25", "dense"], batch_rows=200,
+                                    workers=workers)
+        rows.append(info.value.row)
+    assert rows == [min(first, second)] * 2
+
+
+def test_an_evaluation_error_comes_before_a_later_reading_error(scored, tmp_path) -> None:
+    from harness.engines.stream import NotClustered
+
+    path, qrels = scored
+    frame = pd.read_parquet(path)
+    frame.loc[300, "dense"] = np.nan  # an early part's second column
+    tail = frame.iloc[-30:].copy()
+    tail["qid"] = frame["qid"].iloc[0]  # the first query again at the end: not clustered
+    bad = tmp_path / "bad.parquet"
+    pd.concat([frame.iloc[:-30], tail], ignore_index=True).to_parquet(bad, index=False)
+    for workers in (1, 2):
+        with pytest.raises(InputError) as info:
+            evaluate_parquet_scores(bad, qrels, METRICS, ["bm25", "dense"], batch_rows=200,
+                                    workers=workers)
+        assert not isinstance(info.value, NotClustered) and info.value.row == 300
+    frame.loc[300, "dense"] = 0.5
+    pd.concat([frame.iloc[:-30], tail], ignore_index=True).to_parquet(bad, index=False)
+    with pytest.raises(NotClustered):  # and the reader's error is raised when it is first
+        evaluate_parquet_scores(bad, qrels, METRICS, ["bm25", "dense"], batch_rows=200,
+                                workers=2)
