@@ -53,20 +53,28 @@ def test_workers_give_the_tables_of_one_process(scored, missing: str) -> None:
     assert not alone["bm25"].equals(alone["dense"])  # the columns were told apart
 
 
-def test_an_error_in_a_worker_names_the_file_row(scored, tmp_path) -> None:
+def _errors(scored, tmp_path, bad_scores: dict[str, int]) -> list[InputError]:
+    """The error of the 2-column pass, in one process and with a worker, on the file with a
+    NaN score at each given column's row."""
     path, qrels = scored
     frame = pd.read_parquet(path)
-    frame.loc[777, "dense"] = np.nan
+    for column, row in bad_scores.items():
+        frame.loc[row, column] = np.nan
     bad = tmp_path / "bad.parquet"
     frame.to_parquet(bad, index=False)
-    messages = []
+    errors = []
     for workers in (1, 2):
         with pytest.raises(InputError) as info:
             evaluate_parquet_scores(bad, qrels, METRICS, ["bm25", "dense"], batch_rows=200,
                                     workers=workers)
-        assert info.value.row == 777
-        messages.append(str(info.value))
-    assert messages[0] == messages[1]
+        errors.append(info.value)
+    return errors
+
+
+def test_an_error_in_a_worker_names_the_file_row(scored, tmp_path) -> None:
+    alone, side = _errors(scored, tmp_path, {"dense": 777})
+    assert alone.row == side.row == 777
+    assert str(alone) == str(side)
 
 
 def test_the_engine_chooses_workers_by_file_size(scored, monkeypatch) -> None:
@@ -86,19 +94,8 @@ def test_the_first_error_is_the_one_of_one_process(scored, tmp_path, first: int,
                                                    second: int) -> None:
     """A bad score in each column, in different parts: the error one process meets first
     (part by part, column by column) is the one raised, wherever each column ran."""
-    path, qrels = scored
-    frame = pd.read_parquet(path)
-    frame.loc[first, "bm25"] = np.nan
-    frame.loc[second, "dense"] = np.nan
-    bad = tmp_path / "bad.parquet"
-    frame.to_parquet(bad, index=False)
-    rows = []
-    for workers in (1, 2):
-        with pytest.raises(InputError) as info:
-            evaluate_parquet_scores(bad, qrels, METRICS, ["bm25", "dense"], batch_rows=200,
-                                    workers=workers)
-        rows.append(info.value.row)
-    assert rows == [min(first, second)] * 2
+    errors = _errors(scored, tmp_path, {"bm25": first, "dense": second})
+    assert [e.row for e in errors] == [min(first, second)] * 2
 
 
 def test_an_evaluation_error_comes_before_a_later_reading_error(scored, tmp_path) -> None:
