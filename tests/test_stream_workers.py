@@ -118,3 +118,40 @@ def test_an_evaluation_error_comes_before_a_later_reading_error(scored, tmp_path
     with pytest.raises(NotClustered):  # and the reader's error is raised when it is first
         evaluate_parquet_scores(bad, qrels, METRICS, ["bm25", "dense"], batch_rows=200,
                                 workers=2)
+
+
+def _columns_in_a_loky_worker(path: str) -> tuple[int, dict[str, pd.DataFrame]]:
+    tables, clock = Engine(kind="stream", n_workers=2, batch_rows=300).evaluate_file_scores(
+        path, None, METRICS[:2], ["bm25", "dense"], names={"label": "weak"})
+    return clock.workers, tables
+
+
+def test_a_sweep_job_of_the_joblib_launcher_evaluates_its_columns_alone(scored) -> None:
+    """hydra's joblib launcher runs each job in a loky process, whose start method its
+    children cannot find: the columns are then evaluated in the job's process, with the
+    same tables, instead of a worker failing to start."""
+    from joblib import Parallel, delayed
+
+    path, _ = scored
+    (workers, tables), = Parallel(n_jobs=2, backend="loky")(
+        [delayed(_columns_in_a_loky_worker)(str(path))])
+    assert workers == 0
+    alone = evaluate_parquet_scores(path, None, METRICS[:2], ["bm25", "dense"],
+                                    batch_rows=300, names={"label": "weak"})
+    for column in ("bm25", "dense"):
+        pd.testing.assert_frame_equal(tables[column], alone[column], check_exact=True)
+
+
+def test_a_daemonic_process_evaluates_its_columns_alone(scored, monkeypatch, caplog) -> None:
+    import logging
+    import multiprocessing
+
+    class Daemon:
+        daemon = True
+
+    path, _ = scored
+    monkeypatch.setattr(multiprocessing, "current_process", lambda: Daemon())
+    with caplog.at_level(logging.WARNING, logger="harness"):
+        assert Engine(kind="stream", n_workers=2).column_workers(path, 2) == 1
+    assert "a daemonic process may not start processes" in caplog.text
+    assert "engine.n_workers=2" in caplog.text

@@ -15,6 +15,7 @@ table, value for value (tests/test_dask_engine.py, tests/test_engines.py).
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
@@ -117,10 +118,18 @@ class Engine:
         """The stream engine's processes for the score columns of one pass: ``n_workers``
         (at most one per column), or when it is null one per core for a file of at least
         :data:`~harness.engines.workers.WORKER_MIN_ROWS` rows (a worker takes about a second
-        to start) and this process alone below it."""
-        from harness.engines.workers import WORKER_MIN_ROWS, cores
+        to start) and this process alone below it; this process alone, too, where it may
+        not start workers (:func:`~harness.engines.workers.can_start`)."""
+        from harness.engines.workers import WORKER_MIN_ROWS, can_start, cores
 
         if n_scores < 2:
+            return 1
+        why = can_start()
+        if why is not None:  # e.g. a sweep job of hydra's joblib launcher: the job alone
+            if self.n_workers is not None and int(self.n_workers) > 1:
+                logging.getLogger("harness").warning(
+                    "engine.n_workers=%s: the score columns are evaluated in this process "
+                    "alone (%s)", self.n_workers, why)
             return 1
         if self.n_workers is not None:
             return min(int(self.n_workers), n_scores)

@@ -19,11 +19,26 @@ from typing import Any
 
 from harness.allocator import tune_allocator, tuned
 
-__all__ = ["ColumnWorkers", "InOrder", "cores", "WORKER_MIN_ROWS"]
+__all__ = ["ColumnWorkers", "InOrder", "can_start", "cores", "WORKER_MIN_ROWS"]
 
 #: A pass of fewer rows evaluates every column in its own process when the number of
 #: workers is left to the engine: starting a worker costs about a second.
 WORKER_MIN_ROWS = 4_000_000
+
+
+def can_start() -> str | None:
+    """None when this process may start column workers; else why not (a daemonic process,
+    such as a multiprocessing pool's worker, may have no children, and a process started by
+    a start method of its own, such as loky's under hydra's joblib launcher, hands its
+    children a method they cannot find)."""
+    import multiprocessing
+
+    if multiprocessing.current_process().daemon:
+        return "a daemonic process may not start processes"
+    method = multiprocessing.get_start_method(allow_none=True)
+    if method is not None and method not in multiprocessing.get_all_start_methods():
+        return f"its processes are started by {method!r}, which a worker could not import"
+    return None
 
 
 def cores() -> int:
