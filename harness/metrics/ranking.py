@@ -46,6 +46,8 @@ class Ranking:
     _heads: dict[int, np.ndarray] = field(default_factory=dict)
     _tops: dict[int, tuple[np.ndarray, ...]] = field(default_factory=dict)
     _positive: dict[float, tuple[np.ndarray, ...]] = field(default_factory=dict)
+    _tied: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    _boundary: np.ndarray | None = None  # per ranked row: does it start a tie group
 
     @cached_property
     def label(self) -> np.ndarray:
@@ -112,6 +114,21 @@ class Ranking:
         sums = np.bincount(self.gid, weights=values, minlength=len(self.gsize))
         return (sums / self.gsize)[self.gid]
 
+    def tied(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The ranked rows of tie groups of two rows or more (group by group), and those
+        groups' starts among these rows and sizes, found once per ranking."""
+        if self._tied is None:
+            size = self.gsize[self.gsize > 1]
+            if self._boundary is None:
+                rows = np.flatnonzero(self.gsize[self.gid] > 1)
+            else:  # a row alone in its group starts it, and so does the next row
+                alone = np.empty(len(self._boundary), dtype=bool)
+                np.logical_and(self._boundary[:-1], self._boundary[1:], out=alone[:-1])
+                alone[-1] = self._boundary[-1]
+                rows = np.flatnonzero(~alone)
+            self._tied = (rows, np.cumsum(size) - size, size)
+        return self._tied
+
     def group_sum(self, values: np.ndarray) -> np.ndarray:
         """Per row, the sum of ``values`` over its tie group."""
         if self.gid is None:
@@ -164,7 +181,8 @@ def rank(prep: Prepared, ties: str, seed: int) -> Ranking:
         gstart = np.flatnonzero(boundary)
         if len(gstart) < len(perm):  # some ties: keep the groups
             gsize = np.diff(np.append(gstart, len(perm)))
-            ranking.gid = np.repeat(np.arange(len(gstart)), gsize)
+            ranking.gid = np.cumsum(boundary) - 1  # the groups started so far
+            ranking._boundary = boundary
             ranking.gstart = gstart
             ranking.gsize = gsize
     return ranking
@@ -187,7 +205,7 @@ def rank_docid(prep: Prepared, *, descending: bool = True) -> Ranking:
     if base.gid is None:
         return Ranking(perm=base.perm, q=prep.q, pos=prep.pos, grouped_label=prep.label,
                        n=prep.n_docs)
-    tied = np.flatnonzero(base.gsize[base.gid] > 1)  # positions, group by group
+    tied = base.tied()[0]  # positions, group by group
     import pyarrow as pa
     import pyarrow.compute as pc
 

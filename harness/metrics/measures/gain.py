@@ -193,17 +193,22 @@ def _dcg_sum_of(x: MeasureInput, length: int) -> np.ndarray:
         rows = r.head(metric.k)
         q, pos, grouped, labels = r.top(metric.k)
 
-        def group_means() -> np.ndarray:  # mean gain per tie group
+        def group_means() -> np.ndarray:  # per ranked row, its tie group's mean gain
             _check_gains(prep, x, prep.label, "run")  # every label's gain is valid
             with np.errstate(over="ignore", invalid="ignore"):
                 ranked = gain_of(r.label)
             if unjudged is not None:
                 ranked = np.where(unjudged[r.perm], 0.0, ranked)
-            return np.add.reduceat(ranked, r.gstart) / r.gsize
+            # a lone row's mean is its gain (g / 1 is g): only the tied rows are summed, by
+            # group, in the same order as over every row
+            tied, tied_start, tied_size = r.tied()
+            ranked[tied] = (np.add.reduceat(ranked[tied], tied_start) / tied_size
+                            ).repeat(tied_size)
+            return ranked
 
         def top_means() -> np.ndarray:
             means = cache.get_or(("group_mean", id(r), metric.gain_key), group_means)
-            return means[r.gid] if rows is None else means[r.gid[rows]]
+            return means if rows is None else means[rows]
 
         g = cache.get_or(("top_gain", id(r), metric.k, metric.gain_key), top_means)
     at = cache.get_or(("disc_at", id(r), metric.k, sparse, metric.discount, length),
