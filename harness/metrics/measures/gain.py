@@ -9,6 +9,8 @@ every document has the top grade.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from harness.errors import InputError, MetricDefinitionError
@@ -196,7 +198,8 @@ def _dcg_sum_of(x: MeasureInput, length: int) -> np.ndarray:
         def group_means() -> np.ndarray:  # per ranked row, its tie group's mean gain
             _check_gains(prep, x, prep.label, "run")  # every label's gain is valid
             with np.errstate(over="ignore", invalid="ignore"):
-                ranked = gain_of(r.label)
+                ranked = _level_gains(r.label, gain_of) if metric.gain == "exp2" else \
+                    gain_of(r.label)
             if unjudged is not None:
                 ranked = np.where(unjudged[r.perm], 0.0, ranked)
             # a lone row's mean is its gain (g / 1 is g): only the tied rows are summed, by
@@ -214,6 +217,18 @@ def _dcg_sum_of(x: MeasureInput, length: int) -> np.ndarray:
     at = cache.get_or(("disc_at", id(r), metric.k, sparse, metric.discount, length),
                       lambda: disc[pos])  # the rows' discounts, whatever the gain
     return np.bincount(q, weights=g * at, minlength=nq)
+
+
+def _level_gains(labels: np.ndarray, gain_of: Callable[[np.ndarray], np.ndarray]
+                 ) -> np.ndarray:
+    """``gain_of(labels)`` for a gain computed label by label: with integer labels in
+    [0, 64), each level's gain is computed once and looked up (the same value, bit for bit,
+    as each row's own; one pass instead of exp2's several)."""
+    if len(labels) and labels.min() >= 0 and labels.max() < 64:
+        codes = labels.astype(np.uint8)
+        if np.array_equal(codes, labels):
+            return gain_of(np.arange(int(codes.max()) + 1, dtype=np.float64)).take(codes)
+    return gain_of(labels)
 
 
 def _within(q: np.ndarray, pos: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
