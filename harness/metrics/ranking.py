@@ -153,15 +153,20 @@ def rank(prep: Prepared, ties: str, seed: int) -> Ranking:
         if base.gid is None:  # no ties: every rule gives the score order
             return Ranking(perm=base.perm, q=prep.q, pos=prep.pos, grouped_label=prep.label,
                            n=prep.n_docs)
+        # the rows alone in their group keep their place: only the tied rows are sorted
+        tied = base.tied()[0]
+        tied_perm = base.perm[tied]
         if ties == "input":
-            second = base.perm
+            second = tied_perm
         else:
             codes = _label_codes(prep.label)
-            second = (codes if ties == "pessimistic" else codes.max() - codes)[base.perm]
+            second = (codes if ties == "pessimistic" else codes.max() - codes)[tied_perm]
         span = np.int64(int(second.max()) + 1)
-        order = np.argsort(base.gid.astype(np.int64) * span + second, kind="stable")
-        return Ranking(perm=base.perm[order], q=prep.q, pos=prep.pos,
-                       grouped_label=prep.label, n=prep.n_docs)
+        order = np.argsort(base.gid[tied] * span + second, kind="stable")
+        perm = base.perm.copy()
+        perm[tied] = tied_perm[order]
+        return Ranking(perm=perm, q=prep.q, pos=prep.pos, grouped_label=prep.label,
+                       n=prep.n_docs)
     if ties == "average":
         perm = segment_argsort(prep.layout, [neg], stable=False)
     else:
