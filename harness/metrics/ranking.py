@@ -58,8 +58,11 @@ class Ranking:
         """Indices of the ranked rows within the top ``k`` (None: all rows)."""
         if k is None:
             return None
-        if k not in self._heads:
-            self._heads[k] = np.flatnonzero(self.pos < k)
+        if k not in self._heads:  # each query's first min(n, k) rows, from the counts
+            kept = np.minimum(self.n, k)
+            skipped = self.n - kept  # rows of the query below the top k
+            before = np.cumsum(skipped) - skipped
+            self._heads[k] = np.arange(int(kept.sum()), dtype=np.int64) + np.repeat(before, kept)
         return self._heads[k]
 
     def top(self, k: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
