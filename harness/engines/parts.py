@@ -20,6 +20,7 @@ from harness.engines.workers import InOrder
 from harness.errors import InputError
 from harness.metrics.blocked import collection_top_label as memory_top_label
 from harness.metrics.definition import Metric
+from harness.metrics.columns import evaluate_columns
 from harness.metrics.evaluate import MetricLike, as_metrics, evaluate, negative_policy
 from harness.metrics.inputs import QRELS_COLUMNS, check_labels, numeric, require_frame
 from harness.metrics.weighting import EMPTY_ATTR, merge_empty
@@ -186,48 +187,45 @@ def evaluate_score_parts(parts: Iterable[pd.DataFrame], qrels: pd.DataFrame | No
                          ) -> dict[str | None, pd.DataFrame]:
     """Per score column of the parts, the table :func:`evaluate_parts` gives for it: each
     part is read once and evaluated with each column of ``scores`` as its ``score`` (None:
-    the part's own ``score``). With ``workers`` > 1, the columns after the first are
-    evaluated side by side in ``workers - 1`` worker processes, and the first too for a part
-    read while the workers wait (:mod:`harness.engines.workers`); the tables, and the first
-    error, are those of one process. ``clock`` (when given) adds up where the time went."""
+    the part's own ``score``), laid out once for all of them
+    (:func:`harness.metrics.evaluate.evaluate_columns`). With two columns or more and
+    ``workers`` > 1, parts go whole to ``workers - 1`` worker processes while they have
+    fewer than two parts each in hand, and are evaluated here otherwise
+    (:mod:`harness.engines.workers`); the tables, and the first error, are those of one
+    process. ``clock`` (when given) adds up where the time went."""
     frames: dict[str | None, Tables] = {s: Tables() for s in scores}
     unjudged: dict[str | None, list[Any]] = {s: [] for s in scores}
     run_qids: list[Any] = []
     clock = clock if clock is not None else PassClock()
     judgments = None if qrels is None else QrelsByQuery(qrels)
-    remote = list(scores[1:]) if workers > 1 else []
-    clock.workers = min(len(remote), workers - 1) if remote else 0
+    clock.workers = workers - 1 if workers > 1 and len(scores) > 1 else 0
+    in_hand = 2 * clock.workers  # parts sent and not evaluated yet, at most
 
-    def keep(score: str | None, out: pd.DataFrame | None, skipped: list[Any],
-             seconds: float) -> None:
-        unjudged[score].extend(skipped)
-        if out is not None and len(out):
-            frames[score].append(out)
-        clock.scores[score] = clock.scores.get(score, 0.0) + seconds
+    def keep(_: Any, results: list[tuple[pd.DataFrame | None, list[Any], float]]) -> None:
+        for score, (out, skipped, seconds) in zip(scores, results):
+            unjudged[score].extend(skipped)
+            if out is not None and len(out):
+                frames[score].append(out)
+            clock.scores[score] = clock.scores.get(score, 0.0) + seconds
 
     with _column_workers(clock.workers) as pool:
-        order = InOrder(keep, limit=2 * len(scores))
+        order = InOrder(keep, limit=in_hand + 4)
         t = time.perf_counter()
         for part in order.each(parts):
             clock.read += time.perf_counter() - t
             qids = pd.unique(part["qid"])
             run_qids.extend(qids.tolist())
-            if remote:
+            if pool is not None and order.busy() < in_hand:
                 sub = None if judgments is None else judgments.of(qids)
-                idle = order.idle()  # the workers have caught up: this part goes whole
-            for score in scores:
-                if remote and (score in remote or idle):
-                    order.add(score, pool.submit(_timed_part, _with_score(part, score, scores),
-                                                 sub, metrics, dict(options), name))
-                    continue
-                t = time.perf_counter()
+                order.add(None, pool.submit(evaluate_part_columns, part, sub, metrics,
+                                            dict(options), name, list(scores)))
+            else:
                 try:
-                    one = part if score is None else _with_score(part, score, scores)
-                    out, skipped = evaluate_part(one, judgments, metrics, options, table=name)
-                    result: Any = (out, skipped, time.perf_counter() - t)
+                    result: Any = evaluate_part_columns(part, judgments, metrics, options,
+                                                        name, scores)
                 except Exception as exc:  # noqa: BLE001 - raised in turn, after earlier parts'
                     result = exc
-                order.add(score, result)
+                order.add(None, result)
             clock.rows += len(part)
             t = time.perf_counter()
         order.finish()
@@ -237,19 +235,41 @@ def evaluate_score_parts(parts: Iterable[pd.DataFrame], qrels: pd.DataFrame | No
                         name) for s in scores}
 
 
-def _timed_part(part: pd.DataFrame, qrels: pd.DataFrame | None, metrics: list[Metric],
-                options: Mapping[str, Any], table: str | None
-                ) -> tuple[pd.DataFrame | None, list[Any], float]:
-    """:func:`evaluate_part` in a column worker, with the seconds it took there."""
-    t = time.perf_counter()
-    out, skipped = evaluate_part(part, qrels, metrics, options, table=table)
-    return out, skipped, time.perf_counter() - t
+def evaluate_part_columns(part: pd.DataFrame, qrels: pd.DataFrame | QrelsByQuery | None,
+                          metrics: list[Metric], options: Mapping[str, Any],
+                          table: str | None, scores: Sequence[str | None]
+                          ) -> list[tuple[pd.DataFrame | None, list[Any], float]]:
+    """:func:`evaluate_part` of each score column of ``part`` (None: its ``score``), laid
+    out once: per column, (per-query table or None, unjudged qids, seconds)."""
+    if len(scores) == 1 and scores[0] is None:
+        t = time.perf_counter()
+        out, skipped = evaluate_part(part, qrels, metrics, options, table)
+        return [(out, skipped, time.perf_counter() - t)]
+    names = ["score" if s is None else str(s) for s in scores]
+    if qrels is not None:
+        qids = pd.unique(part["qid"])
+        sub = qrels.of(qids) if isinstance(qrels, QrelsByQuery) else \
+            qrels[qrels["qid"].isin(qids)]
+        if sub.empty:
+            return [(None, qids.tolist(), 0.0) for _ in names]
+    else:
+        sub = None
+    times: list[float] = []
+    try:
+        outs = evaluate_columns(part.reset_index(drop=True), sub, metrics, names,
+                                times=times, **{**options, "missing": "exclude"})
+    except InputError as exc:
+        if exc.row is None or exc.table not in (None, "run") or not len(part):
+            raise
+        raise exc.at_row(int(part.index[exc.row]), table=table) from None
+    return [(out, list(out.attrs.get("unjudged_qids", [])), seconds)
+            for out, seconds in zip(outs, times)]
 
 
 def _column_workers(n: int) -> Any:
     """A pool of ``n`` column workers, or nothing to enter when ``n`` is 0."""
     if n < 1:
-        return contextlib.nullcontext()
+        return contextlib.nullcontext(None)
     from harness.engines.workers import ColumnWorkers
 
     return ColumnWorkers(n)
@@ -291,12 +311,6 @@ def join_tables(parts: list[pd.DataFrame]) -> pd.DataFrame:
     joined = pd.concat(parts)
     joined.attrs = {EMPTY_ATTR: empties} if empties else {}
     return joined
-
-
-def _with_score(part: pd.DataFrame, score: str, scores: Sequence[str | None]) -> pd.DataFrame:
-    """``part`` with column ``score`` as its ``score`` and the other score columns left out."""
-    return part.drop(columns=[s for s in scores if s != score]).rename(
-        columns={score: "score"})
 
 
 def assemble(frames: list[pd.DataFrame], qrels: pd.DataFrame | None, metrics: list[Metric],

@@ -1,10 +1,12 @@
-"""The score columns of one stream pass evaluated side by side, in worker processes.
+"""The parts of one stream pass over several score columns evaluated side by side, in worker
+processes.
 
-The pass's own process reads each part and evaluates its first score column; each other
-column's copy of the part goes to a worker process, which evaluates it with the same code
-(:func:`harness.engines.parts.evaluate_part`) and sends back its per-query table
-(:func:`harness.engines.parts.evaluate_score_parts`). The tables
-are the ones one process computes, value for value (tests/test_stream_workers.py). Workers
+The pass's own process reads each part; while the workers have fewer than two parts each in
+hand, the part goes whole to one of them, which evaluates every score column of it with the
+same code (:func:`harness.engines.parts.evaluate_part_columns`) and sends back the
+per-query tables; otherwise the pass's process evaluates it
+(:func:`harness.engines.parts.evaluate_score_parts`). The tables are the ones one process
+computes, value for value (tests/test_stream_workers.py). Workers
 start from a fresh interpreter (``forkserver``: a fork of a process holding Arrow's threads
 is unsafe) and tune glibc's allocator as their parent did (:mod:`harness.allocator`).
 """
@@ -78,23 +80,23 @@ def _start(tune: bool) -> None:
 
 
 class InOrder:
-    """The per-part results of a pass, computed here or in column workers (futures), handed
-    to ``keep(column, table, unjudged, seconds)`` in the order one process computes them:
-    part by part, column by column. A result not ready yet is waited for only while more
-    than ``limit`` are pending; an error, raised here (stored by :meth:`add`), in a worker
-    or by the parts' reader, is raised in its turn, after every earlier result."""
+    """The per-part results of a pass, computed here or in workers (futures), handed to
+    ``keep(key, result)`` in the order one process computes them: part by part. A result
+    not ready yet is waited for only while more than ``limit`` are pending; an error,
+    raised here (stored by :meth:`add`), in a worker or by the parts' reader, is raised in
+    its turn, after every earlier result."""
 
     def __init__(self, keep: Callable[..., None], limit: int) -> None:
         self.keep, self.limit = keep, int(limit)
         self.pending: collections.deque[tuple[Any, Any]] = collections.deque()
 
-    def idle(self) -> bool:
-        """Whether every result sent to a worker is in: the workers wait for work."""
-        return all(not isinstance(r, Future) or r.done() for _, r in self.pending)
+    def busy(self) -> int:
+        """How many results sent to workers are not in yet: the work the workers have."""
+        return sum(isinstance(r, Future) and not r.done() for _, r in self.pending)
 
-    def add(self, column: Any, result: Any) -> None:
-        """A column's result for the current part: a future, a tuple, or an exception."""
-        self.pending.append((column, result))
+    def add(self, key: Any, result: Any) -> None:
+        """A result for the current part: a future, a value, or an exception."""
+        self.pending.append((key, result))
         self._hand_over(self.limit)
 
     def each(self, parts: Iterable[Any]) -> Iterator[Any]:
@@ -116,7 +118,7 @@ class InOrder:
 
     def _hand_over(self, wait_above: int) -> None:
         while self.pending:
-            column, result = self.pending[0]
+            key, result = self.pending[0]
             if isinstance(result, Future):
                 if len(self.pending) <= wait_above and not result.done():
                     return
@@ -124,4 +126,4 @@ class InOrder:
             self.pending.popleft()
             if isinstance(result, BaseException):
                 raise result
-            self.keep(column, *result)
+            self.keep(key, result)

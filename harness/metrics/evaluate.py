@@ -130,6 +130,11 @@ def _evaluate_whole(run: pd.DataFrame, qrels: pd.DataFrame | None, mlist: list[M
                    negative_labels=negative_labels, max_label=top_label,
                    rankings=lambda p: _full_rankings(mlist, p))
     _refuse_fractional_labels_for_ranx(prep, mlist)
+    return _table(prep, mlist, level, missing)
+
+
+def _table(prep: Any, mlist: list[Metric], level: float, missing: str) -> pd.DataFrame:
+    """The per-query table of the metrics on prepared rows."""
     cache = Cache()
     columns: dict[str, Any] = {
         "n_docs": prep.n_docs,
@@ -290,17 +295,22 @@ def aggregate(per_query: pd.DataFrame, weights: Mapping[Any, float] | pd.Series 
         metric = parse_metric(column)
         values = per_query[column].to_numpy(dtype=np.float64)
         nan = np.isnan(values)
-        if metric.empty == "exclude" or not nan.any():
+        n_nan = int(nan.sum())
+        if metric.empty == "exclude" or not n_nan:
             keep = ~nan
-            if w[keep].sum() == 0 and keep.any():
+            # every query kept (most columns): the arrays themselves, not copies
+            kept_w = w if not n_nan else w[keep]
+            if kept_w.sum() == 0 and len(kept_w):
                 raise InputError(
-                    f"the weights of the {int(keep.sum())} queries averaged for {column} sum "
+                    f"the weights of the {len(kept_w)} queries averaged for {column} sum "
                     "to 0, so their weighted mean is undefined; give at least one of them a "
                     "positive weight", column="weight")
-            empty = empty_mask(per_query, column, metric.empty_weight, w[keep])
-            mean = summary(values[keep], w[keep], None if empty is None else empty[keep],
+            empty = empty_mask(per_query, column, metric.empty_weight, kept_w)
+            if empty is not None and n_nan:
+                empty = empty[keep]
+            mean = summary(values if not n_nan else values[keep], kept_w, empty,
                            metric.empty_weight, getattr(metric.measure, "aggregate", "mean"))
-            rows[column] = (mean, int(keep.sum()), int(nan.sum()) + outside)
+            rows[column] = (mean, len(kept_w), n_nan + outside)
         else:
             rows[column] = (float("nan"), len(values), outside)
     return pd.DataFrame.from_dict(rows, orient="index",

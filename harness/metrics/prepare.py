@@ -43,7 +43,7 @@ from harness.metrics.ranking import Ranking
 from harness.metrics.segments import group_by_query
 from harness.metrics.subtopics import SUBTOPIC, one_judgment_per_document
 
-__all__ = ["Prepared", "Ranking", "Ideal", "level_counts", "prepare"]
+__all__ = ["Prepared", "Ranking", "Ideal", "level_counts", "prepare", "checked_scores"]
 
 
 @dataclass
@@ -158,6 +158,13 @@ def _checked_run(run: pd.DataFrame, qrels: pd.DataFrame | None, nan_scores: str
     run_codes = background.start_value(
         (lambda: docid_codes(docids)) if qrels is None else
         (lambda: text_hash(docids)), len(run))
+    return run, checked_scores(run, nan_scores), run_codes
+
+
+def checked_scores(run: pd.DataFrame, nan_scores: str) -> np.ndarray:
+    """The run's ``score`` column as floats, checked: NaN (under ``nan_scores='error'``)
+    and infinite scores are refused, naming the first such row; NaN is -inf under
+    ``'last'``."""
     score = numeric(run, "score", "run")
     nan = np.isnan(score)
     if nan_scores == "error":
@@ -165,7 +172,7 @@ def _checked_run(run: pd.DataFrame, qrels: pd.DataFrame | None, nan_scores: str
     first_bad(run, np.isinf(score), "infinite", "score", "run")
     if nan_scores == "last" and nan.any():
         score = np.where(nan, -np.inf, score)
-    return run, score, run_codes
+    return score
 
 
 def _code_with_qrels(run_qid: pd.Series, j_qid: pd.Series, j_label: np.ndarray) -> _Coded:

@@ -194,6 +194,20 @@ class Prepared:
         twin = self.__dict__["_float32"]
         return self if twin is None else twin
 
+    def with_score(self, score: np.ndarray) -> Prepared:
+        """These rows with another score per run row (``score[row]`` ranks them): the
+        layout, labels and judgments are shared, everything ranked is computed afresh.
+        Another score column of the same run costs its rankings and measures only, not
+        another preparation (the stream engine's score columns, part by part)."""
+        if self.early is not None:
+            self._adopt()
+        twin = replace(self, score=score[self.row], _rankings={}, _contenders={},
+                       _relevant=self._relevant, pending=None, early=None)
+        for name in ("layout", "pos", "judged_level_counts"):  # label-only caches
+            if name in self.__dict__:
+                twin.__dict__[name] = self.__dict__[name]
+        return twin
+
     @property
     def condensed(self) -> Prepared:
         """These rows less the unjudged ones (``unjudged='condensed'``: trec_eval ``-J``,

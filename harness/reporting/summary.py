@@ -8,6 +8,7 @@ resamples once, not once per (ranker, variant).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 import numpy as np
@@ -82,22 +83,24 @@ def summarize_study(tables: Mapping[str, pd.DataFrame], *, resamples: int = 2000
         columns = metric_columns(table)
         if not columns:
             continue
-        matrix = table[columns].to_numpy(dtype=np.float64)
+        # column by column (no stacked copy of every column: 1M queries x 64 is 0.5 GB)
+        arrays = [table[c].to_numpy(dtype=np.float64) for c in columns]
         masks: dict[bytes, list[int]] = {}
-        for j in range(matrix.shape[1]):
-            masks.setdefault(np.packbits(~np.isnan(matrix[:, j])).tobytes(), []).append(j)
+        for j, values in enumerate(arrays):
+            masks.setdefault(np.packbits(~np.isnan(values)).tobytes(), []).append(j)
         for js in masks.values():
-            keep = ~np.isnan(matrix[:, js[0]])
+            keep = ~np.isnan(arrays[js[0]])
+            every = bool(keep.all())
             if bootstrap_max_queries is not None and keep.sum() > bootstrap_max_queries:
-                # the normal interval, column by column: no paired resampling to share, so
-                # no stacked copy of every column (at 1M queries x 64 columns, 1 GB)
+                # the normal interval, column by column: no paired resampling to share
                 for j in js:
-                    low, high = normal_interval(matrix[keep, j], confidence)
+                    low, high = normal_interval(arrays[j] if every else arrays[j][keep],
+                                                confidence)
                     stats[name][columns[j]].update(ci_low=float(low), ci_high=float(high))
                     methods[name][columns[j]] = "normal"
                 continue
             qids = table.index.to_numpy()[keep]
-            members = [(name, columns[j], matrix[keep, j]) for j in js]
+            members = [(name, columns[j], arrays[j][keep]) for j in js]
             for known_qids, known in groups:
                 if len(known_qids) == len(qids) and np.array_equal(known_qids, qids):
                     known.extend(members)
@@ -120,24 +123,45 @@ def summarize_study(tables: Mapping[str, pd.DataFrame], *, resamples: int = 2000
 
 
 def _plain_stats(per_query: pd.DataFrame) -> dict[str, dict[str, float]]:
-    """Every statistic but the interval, per metric column (NaN values left out)."""
+    """Every statistic but the interval, per metric column (NaN values left out). The
+    columns of a large table are summarised on every core: each is a few sorts and sums
+    over its values, in numpy, which lets other threads run meanwhile."""
     agg = aggregate(per_query)
-    rows = {}
-    for column in metric_columns(per_query):
-        values = per_query[column].to_numpy(dtype=np.float64)
-        values = values[~np.isnan(values)]
-        row = {"mean": agg.at[column, "mean"], "n_queries": agg.at[column, "n_queries"],
-               "n_excluded": agg.at[column, "n_excluded"], "ci_low": np.nan,
-               "ci_high": np.nan}
-        if len(values):
-            p10, median, p90 = np.percentile(values, [10, 50, 90])
-            row.update(std=float(np.std(values, ddof=1)) if len(values) > 1 else float("nan"),
-                       median=float(median), p10=float(p10), p90=float(p90),
-                       frac_zero=float(np.mean(values == 0)))
-        else:
-            row.update(std=np.nan, median=np.nan, p10=np.nan, p90=np.nan, frac_zero=np.nan)
-        rows[column] = row
-    return rows
+    columns = metric_columns(per_query)
+    arrays = [per_query[c].to_numpy(dtype=np.float64) for c in columns]
+    if len(per_query) >= _THREADED_ROWS and len(columns) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+            (os.cpu_count() or 1)
+        with ThreadPoolExecutor(max_workers=min(cores, len(columns))) as pool:
+            spreads = list(pool.map(_spread, arrays))
+    else:
+        spreads = [_spread(v) for v in arrays]
+    return {column: {"mean": agg.at[column, "mean"], "n_queries": agg.at[column, "n_queries"],
+                     "n_excluded": agg.at[column, "n_excluded"], "ci_low": np.nan,
+                     "ci_high": np.nan, **spread}
+            for column, spread in zip(columns, spreads)}
+
+
+#: Tables of at least this many queries have their columns summarised in threads.
+_THREADED_ROWS = 100_000
+
+
+def _spread(values: np.ndarray) -> dict[str, float]:
+    """std, median, p10, p90 and frac_zero of one column's values, NaN left out."""
+    nan = np.isnan(values)
+    if nan.any():
+        values = values[~nan]
+    if not len(values):
+        return dict(std=np.nan, median=np.nan, p10=np.nan, p90=np.nan, frac_zero=np.nan)
+    # the same percentiles of the same values, from a sorted copy: numpy's sort is several
+    # times faster than the selection percentile runs on unsorted values (5 against 22 ms
+    # per column of 1M queries)
+    p10, median, p90 = np.percentile(np.sort(values), [10, 50, 90])
+    return dict(std=float(np.std(values, ddof=1)) if len(values) > 1 else float("nan"),
+                median=float(median), p10=float(p10), p90=float(p90),
+                frac_zero=float(np.mean(values == 0)))
 
 
 def bootstrap_mean_intervals(values: np.ndarray, *, resamples: int = 2000, seed: int = 0,
