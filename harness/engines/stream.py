@@ -31,6 +31,7 @@ from harness.engines.parts import (
     parquet_reader,
     top_label,
 )
+from harness.engines.units import evaluate_units, file_units
 from harness.errors import InputError, plain
 from harness.metrics.definition import Metric
 from harness.metrics.evaluate import MetricLike
@@ -173,6 +174,12 @@ def evaluate_parquet_scores(path: str | os.PathLike[str], qrels: pd.DataFrame | 
                          table=p.name, column=(taken or list(scores))[0])
     if needs_top_label(mlist, options):
         options["top_label"] = top_label(p, qrels, names)
+    if int(workers) > 1 and len(scores) > 1 and qrels is None:  # each process reads its units
+        units = file_units(p, int(batch_rows))
+        if units is not None:
+            return {str(s): table for s, table in evaluate_units(
+                p, units, columns, int(batch_rows), mlist, options, missing, list(scores),
+                clock if clock is not None else PassClock(), int(workers)).items()}
     parts = iter_query_batches(p, batch_rows=batch_rows, columns=columns)
     total = row_count(p) if bars_on() else None
     bar = _rows_bar(parts, f"{p.name} ({len(scores)} score columns)", total)
