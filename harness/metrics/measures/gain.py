@@ -118,10 +118,23 @@ def _check_gains(prep: Prepared, x: MeasureInput, labels: np.ndarray, which: str
     metric = x.metric
     if metric.gain in ("exp2", "linear") and ("gain", metric.gain_key, which) not in x.cache:
         with np.errstate(over="ignore"):
-            top = metric.gain_function()(np.array([labels.max() if len(labels) else 0.0]))
+            top = metric.gain_function()(np.array([_top(prep, labels)]))
         if np.isfinite(top).all():
             return
     gains(prep, x, labels, which)
+
+
+def _top(prep: Prepared, labels: np.ndarray) -> float:
+    """The highest of ``labels`` (0 when empty), found once per prepared rows for their own
+    labels and judgments (every nDCG variant checks them)."""
+    name = "_top_label" if labels is prep.label else \
+        "_top_judged" if labels is prep.judged_label else None
+    if name is not None and name in prep.__dict__:
+        return prep.__dict__[name]
+    top = float(labels.max()) if len(labels) else 0.0
+    if name is not None:
+        prep.__dict__[name] = top
+    return top
 
 
 def _gain_text(gain: object) -> str:
