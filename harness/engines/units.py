@@ -65,53 +65,69 @@ def file_units(path: Path, batch_rows: int) -> list[Unit] | None:
 def unit_parts(path: Path, unit: Unit, columns: Mapping[str, str], batch_rows: int
                ) -> Iterator[pd.DataFrame]:
     """The whole queries that start in ``unit``, as parts of about ``batch_rows`` rows cut
-    at query ends, each indexed by file row (as :func:`iter_query_batches` yields them)."""
+    at query ends, each indexed by file row (as :func:`iter_query_batches` yields them).
+
+    The batches are cut and joined as Arrow tables (slices and chunk lists, no copy) and
+    each part is converted to pandas once: joining the carried rows of a query to the next
+    batch as DataFrames copied every row a second time."""
+    import pyarrow as pa
+
     reader = parquet_reader(path)
     names = list(columns)
     qid_column = next(c for c, role in columns.items() if role == "qid")
     before = _last_qid_before(reader, unit.first, qid_column)
-    offset = unit.row  # file row of the next row read
-    carry: pd.DataFrame | None = None
-    skipping = before is not None
+    offset = unit.row  # file row of the first row of ``carry`` (or of the next batch)
+    carry: pa.Table | None = None
     for batch in reader.iter_batches(batch_size=int(batch_rows), columns=names,
                                      row_groups=list(range(unit.first, unit.stop)),
                                      use_threads=False):
-        frame = batch.to_pandas().rename(columns=dict(columns))
-        frame.index = pd.RangeIndex(offset, offset + len(frame))
-        offset += len(frame)
-        if skipping:  # the rows continuing the query of the row group before: not ours
-            qid = frame["qid"].to_numpy()
-            other = np.flatnonzero(qid != before)
+        table = pa.Table.from_batches([batch])
+        if before is not None:  # the rows continuing the query of the row group before
+            other = np.flatnonzero(_qids(table, qid_column) != before)
+            skip = int(other[0]) if len(other) else len(table)
+            offset, table = offset + skip, table.slice(skip)
             if not len(other):
                 continue
-            frame, skipping = frame.iloc[int(other[0]):], False
+            before = None
         if carry is not None:
-            frame = pd.concat([carry, frame])
-        if frame.empty:
+            table = pa.concat_tables([carry, table])
+        if not len(table):
             continue
-        qid = frame["qid"].to_numpy()
+        qid = _qids(table, qid_column)
         last = qid[-1]
-        tail = len(frame) - int(np.argmax(qid[::-1] != last)) if (qid != last).any() else 0
+        tail = len(table) - int(np.argmax(qid[::-1] != last)) if (qid != last).any() else 0
         if tail:
-            yield frame.iloc[:tail]
-        carry = frame.iloc[tail:]
+            yield _frame(table.slice(0, tail), columns, offset)
+            offset += tail
+        carry = table.slice(tail)
     if carry is None or not len(carry):
         return
-    last = carry["qid"].to_numpy()[-1]
-    more = []  # the rows after the unit that go on with its last query
+    last = _qids(carry, qid_column)[-1]
+    more = [carry]  # and the rows after the unit that go on with its last query
     if unit.stop < reader.metadata.num_row_groups:
         for batch in reader.iter_batches(batch_size=_TAIL_ROWS, columns=names,
                                          row_groups=list(range(unit.stop,
                                                                reader.metadata.num_row_groups))):
-            frame = batch.to_pandas().rename(columns=dict(columns))
-            frame.index = pd.RangeIndex(offset, offset + len(frame))
-            offset += len(frame)
-            other = np.flatnonzero(frame["qid"].to_numpy() != last)
+            table = pa.Table.from_batches([batch])
+            other = np.flatnonzero(_qids(table, qid_column) != last)
             if len(other):
-                more.append(frame.iloc[:int(other[0])])
+                more.append(table.slice(0, int(other[0])))
                 break
-            more.append(frame)
-    yield pd.concat([carry, *more]) if more else carry
+            more.append(table)
+    yield _frame(pa.concat_tables(more), columns, offset)
+
+
+def _qids(table: Any, qid_column: str) -> np.ndarray:
+    """The qid column of an Arrow table as one numpy array (text as objects)."""
+    return table.column(qid_column).to_numpy()
+
+
+def _frame(table: Any, columns: Mapping[str, str], offset: int) -> pd.DataFrame:
+    """An Arrow table of a part as the DataFrame the engine takes: columns named by their
+    roles, indexed by file row from ``offset``."""
+    frame = table.to_pandas().rename(columns=dict(columns))
+    frame.index = pd.RangeIndex(offset, offset + len(frame))
+    return frame
 
 
 def _last_qid_before(reader: Any, group: int, qid_column: str) -> Any:
