@@ -77,8 +77,10 @@ def _bpref(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     start = r.gstart
     m_count = np.add.reduceat(nonrel, start)
     c = count_before(m_count, np.bincount(r.q[start], minlength=nq)).astype(np.float64)
-    some = np.flatnonzero(group_relevant(x) > 0)
-    return _unscored(x, _bpref_terms(x, some, c[some], m_count[some].astype(np.float64),
+    r_g = group_relevant(x)
+    some = np.flatnonzero(r_g > 0)
+    return _unscored(x, _bpref_terms(x, start[some], r_g[some], c[some],
+                                     m_count[some].astype(np.float64),
                                      n_rel, n_nonrel), n_nonrel), n_rel == 0
 
 
@@ -89,26 +91,32 @@ def _bpref_groups(x: MeasureInput, n_rel: np.ndarray, n_nonrel: np.ndarray) -> n
     assert r.gstart is not None and r.gsize is not None
     r_g = group_relevant(x)
     some = np.flatnonzero(r_g > 0)
-    start = r.gstart[some]
+    start, r_g = r.gstart[some], r_g[some]
     c = (r.pos[start] - relevant_before(x)[start]).astype(np.float64)
-    return _unscored(x, _bpref_terms(x, some, c, r.gsize[some] - r_g[some], n_rel, n_nonrel),
+    return _unscored(x, _bpref_terms(x, start, r_g, c, r.gsize[some] - r_g, n_rel, n_nonrel),
                      n_nonrel)
 
 
-def _bpref_terms(x: MeasureInput, some: np.ndarray, c: np.ndarray, m: np.ndarray,
-                 n_rel: np.ndarray, n_nonrel: np.ndarray) -> np.ndarray:
-    """bpref per query from the tie groups ``some`` (those holding a relevant row: the
-    others' terms are zeros, of either sign, which add nothing to a sum), with ``c``
-    judged non-relevant rows before each and ``m`` inside (floats)."""
+def _bpref_terms(x: MeasureInput, start: np.ndarray, r_g: np.ndarray, c: np.ndarray,
+                 m: np.ndarray, n_rel: np.ndarray, n_nonrel: np.ndarray) -> np.ndarray:
+    """bpref per query from the tie groups starting at ranked rows ``start`` (those holding
+    a relevant row: the others' terms are zeros, of either sign, which add nothing to a
+    sum), with ``r_g`` relevant rows in each, ``c`` judged non-relevant rows before each and
+    ``m`` inside (floats)."""
     r, nq = x.ranking, x.n_queries
-    assert r.gstart is not None
-    group_q = r.q[r.gstart[some]]
-    r_g = group_relevant(x)[some]
+    group_q = r.q[start]
     big_rg = n_rel[group_q]
     scale_g = np.minimum(big_rg, n_nonrel[group_q])
-    t = np.clip(big_rg - c, 0.0, m + 1.0)  # values of X with c + X below R
-    total = t * c + t * (t - 1.0) / 2.0 + (m + 1.0 - t) * big_rg  # sum of min(c + X, R)
-    terms = r_g * (1.0 - ratio(total / (m + 1.0), scale_g))
+    # mean of min(c + X, R): min(c, R) where m = 0 (most groups: a single relevant row),
+    # the very value the sum below gives then (c and R are whole: t is 0 or 1)
+    mean = np.minimum(c, big_rg)
+    mixed = np.flatnonzero(m > 0)
+    if len(mixed):
+        c, m, big = c[mixed], m[mixed], big_rg[mixed]
+        t = np.clip(big - c, 0.0, m + 1.0)  # values of X with c + X below R
+        total = t * c + t * (t - 1.0) / 2.0 + (m + 1.0 - t) * big  # sum of min(c + X, R)
+        mean[mixed] = total / (m + 1.0)
+    terms = r_g * (1.0 - ratio(mean, scale_g))
     return ratio(np.bincount(group_q, weights=terms, minlength=nq), n_rel)
 
 
