@@ -150,6 +150,13 @@ class Prepared:
         """The judged labels counted per query and grade (see :func:`level_counts`)."""
         return level_counts(self.judged_q, self.judged_label, self.n_queries)
 
+    @cached_property
+    def ideal_dcgs(self) -> dict[tuple[Any, ...], np.ndarray]:
+        """IDCG@k per query, by ideal, gain, discount, cut-off and length: the labels' own,
+        computed once for every tie rule and shared with :meth:`with_score`'s twins (another
+        score column, the same judgments)."""
+        return {}
+
     def ideal(self, mode: str) -> Ideal:
         if mode == "judged":
             return Ideal(self.judged_q, self.judged_label)
@@ -203,7 +210,8 @@ class Prepared:
             self._adopt()
         twin = replace(self, score=score[self.row], _rankings={}, _contenders={},
                        _relevant=self._relevant, pending=None, early=None)
-        for name in ("layout", "pos", "judged_level_counts"):  # label-only caches
+        for name in ("layout", "pos", "judged_level_counts", "ideal_dcgs", "_top_label",
+                     "_top_judged"):  # label-only caches
             if name in self.__dict__:
                 twin.__dict__[name] = self.__dict__[name]
         return twin

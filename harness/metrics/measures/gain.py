@@ -251,6 +251,16 @@ def _within(q: np.ndarray, pos: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
 
 
 def _ideal_dcg(prep: Prepared, x: MeasureInput, disc: np.ndarray) -> np.ndarray:
+    """IDCG@k per query, once per prepared labels (:attr:`Prepared.ideal_dcgs`: nDCG under
+    each tie rule, of each score column, shares it)."""
+    metric = x.metric
+    key = (metric.ideal, metric.gain_key, metric.discount, metric.k, len(disc))
+    if key not in prep.ideal_dcgs:
+        prep.ideal_dcgs[key] = _ideal_dcg_of(prep, x, disc)
+    return prep.ideal_dcgs[key]
+
+
+def _ideal_dcg_of(prep: Prepared, x: MeasureInput, disc: np.ndarray) -> np.ndarray:
     """IDCG@k per query. Integer labels in [0, 64): from per-query label counts (no sort):
     levels in decreasing gain fill consecutive positions, each contributing its gain times
     the sum of the discounts it covers. Other labels: a per-query sort by gain."""
