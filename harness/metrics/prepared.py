@@ -151,6 +151,25 @@ class Prepared:
         return level_counts(self.judged_q, self.judged_label, self.n_queries)
 
     @cached_property
+    def top_label(self) -> float:
+        """The highest label of these rows (0 when none), found once (every nDCG variant
+        checks its gains by it, ERR and mnDCG their top grade)."""
+        return float(self.label.max()) if len(self.label) else 0.0
+
+    @cached_property
+    def top_judged(self) -> float:
+        """The highest label judged (0 when none), found once."""
+        return float(self.judged_label.max()) if len(self.judged_label) else 0.0
+
+    @cached_property
+    def integer_grades(self) -> bool:
+        """Whether every label of these rows is a whole number in [0, 64) (ERR's stop
+        probabilities then take at most 64 values), found once."""
+        label = self.label
+        return len(label) == 0 or bool(label.min() >= 0 and label.max() < 64
+                                       and np.array_equal(label, np.floor(label)))
+
+    @cached_property
     def ideal_dcgs(self) -> dict[tuple[Any, ...], np.ndarray]:
         """IDCG@k per query, by ideal, gain, discount, cut-off and length: the labels' own,
         computed once for every tie rule and shared with :meth:`with_score`'s twins (another
@@ -210,8 +229,8 @@ class Prepared:
             self._adopt()
         twin = replace(self, score=score[self.row], _rankings={}, _contenders={},
                        _relevant=self._relevant, pending=None, early=None)
-        for name in ("layout", "pos", "judged_level_counts", "ideal_dcgs", "_top_label",
-                     "_top_judged"):  # label-only caches
+        for name in ("layout", "pos", "judged_level_counts", "ideal_dcgs", "top_label",
+                     "top_judged", "integer_grades"):  # label-only caches
             if name in self.__dict__:
                 twin.__dict__[name] = self.__dict__[name]
         return twin

@@ -48,8 +48,11 @@ def _err(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     else:
         empty = by_level[0][:, 1:].sum(axis=1) == 0
     label = r.label  # integer grades below 64: at most 64 distinct stop probabilities
-    few = len(label) == 0 or (label.min() >= 0 and label.max() < 64
-                              and np.array_equal(label, np.floor(label)))
+    if r.grouped_label is prep.label and len(label) == len(prep.label):  # every row's
+        few = prep.integer_grades
+    else:
+        few = len(label) == 0 or (label.min() >= 0 and label.max() < 64
+                                  and np.array_equal(label, np.floor(label)))
     return cascade(r, stop, r.n, metric.k, nq, binary=False, few=bool(few)), empty
 
 

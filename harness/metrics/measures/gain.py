@@ -125,16 +125,13 @@ def _check_gains(prep: Prepared, x: MeasureInput, labels: np.ndarray, which: str
 
 
 def _top(prep: Prepared, labels: np.ndarray) -> float:
-    """The highest of ``labels`` (0 when empty), found once per prepared rows for their own
-    labels and judgments (every nDCG variant checks them)."""
-    name = "_top_label" if labels is prep.label else \
-        "_top_judged" if labels is prep.judged_label else None
-    if name is not None and name in prep.__dict__:
-        return prep.__dict__[name]
-    top = float(labels.max()) if len(labels) else 0.0
-    if name is not None:
-        prep.__dict__[name] = top
-    return top
+    """The highest of ``labels`` (0 when empty): the prepared rows' own, for their labels
+    and judgments (every nDCG variant checks them)."""
+    if labels is prep.label:
+        return prep.top_label
+    if labels is prep.judged_label:
+        return prep.top_judged
+    return float(labels.max()) if len(labels) else 0.0
 
 
 def _gain_text(gain: object) -> str:
