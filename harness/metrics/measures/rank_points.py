@@ -112,16 +112,17 @@ def _infap(x: MeasureInput) -> Result:
         s = exclusive_count(r, nonrel.astype(np.int64), r.n)[hit].astype(np.float64)
     # in the pool but not judged (a negative label): counted in the share of documents
     # above whose precision is inferred, as trec_eval's pool_unjudged_so_far
-    if r.grouped_negative is None:  # no negative label: none above any row
-        pooled = np.zeros(len(q))
-    else:
+    judged = a + s
+    counted = judged  # none in the pool but unjudged above any row: adding zeros (to
+    if r.grouped_negative is not None:  # counts >= 0) would change no bit
         pooled = exclusive_count(r, x.negative.astype(np.int64), r.n).astype(np.float64)
-        pooled = pooled[hit if hit is not None else x.relevant() > 0]
+        counted = judged + pooled[hit if hit is not None else x.relevant() > 0]
     j = pos.astype(np.float64)
+    j1 = j + 1.0
     with np.errstate(invalid="ignore", divide="ignore"):
-        term = 1.0 / (j + 1.0) + (j / (j + 1.0)) * ((a + s + pooled) / j) * (
-            (a + INFAP_EPSILON) / (a + s + 2.0 * INFAP_EPSILON))
-    term = np.where(j == 0, 1.0, term)
+        term = 1.0 / j1 + (j / j1) * (counted / j) * (
+            (a + INFAP_EPSILON) / (judged + 2.0 * INFAP_EPSILON))
+    term[j == 0] = 1.0
     return ratio(np.bincount(q, weights=term, minlength=nq), n_rel), n_rel == 0
 
 
