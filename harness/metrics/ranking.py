@@ -95,11 +95,15 @@ class Ranking:
                     self._positive[level] = (q, pos, label, index)
                     return self._positive[level]
                 q, pos, label = q[keep], pos[keep], label[keep]
-            else:
+                n = np.bincount(q, minlength=len(self.n))
+            else:  # the rows kept, counted per query from where each query's rows end
                 label = self.label
                 keep = np.flatnonzero(label > 0)
-                q, pos, label = self.q[keep], self.pos[keep], label[keep]
-            n = np.bincount(q, minlength=len(self.n))
+                ends = np.cumsum(self.n)
+                n = np.diff(np.searchsorted(keep, ends), prepend=0)
+                # queries hold consecutive rows: no gather of their codes and positions
+                q = np.repeat(np.arange(len(self.n), dtype=self.q.dtype), n)
+                pos, label = keep - np.repeat(ends - self.n, n), label[keep]
             index = np.arange(len(q), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
             self._positive[level] = (q, pos, label, index)
         return self._positive[level]
