@@ -151,13 +151,13 @@ class Prepared:
         return level_counts(self.judged_q, self.judged_label, self.n_queries)
 
     @cached_property
-    def top_label(self) -> float:
+    def highest_label(self) -> float:
         """The highest label of these rows (0 when none), found once (every nDCG variant
         checks its gains by it, ERR and mnDCG their top grade)."""
         return float(self.label.max()) if len(self.label) else 0.0
 
     @cached_property
-    def top_judged(self) -> float:
+    def highest_judged(self) -> float:
         """The highest label judged (0 when none), found once."""
         return float(self.judged_label.max()) if len(self.judged_label) else 0.0
 
@@ -229,8 +229,8 @@ class Prepared:
             self._adopt()
         twin = replace(self, score=score[self.row], _rankings={}, _contenders={},
                        _relevant=self._relevant, pending=None, early=None)
-        for name in ("layout", "pos", "judged_level_counts", "ideal_dcgs", "top_label",
-                     "top_judged", "integer_grades"):  # label-only caches
+        for name in ("layout", "pos", "judged_level_counts", "ideal_dcgs", "highest_label",
+                     "highest_judged", "integer_grades"):  # label-only caches
             if name in self.__dict__:
                 twin.__dict__[name] = self.__dict__[name]
         return twin

@@ -128,9 +128,9 @@ def _top(prep: Prepared, labels: np.ndarray) -> float:
     """The highest of ``labels`` (0 when empty): the prepared rows' own, for their labels
     and judgments (every nDCG variant checks them)."""
     if labels is prep.label:
-        return prep.top_label
+        return prep.highest_label
     if labels is prep.judged_label:
-        return prep.top_judged
+        return prep.highest_judged
     return float(labels.max()) if len(labels) else 0.0
 
 

@@ -23,7 +23,7 @@ def top_grade(prep: Prepared, metric: Metric) -> float:
 def check_top_grade(prep: Prepared, metric: Metric) -> None:
     """A label above the top grade would give values above 1: refuse it, naming the query."""
     top = top_grade(prep, metric)
-    if prep.top_label <= top and prep.top_judged <= top:  # no label above it
+    if prep.highest_label <= top and prep.highest_judged <= top:  # no label above it
         return
     for q, labels in ((prep.q, prep.label), (prep.judged_q, prep.judged_label)):
         above = np.flatnonzero(labels > top)
