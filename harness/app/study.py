@@ -32,7 +32,8 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from harness.app.check import CheckFailed, check_failures, sample_options
+from harness.app.check import (CheckFailed, check_failures, import_sklearn_meanwhile,
+                               sample_options)
 from harness.errors import OutputError
 from harness.app.in_place import evaluate_columns_in_place, evaluate_in_place
 from harness.app.judged_share import judged_distribution, judged_per_query, judged_warning
@@ -105,7 +106,7 @@ def _run_job(job: _Job) -> StudyResult:
     """The study after its plan was built: load, score and evaluate, write, log."""
     t0 = time.perf_counter()
     if job.plan.check_on:
-        _import_sklearn_meanwhile()
+        import_sklearn_meanwhile()
     dataset = _load(job)
     incomplete = _begin(job.out)  # the input is valid: work begins
     results, explained, runs = _evaluate_rankers(job, dataset)
@@ -136,20 +137,6 @@ def _run_job(job: _Job) -> StudyResult:
             raise CheckFailed(message + " (set check.sklearn=warn to only warn)")
         log.warning(message)
     return result
-
-
-def _import_sklearn_meanwhile() -> None:
-    """Import sklearn's nDCG (about 1 s) in a thread while the dataset loads and the rankers
-    are evaluated: hashing a parquet run, reading and numpy's kernels leave the other core
-    and the GIL free, and the check would otherwise wait for the import. A failed import is
-    left for the check, which raises it."""
-    import threading
-
-    def load() -> None:
-        with contextlib.suppress(Exception):
-            import sklearn.metrics._ranking  # noqa: F401
-
-    threading.Thread(target=load, name="import-sklearn", daemon=True).start()
 
 
 def _load(job: _Job) -> Dataset | ParquetRun:

@@ -5,6 +5,7 @@ environment) and the figures, all before anything is sent to MLflow."""
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -33,10 +34,11 @@ def write_outputs(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
     max_queries = plan.tracking.bootstrap_max_queries
     written: dict[str, Any] = {"per_query": {}, "summary": {}}
     (out / "per_query").mkdir(parents=True, exist_ok=True)
-    # the per-query files are written by a thread while the summaries are computed here:
-    # Arrow encodes and compresses without the GIL, numpy sorts and sums likewise (at 1M
-    # queries each takes about a second per ranker); both are done before this returns
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    # the per-query files are written by threads (one per ranker, up to the cores) while the
+    # summaries are computed here: Arrow encodes and compresses without the GIL, numpy sorts
+    # and sums likewise (at 1M queries each takes about a second per ranker); both are done
+    # before this returns
+    with ThreadPoolExecutor(max_workers=max(1, min(len(results), os.cpu_count() or 1))) as pool:
         writes = {name: pool.submit(_write_per_query, r.per_query,
                                     out / "per_query" / f"{name}.parquet")
                   for name, r in results.items()}

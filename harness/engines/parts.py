@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from harness.engines.workers import InOrder
-from harness.errors import InputError
+from harness.errors import InputError, plain
 from harness.metrics.blocked import collection_top_label as memory_top_label
 from harness.metrics.definition import Metric
 from harness.metrics.columns import evaluate_columns
@@ -26,7 +26,8 @@ from harness.metrics.inputs import QRELS_COLUMNS, check_labels, numeric, require
 from harness.metrics.weighting import EMPTY_ATTR, merge_empty
 
 __all__ = ["evaluate_part", "evaluate_parts", "evaluate_score_parts", "PassClock", "assemble",
-           "check_options", "memory_parts", "file_columns", "top_label", "parquet_reader"]
+           "check_options", "memory_parts", "file_columns", "top_label", "parquet_reader",
+           "NotClustered", "not_clustered"]
 
 
 ROLES = ("qid", "docid", "score", "label")
@@ -58,6 +59,19 @@ def file_columns(path: Path, qrels: pd.DataFrame | None,
         raise InputError(f"parquet run {path.name} lacks column(s) {missing}; it has {have}",
                          table=path.name, column=missing[0])
     return {roles[r]: r for r in wanted}
+
+
+class NotClustered(InputError):
+    """The rows of a query are not contiguous in the file."""
+
+
+def not_clustered(path: Path, qid: Any, row: int) -> NotClustered:
+    """The error for a query whose rows resume at ``row`` after another query's."""
+    return NotClustered(
+        f"the rows of query {plain(qid)!r} are not contiguous in {path.name} (it appears "
+        f"again at row {row}); rewrite the file clustered by qid with: harness "
+        f"cluster {path} {path.with_name(path.stem + '.clustered.parquet')}",
+        table=path.name, column="qid", qid=qid, row=row)
 
 
 def parquet_reader(path: str | Path) -> Any:

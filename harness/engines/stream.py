@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from harness.engines.parts import (
+    NotClustered,
     PassClock,
     check_options,
     evaluate_parts,
@@ -28,21 +29,18 @@ from harness.engines.parts import (
     memory_parts,
     memory_top_label,
     needs_top_label,
+    not_clustered,
     parquet_reader,
     top_label,
 )
 from harness.engines.units import evaluate_units, file_units
-from harness.errors import InputError, plain
+from harness.errors import InputError
 from harness.metrics.definition import Metric
 from harness.metrics.evaluate import MetricLike
 from harness.progress import bars_on, progress_sized
 
 __all__ = ["evaluate_parquet", "evaluate_parquet_scores", "evaluate_memory",
            "iter_query_batches", "NotClustered", "row_count"]
-
-
-class NotClustered(InputError):
-    """The rows of a query are not contiguous in the file."""
 
 
 def iter_query_batches(path: str | os.PathLike[str], *, batch_rows: int = 1_000_000,
@@ -99,15 +97,6 @@ def _check_new(frame: pd.DataFrame, seen: set[Any], path: Path, offset: int) -> 
         i = int(np.flatnonzero(repeated)[0])
         raise not_clustered(path, firsts.iloc[i], offset + int(starts[i]))
     seen.update(values)
-
-
-def not_clustered(path: Path, qid: Any, row: int) -> NotClustered:
-    """The error for a query whose rows resume at ``row`` after another query's."""
-    return NotClustered(
-        f"the rows of query {plain(qid)!r} are not contiguous in {path.name} (it appears "
-        f"again at row {row}); rewrite the file clustered by qid with: harness "
-        f"cluster {path} {path.with_name(path.stem + '.clustered.parquet')}",
-        table=path.name, column="qid", qid=qid, row=row)
 
 
 def evaluate_parquet(path: str | os.PathLike[str], qrels: pd.DataFrame | None = None,

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from harness.engines.parts import (PassClock, Tables, assemble, evaluate_part_columns,
-                                   parquet_reader)
+                                   not_clustered, parquet_reader)
 from harness.engines.workers import ColumnWorkers, InOrder
 from harness.metrics.definition import Metric
 from harness.progress import progress_sized
@@ -172,8 +172,6 @@ def evaluate_units(path: Path, units: list[Unit], columns: Mapping[str, str],
                    workers: int) -> dict[str | None, pd.DataFrame]:
     """Per score column, the table one process's pass gives (labels read from the file),
     the units read and evaluated here and in ``workers - 1`` worker processes."""
-    from harness.engines.stream import not_clustered
-
     name = path.name
     frames: dict[str | None, Tables] = {s: Tables() for s in scores}
     unjudged: dict[str | None, list[Any]] = {s: [] for s in scores}
