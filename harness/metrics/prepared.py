@@ -16,7 +16,7 @@ from harness.metrics import background
 from harness.metrics.ranking import QUICKSORT_RULES, Ranking, rank
 from harness.metrics.segments import Layout
 
-__all__ = ["Prepared", "Ideal", "Judgments", "level_counts", "MAX_LEVELS"]
+__all__ = ["Prepared", "Ideal", "Judgments", "level_counts", "whole_grades", "MAX_LEVELS"]
 
 
 @dataclass(frozen=True)
@@ -165,9 +165,7 @@ class Prepared:
     def integer_grades(self) -> bool:
         """Whether every label of these rows is a whole number in [0, 64) (ERR's stop
         probabilities then take at most 64 values), found once."""
-        label = self.label
-        return len(label) == 0 or bool(label.min() >= 0 and label.max() < 64
-                                       and np.array_equal(label, np.floor(label)))
+        return whole_grades(self.label)
 
     @cached_property
     def ideal_dcgs(self) -> dict[tuple[Any, ...], np.ndarray]:
@@ -341,6 +339,12 @@ class Prepared:
 
 #: Integer labels below this are counted per grade (:func:`level_counts`) instead of sorted.
 MAX_LEVELS = 64
+
+
+def whole_grades(labels: np.ndarray) -> bool:
+    """Whether every label is a whole number in [0, 64) (none: True)."""
+    return len(labels) == 0 or bool(labels.min() >= 0 and labels.max() < 64
+                                    and np.array_equal(labels, np.floor(labels)))
 
 
 def level_counts(q: np.ndarray, label: np.ndarray, n_queries: int

@@ -17,6 +17,7 @@ import numpy as np
 
 from harness.errors import InputError
 from harness.metrics.measures.top_grade import check_top_grade, top_grade
+from harness.metrics.prepared import whole_grades
 from harness.metrics.ranked import cascade, group_stop_probability, survival_before, topk_sum
 from harness.metrics.registry import MeasureInput, register_measure
 
@@ -51,8 +52,7 @@ def _err(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     if r.grouped_label is prep.label and len(label) == len(prep.label):  # every row's
         few = prep.integer_grades
     else:
-        few = len(label) == 0 or (label.min() >= 0 and label.max() < 64
-                                  and np.array_equal(label, np.floor(label)))
+        few = whole_grades(label)
     return cascade(r, stop, r.n, metric.k, nq, binary=False, few=bool(few)), empty
 
 
