@@ -56,34 +56,52 @@ _SLOW_LOGGING = textwrap.dedent("""
 """)
 
 
-def _env(tmp: Path, slow: float | None = None) -> dict[str, str]:
+# an exit handler that never returns: the unwinding a signal starts is stuck (as it was
+# when a thread waited on the import lock the main thread was stopped holding)
+_STUCK_AT_EXIT = textwrap.dedent("""
+    import atexit, threading
+    atexit.register(threading.Event().wait)
+""")
+
+
+def _env(tmp: Path, slow: float | None = None, hook_text: str | None = None
+         ) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "HARNESS_"))}
+    env["PYTHONFAULTHANDLER"] = "1"  # a job that does not end is asked for its threads
     if slow is not None:
+        hook_text = _SLOW_LOGGING
+        env["HARNESS_TEST_SLOW_LOG"] = str(slow)
+    if hook_text is not None:
         hook = tmp / "hook"
         hook.mkdir(exist_ok=True)
-        (hook / "sitecustomize.py").write_text(_SLOW_LOGGING)
+        (hook / "sitecustomize.py").write_text(hook_text)
         env["PYTHONPATH"] = os.pathsep.join([str(hook), str(PROJECT)])
-        env["HARNESS_TEST_SLOW_LOG"] = str(slow)
     return env
 
 
-def _args(tmp: Path) -> list[str]:
-    return ["dataset.n_queries=30", "dataset.n_train_queries=30", "metric=ndcg10",
-            "tracking.figures=off", f"tracking.uri=sqlite:///{tmp}/mlflow.db",
-            f"tracking.artifact_root={tmp}/art", f"tracking.pending_dir={tmp}/pending",
-            f"cache_dir={tmp}/cache", f"hydra.sweep.dir={tmp}/out", f"hydra.run.dir={tmp}/out",
-            "study=signals"]
+def _args(tmp: Path, given: list[str]) -> list[str]:
+    """The test's settings, less those ``given`` sets (Hydra takes the last of two)."""
+    keys = {a.split("=", 1)[0] for a in given}
+    return [a for a in ["dataset.n_queries=30", "dataset.n_train_queries=30", "metric=ndcg10",
+                        "tracking.figures=off", f"tracking.uri=sqlite:///{tmp}/mlflow.db",
+                        f"tracking.artifact_root={tmp}/art",
+                        f"tracking.pending_dir={tmp}/pending", f"cache_dir={tmp}/cache",
+                        f"hydra.sweep.dir={tmp}/out", f"hydra.run.dir={tmp}/out",
+                        "study=signals"] if a.split("=", 1)[0] not in keys]
 
 
 class Job:
     """A ``python -m harness`` process in its own session, its output in files."""
 
-    def __init__(self, tmp: Path, args: list[str], slow: float | None = None) -> None:
+    def __init__(self, tmp: Path, args: list[str], slow: float | None = None,
+                 hook_text: str | None = None, env: dict[str, str] | None = None) -> None:
         self.tmp = tmp
         self.out, self.err = (tmp / "stdout").open("w+"), (tmp / "stderr").open("w+")
-        self.proc = subprocess.Popen([sys.executable, "-m", "harness", *args, *_args(tmp)],
-                                     cwd=PROJECT, env=_env(tmp, slow), stdout=self.out,
-                                     stderr=self.err, text=True, start_new_session=True)
+        self.proc = subprocess.Popen([sys.executable, "-m", "harness", *args,
+                                      *_args(tmp, args)], cwd=PROJECT,
+                                     env={**_env(tmp, slow, hook_text), **(env or {})},
+                                     stdout=self.out, stderr=self.err, text=True,
+                                     start_new_session=True)
 
     def said(self) -> str:
         return (self.tmp / "stdout").read_text() + (self.tmp / "stderr").read_text()
@@ -99,7 +117,12 @@ class Job:
         return psutil.Process(self.proc.pid).children(recursive=True)
 
     def finish(self, timeout: float = 120) -> int:
-        code = self.proc.wait(timeout=timeout)
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:  # every thread's stack, then the failure
+            self.proc.send_signal(signal.SIGABRT)
+            self.proc.wait(timeout=30)
+            pytest.fail(f"not ended {timeout:g} s after it was told to:\n{self.said()[-8000:]}")
         self.out.close()
         self.err.close()
         return code
@@ -217,6 +240,34 @@ def test_sigterm_while_a_job_computes_leaves_nothing(tmp_path: Path) -> None:
     line = _one_line(job.said(), "SIGTERM")
     assert "before the results were complete: nothing was logged" in line
     assert not (tmp_path / "out").exists() and _pending(tmp_path) == []
+
+
+def test_a_stopped_job_whose_unwinding_is_stuck_ends_after_the_grace(tmp_path: Path) -> None:
+    job = Job(tmp_path, ["ranker=oracle", "dataset.n_queries=3000"],
+              hook_text=_STUCK_AT_EXIT, env={"HARNESS_STOP_GRACE": "2"})
+    job.wait_for("engine: local")
+    job.proc.send_signal(signal.SIGTERM)
+    started = time.monotonic()
+    assert job.finish(timeout=60) == 128 + signal.SIGTERM
+    assert time.monotonic() - started < 30  # the grace, not the faulthandler's last resort
+    said = job.said()
+    assert "before the results were complete: nothing was logged" in said
+    assert ("interrupted (SIGTERM): did not stop within 2 s (HARNESS_STOP_GRACE), ended "
+            "without closing what was open") in said
+    assert "Traceback" not in said and "Thread 0x" not in said
+
+
+@pytest.mark.parametrize("grace", ["soon", "0", "-5"])
+def test_a_stop_grace_that_is_not_a_duration_is_refused_at_start(tmp_path: Path,
+                                                                  grace: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "harness", *_args(tmp_path, [])],
+                          cwd=PROJECT, env={**_env(tmp_path), "HARNESS_STOP_GRACE": grace},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"error: HARNESS_STOP_GRACE={grace!r} is not a number of seconds (above 0, below a "
+        "day); leave it unset for the default 60")
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.slow

@@ -3,8 +3,6 @@ failures (the check itself is :func:`harness.metrics.sklearn_check.check_against
 
 from __future__ import annotations
 
-import contextlib
-import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,8 +12,8 @@ from harness.app.config import CheckConfig
 from harness.app.results import RankerResult
 from harness.errors import HarnessError
 
-__all__ = ["CheckFailed", "sample_options", "check_failures", "check_table",
-           "import_sklearn_meanwhile"]
+__all__ = ["CheckFailed", "sample_options", "check_failures", "check_table"]
+
 
 class CheckFailed(HarnessError):
     """The sklearn cross-check found a difference above the tolerance."""
@@ -47,17 +45,3 @@ def check_table(results: Mapping[str, RankerResult]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["ranker", "variant", "status", "reason", "n_checked",
                                        "n_not_checked", "max_abs_diff", "worst_qid",
                                        "sample_size", "note"])
-
-
-def import_sklearn_meanwhile() -> None:
-    """Import sklearn's nDCG (about 1 s) in a thread while the dataset loads and the rankers
-    are evaluated, so the check does not wait for it (the default study's check phase 1.3-1.6
-    -> 0.95-1.0 s). The import holds the GIL: hashing a large parquet run meanwhile took
-    1.7 s instead of 0.8 s, about what the check then saves. A failed import is left for the
-    check, which raises it."""
-
-    def load() -> None:
-        with contextlib.suppress(Exception):
-            import sklearn.metrics._ranking  # noqa: F401
-
-    threading.Thread(target=load, name="import-sklearn", daemon=True).start()

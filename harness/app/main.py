@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import faulthandler
 import logging
 import os
 import signal
@@ -100,8 +101,56 @@ class Terminated(KeyboardInterrupt):
     parent run is closed."""
 
 
+#: Seconds a stopped job or sweep has to unwind (stop its workers, close its parent run,
+#: say what it kept) before it ends anyway; the environment variable sets another.
+STOP_GRACE_ENV, STOP_GRACE = "HARNESS_STOP_GRACE", 60.0
+_STOP: list[float] = []  # [signal, grace] once the first SIGTERM or Ctrl-C arrived
+
+
+def _stop_grace() -> float:
+    raw = os.environ.get(STOP_GRACE_ENV)
+    try:
+        grace = STOP_GRACE if raw is None else float(raw)
+    except ValueError:
+        grace = -1.0
+    if not 0 < grace < 86_400:
+        raise SystemExit(f"error: {STOP_GRACE_ENV}={raw!r} is not a number of seconds "
+                         "(above 0, below a day); leave it unset for the default "
+                         f"{STOP_GRACE:g}")
+    return grace
+
+
+def _arm(signum: int) -> None:
+    """Bound the unwinding a signal starts. A thread waiting on one the main thread was
+    stopped in the middle of (a signal handled between the interpreter's taking its import
+    lock and the ``try`` that releases it leaves the lock held) would otherwise keep the
+    process forever. SIGALRM ends it with the usual exit code; should the main thread be
+    stuck where no Python handler can run, faulthandler dumps every thread and exits."""
+    if _STOP:
+        return
+    grace = _stop_grace()
+    _STOP[:] = [float(signum), grace]
+    signal.signal(signal.SIGALRM, _give_up)
+    signal.setitimer(signal.ITIMER_REAL, grace)
+    faulthandler.dump_traceback_later(grace + 15, exit=True)
+
+
+def _give_up(signum: int, frame: object) -> None:
+    stopped, grace = int(_STOP[0]), _STOP[1]
+    os.write(2, (f"interrupted ({signal.Signals(stopped).name}): did not stop within "
+                 f"{grace:g} s ({STOP_GRACE_ENV}), ended without closing what was open; "
+                 "log plans left pending are sent by harness sync\n").encode())
+    os._exit(128 + stopped)
+
+
 def _terminate(signum: int, frame: object) -> None:
+    _arm(signum)
     raise Terminated()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    _arm(signum)
+    raise KeyboardInterrupt()
 
 
 _JOB: list[Path] = []  # a single job's (output folder, pending folder)
@@ -157,7 +206,10 @@ def main() -> None:
 
     help_main()
     if threading.current_thread() is threading.main_thread():
+        _stop_grace()  # a bad value is refused now, not when a signal arrives
         signal.signal(signal.SIGTERM, _terminate)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, _interrupt)
     try:
         _main()
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: one line, no traceback

@@ -32,8 +32,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from harness.app.check import (CheckFailed, check_failures, import_sklearn_meanwhile,
-                               sample_options)
+from harness.app.check import CheckFailed, check_failures, sample_options
 from harness.errors import OutputError
 from harness.app.in_place import evaluate_columns_in_place, evaluate_in_place
 from harness.app.judged_share import judged_distribution, judged_per_query, judged_warning
@@ -105,8 +104,6 @@ def _run_study(cfg: DictConfig | Mapping[str, Any], output_dir: Path, *,
 def _run_job(job: _Job) -> StudyResult:
     """The study after its plan was built: load, score and evaluate, write, log."""
     t0 = time.perf_counter()
-    if job.plan.check_on:
-        import_sklearn_meanwhile()
     dataset = _load(job)
     incomplete = _begin(job.out)  # the input is valid: work begins
     results, explained, runs = _evaluate_rankers(job, dataset)
