@@ -37,7 +37,10 @@ def write_outputs(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
     # Arrow encodes and compresses without the GIL, numpy sorts and sums likewise (at 1M
     # queries each takes about a second per ranker); both are done before this returns. One
     # thread: each file's conversion holds two copies of its table (0.6 GB at 1M queries)
-    # and two at once took the 110M-row study's peak from 1.8 to 1.97 GB
+    # and two at once took the 110M-row study's peak from 1.8 to 1.97 GB. What the thread
+    # needs is imported here first: a signal that stops this thread mid-import while the
+    # writer imports too can leave the import lock held and the writer waiting for ever
+    _import_what_the_writer_needs()
     with ThreadPoolExecutor(max_workers=1) as pool:
         writes = {name: pool.submit(_write_per_query, r.per_query,
                                     out / "per_query" / f"{name}.parquet")
@@ -72,6 +75,16 @@ def write_outputs(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
         "source": dataset.source})
     written["environment_json"] = dump_json(out / "environment.json", environment())
     return written
+
+
+def _import_what_the_writer_needs() -> None:
+    """The modules :func:`_write_per_query` imports on its first call (pandas' parquet
+    writer, Arrow's pandas conversion and parquet modules), so that its thread imports
+    nothing (tests/test_app_threads.py)."""
+    import pandas.io.parquet  # noqa: F401
+    import pyarrow.pandas_compat  # noqa: F401
+    import pyarrow.parquet  # noqa: F401
+    from pandas.core.arrays.arrow import extension_types  # noqa: F401
 
 
 def _write_per_query(per_query: pd.DataFrame, path: Path) -> Path:
