@@ -34,8 +34,8 @@ The harness engines must give the same mean to 1e-12 and each peer the harness m
 convention (``convention="ranx"``, ``"trec_eval"``) to 1e-9, or the run fails after printing
 the table. The issue's targets are printed MET or NOT MET with their figures.
 
-``app`` times the 2-ranker, default-grid study on a scored parquet_run (engine=stream) against
-evaluate_parquet's nDCG@10 alone, under ``/usr/bin/time -v`` (bench_scale_app.py).
+``app`` times the 2-ranker study on a scored parquet_run (engine=stream), with the issue's 29
+variants and with today's 32-variant default grid, against evaluate_parquet's nDCG@10 alone, under ``/usr/bin/time -v`` (bench_scale_app.py).
 """
 
 from __future__ import annotations
