@@ -247,9 +247,8 @@ def test_a_stopped_job_whose_unwinding_is_stuck_ends_after_the_grace(tmp_path: P
               hook_text=_STUCK_AT_EXIT, env={"HARNESS_STOP_GRACE": "2"})
     job.wait_for("engine: local")
     job.proc.send_signal(signal.SIGTERM)
-    started = time.monotonic()
+    # exit 143 and no thread dump: ended by the grace, not by faulthandler's last resort
     assert job.finish(timeout=60) == 128 + signal.SIGTERM
-    assert time.monotonic() - started < 30  # the grace, not the faulthandler's last resort
     said = job.said()
     assert "before the results were complete: nothing was logged" in said
     assert ("interrupted (SIGTERM): did not stop within 2 s (HARNESS_STOP_GRACE), ended "
