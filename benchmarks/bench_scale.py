@@ -35,7 +35,8 @@ convention (``convention="ranx"``, ``"trec_eval"``) to 1e-9, or the run fails af
 the table. The issue's targets are printed MET or NOT MET with their figures.
 
 ``app`` times the 2-ranker study on a scored parquet_run (engine=stream), with the issue's 29
-variants and with today's 32-variant default grid, against evaluate_parquet's nDCG@10 alone, under ``/usr/bin/time -v`` (bench_scale_app.py).
+variants and with today's 32-variant default grid, against evaluate_parquet's nDCG@10 alone
+(bench_scale_app.py: peak RSS summed over each command's processes, sampled every 50 ms).
 """
 
 from __future__ import annotations

@@ -104,7 +104,8 @@ class Terminated(KeyboardInterrupt):
 #: Seconds a stopped job or sweep has to unwind (stop its workers, close its parent run,
 #: say what it kept) before it ends anyway; the environment variable sets another.
 STOP_GRACE_ENV, STOP_GRACE = "HARNESS_STOP_GRACE", 60.0
-_STOP: list[float] = []  # [signal, grace] once the first SIGTERM or Ctrl-C arrived
+_GRACE: list[float] = [STOP_GRACE]  # main() reads the environment's value into it
+_STOPPED: list[int] = []  # the first SIGTERM or Ctrl-C
 
 
 def _stop_grace() -> float:
@@ -126,17 +127,16 @@ def _arm(signum: int) -> None:
     lock and the ``try`` that releases it leaves the lock held) would otherwise keep the
     process forever. SIGALRM ends it with the usual exit code; should the main thread be
     stuck where no Python handler can run, faulthandler dumps every thread and exits."""
-    if _STOP:
+    if _STOPPED:
         return
-    grace = _stop_grace()
-    _STOP[:] = [float(signum), grace]
+    _STOPPED.append(signum)
     signal.signal(signal.SIGALRM, _give_up)
-    signal.setitimer(signal.ITIMER_REAL, grace)
-    faulthandler.dump_traceback_later(grace + 15, exit=True)
+    signal.setitimer(signal.ITIMER_REAL, _GRACE[0])
+    faulthandler.dump_traceback_later(_GRACE[0] + 15, exit=True)
 
 
 def _give_up(signum: int, frame: object) -> None:
-    stopped, grace = int(_STOP[0]), _STOP[1]
+    stopped, grace = _STOPPED[0], _GRACE[0]
     os.write(2, (f"interrupted ({signal.Signals(stopped).name}): did not stop within "
                  f"{grace:g} s ({STOP_GRACE_ENV}), ended without closing what was open; "
                  "log plans left pending are sent by harness sync\n").encode())
@@ -206,7 +206,7 @@ def main() -> None:
 
     help_main()
     if threading.current_thread() is threading.main_thread():
-        _stop_grace()  # a bad value is refused now, not when a signal arrives
+        _GRACE[0] = _stop_grace()  # a bad value is refused now, not when a signal arrives
         signal.signal(signal.SIGTERM, _terminate)
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             signal.signal(signal.SIGINT, _interrupt)
