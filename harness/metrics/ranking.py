@@ -15,7 +15,7 @@ import pandas as pd
 
 from harness.metrics.quicksort_ties import RULES as QUICKSORT_RULES
 from harness.metrics.quicksort_ties import quicksort_ties_perm
-from harness.metrics.segments import segment_argsort
+from harness.metrics.segments import segment_argsort, segment_sort
 
 if TYPE_CHECKING:
     from harness.metrics.prepared import Prepared
@@ -48,6 +48,7 @@ class Ranking:
     _positive: dict[float, tuple[np.ndarray, ...]] = field(default_factory=dict)
     _tied: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     _boundary: np.ndarray | None = None  # per ranked row: does it start a tie group
+    stable: bool = False  # tied rows in grouped-row order (the input order)
 
     @cached_property
     def label(self) -> np.ndarray:
@@ -164,6 +165,9 @@ def rank(prep: Prepared, ties: str, seed: int) -> Ranking:
             return Ranking(perm=base.perm, q=prep.q, pos=prep.pos, grouped_label=prep.label,
                            n=prep.n_docs)
         # the rows alone in their group keep their place: only the tied rows are sorted
+        if ties == "input" and base.stable:  # the tied rows are in input order already
+            return Ranking(perm=base.perm, q=prep.q, pos=prep.pos, grouped_label=prep.label,
+                           n=prep.n_docs)
         tied = base.tied()[0]
         tied_perm = base.perm[tied]
         if ties == "input":
@@ -178,7 +182,10 @@ def rank(prep: Prepared, ties: str, seed: int) -> Ranking:
         return Ranking(perm=perm, q=prep.q, pos=prep.pos, grouped_label=prep.label,
                        n=prep.n_docs)
     neg = -prep.score  # ascending order of it: score descending
-    if ties == "average":
+    s = None
+    if ties == "average" and neg.dtype == np.float64:
+        perm, s = segment_sort(prep.layout, neg)  # stable
+    elif ties == "average":
         perm = segment_argsort(prep.layout, [neg], stable=False)
     else:
         if ties == "random":
@@ -187,9 +194,9 @@ def rank(prep: Prepared, ties: str, seed: int) -> Ranking:
             raise AssertionError(ties)
         perm = segment_argsort(prep.layout, [second, neg], stable=True)
     ranking = Ranking(perm=perm, q=prep.q, pos=prep.pos, grouped_label=prep.label,
-                      n=prep.n_docs)
+                      n=prep.n_docs, stable=ties == "average" and neg.dtype == np.float64)
     if ties == "average" and len(perm):
-        s = neg[perm]
+        s = neg[perm] if s is None else s
         boundary = np.empty(len(perm), dtype=bool)
         boundary[0] = True
         np.not_equal(s[1:], s[:-1], out=boundary[1:])
