@@ -20,6 +20,7 @@ from harness.app.study import run_study, validate
 from harness.data.trec import read_qrels
 from harness.datasets.parquet_run import write_scored_run
 from harness.engines import Engine
+from harness.metrics.sklearn_check import check_against_sklearn
 
 CONF = Path(harness.paths.PROJECT_ROOT) / "conf"
 ENGINES = [["engine=local"], ["engine=stream", "engine.batch_rows=1500"],
@@ -122,6 +123,40 @@ def test_stream_engine_reads_a_parquet_run_once_for_every_ranker(
     assert len(split) == 1 and f"{len(whole):,} rows" in split[0]
     assert "reading" in split[0] and "score " in split[0] and "weak " in split[0]
     assert ("side by side in 2 processes" in split[0]) == (workers == "2")
+
+
+def test_the_sklearn_check_of_a_parquet_run_is_computed_during_its_pass(
+        tmp_path: Path, scored: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """sklearn's side of each ranker's check is computed once, while the pass's worker
+    evaluates (harness.engines.workers.Meanwhile), not again afterwards; the verdicts are
+    those of a check run here on the same sample and the study's tables."""
+    from harness.app import in_place
+    from harness.engines.stream import iter_query_batches
+    from harness.metrics import sklearn_check
+
+    during, after = [], []
+    for module, calls in ((in_place, during), (sklearn_check, after)):
+        real = module.sklearn_side
+        monkeypatch.setattr(module, "sklearn_side",
+                            lambda *a, _real=real, _calls=calls, **k: _calls.append(1) or
+                            _real(*a, **k))
+    result = run_study(_compose(["tracking=off", "tracking.figures=false",
+                                 "dataset=parquet_run", f"dataset.path={scored}",
+                                 "ranker=scored_columns", "engine=stream",
+                                 "engine.batch_rows=700", "engine.n_workers=2",
+                                 "check.sample_rows=2000"]), tmp_path / "out")
+    assert len(during) == 2 and after == []
+    for column in ("score", "weak"):
+        sample = next(iter_query_batches(scored, batch_rows=2000, columns={
+            "qid": "qid", "docid": "docid", "label": "label", column: "score"}))
+        r = result.rankers[column]
+        expected = check_against_sklearn(sample.reset_index(drop=True), None, result.metrics,
+                                         r.per_query.loc[pd.unique(sample["qid"])])
+        assert [(c.variant, c.status, c.n_checked, c.max_abs_diff) for c in r.checks
+                if c.status == "checked"] == [(c.variant, c.status, c.n_checked,
+                                               c.max_abs_diff) for c in expected
+                                              if c.status == "checked"]
+        assert any(c.status == "checked" for c in r.checks)
 
 
 def test_parquet_run_with_a_qrels_file(tmp_path: Path) -> None:

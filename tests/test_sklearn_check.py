@@ -150,3 +150,30 @@ def test_the_tie_averaged_path_is_bounded_and_says_so() -> None:
     assert bounded.note == (f"tie-averaged path on a seeded sample of 10 of {order_matters} "
                             "queries with ties (check.max_tied_queries)")
     assert bounded.max_abs_diff < 1e-12
+
+
+def test_sklearn_side_computed_beforehand_gives_the_same_verdicts() -> None:
+    """sklearn's values computed before the harness's table (as a study does during its
+    pass over a parquet run) give the verdicts computed with the table; a side computed
+    for other queries is not used (the verdicts are those of the table's queries)."""
+    import dataclasses
+
+    from harness.metrics.sklearn_check import sklearn_side
+
+    def fields(results: list) -> list:  # NaN (not checked) equal to NaN
+        return [tuple("nan" if isinstance(v, float) and np.isnan(v) else v
+                      for v in dataclasses.astuple(r)) for r in results]
+
+    run, qrels = _study()
+    per_query = harness.evaluate(run, qrels, METRICS)
+    plain = check_against_sklearn(run, qrels, METRICS, per_query, max_tied_queries=5)
+    side = sklearn_side(run, qrels, METRICS, per_query.index, max_tied_queries=5)
+    assert fields(check_against_sklearn(run, qrels, METRICS, per_query, max_tied_queries=5,
+                                        side=side)) == fields(plain)
+    fewer = sklearn_side(run, qrels, METRICS, per_query.index[:10], max_tied_queries=5)
+    again = check_against_sklearn(run, qrels, METRICS, per_query, max_tied_queries=5,
+                                  side=fewer)
+    assert fields(again) == fields(plain)
+    assert sum(r.n_checked for r in again) > sum(
+        r.n_checked for r in check_against_sklearn(run, qrels, METRICS, per_query.iloc[:10],
+                                                   max_tied_queries=5, side=fewer))

@@ -113,3 +113,31 @@ def test_a_query_coming_back_is_the_one_process_error(frame, tmp_path, at: int) 
 def test_one_row_group_is_read_by_the_pass_alone(frame, tmp_path) -> None:
     path = _write(frame, tmp_path / "one.parquet", len(frame))
     assert file_units(path, 100) is None
+
+
+@pytest.mark.parametrize("workers, row_group_rows", [(2, 97), (2, 5000), (1, 97)])
+def test_meanwhile_tasks_run_once_each_during_the_pass(frame, tmp_path, workers: int,
+                                                       row_group_rows: int) -> None:
+    """With units (several row groups), with parts sent whole to a worker (one row group)
+    and with no worker: every task runs once, in order, before the pass returns, and the
+    tables are those of a pass without tasks."""
+    path = _write(frame, tmp_path / "run.parquet", row_group_rows)
+    alone = evaluate_parquet_scores(path, None, METRICS, SCORES, batch_rows=100)
+    ran: list[int] = []
+    side = evaluate_parquet_scores(path, None, METRICS, SCORES, batch_rows=100,
+                                   workers=workers,
+                                   meanwhile=[lambda: ran.append(1), lambda: ran.append(2)])
+    assert ran == [1, 2]
+    for s in SCORES:
+        pd.testing.assert_frame_equal(side[s], alone[s], check_exact=True)
+
+
+def test_a_failing_meanwhile_task_stops_the_pass_with_its_error(frame, tmp_path) -> None:
+    path = _write(frame, tmp_path / "run.parquet", 97)
+
+    def broken() -> None:
+        raise RuntimeError("the sample could not be read")
+
+    with pytest.raises(RuntimeError, match="the sample could not be read"):
+        evaluate_parquet_scores(path, None, METRICS, SCORES, batch_rows=100, workers=2,
+                                meanwhile=[broken])

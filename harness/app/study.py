@@ -34,7 +34,7 @@ from omegaconf import DictConfig
 
 from harness.app.check import CheckFailed, check_failures, sample_options
 from harness.errors import OutputError
-from harness.app.in_place import evaluate_columns_in_place, evaluate_in_place
+from harness.app.in_place import SampleCheck, evaluate_columns_in_place, evaluate_in_place
 from harness.app.judged_share import judged_distribution, judged_per_query, judged_warning
 from harness.app.plan import (
     DATASET_PATH_OPTIONS,
@@ -199,17 +199,23 @@ def _evaluate_rankers(job: _Job, dataset: Dataset | ParquetRun
 
 
 def _one_pass(job: _Job, engine: Engine, dataset: Dataset | ParquetRun
-              ) -> dict[str, tuple[Any, float]]:
+              ) -> dict[str, tuple[Any, float, Any]]:
     """For a parquet_run streamed with two rankers or more: every ranker's per-query table
     from one pass over the file (each batch read once, every score column evaluated), and
-    its evaluation seconds; logs the pass's time split. Empty otherwise."""
+    its evaluation seconds and its sklearn check's sample; logs the pass's time split.
+    Empty otherwise."""
     specs = job.plan.rankers
     if not isinstance(dataset, ParquetRun) or engine.kind != "stream" or len(specs) < 2:
         return {}
     t = time.perf_counter()
+    # each ranker's sklearn check of the file's first rows: sklearn's side computed in
+    # this process during the pass, while its worker evaluates
+    samples = {spec.name: SampleCheck(dataset, spec, job.plan.metrics, job.plan.check)
+               for spec in specs} if job.plan.check_on else {}
     with job.phases("evaluate"):
         tables, clock = evaluate_columns_in_place(engine, dataset, list(specs),
-                                                  job.plan.metrics, job.plan.evaluate_options)
+                                                  job.plan.metrics, job.plan.evaluate_options,
+                                                  samples)
     seconds = {spec.name: clock.scores[str(spec.options["column"])] for spec in specs}
     side = f" side by side in {clock.workers + 1} processes" if clock.workers else ""
     log.info("one pass over %s for %d rankers x %d variants: %s rows in %.1fs, batches of "
@@ -217,15 +223,16 @@ def _one_pass(job: _Job, engine: Engine, dataset: Dataset | ParquetRun
              len(job.plan.metrics), f"{clock.rows:,}", time.perf_counter() - t,
              f"{engine.rows_per_batch(len(job.plan.metrics), len(specs)):,}", clock.read,
              side, ", ".join(f"{name} {s:.1f}s" for name, s in seconds.items()))
-    return {name: (tables[name], seconds[name]) for name in tables}
+    return {name: (tables[name], seconds[name], samples.get(name)) for name in tables}
 
 
 def _evaluate_ranker(job: _Job, engine: Engine, dataset: Dataset | ParquetRun,
-                     spec: RankerSpec, shared: tuple[Any, float] | None = None
+                     spec: RankerSpec, shared: tuple[Any, float, Any] | None = None
                      ) -> tuple[RankerResult, list[Path] | None, Any]:
     """One ranker's result, its convention-diff files (None: nothing explained) and its
     run (None: read in place).
-    ``shared``: its per-query table and seconds from the file's one pass (:func:`_one_pass`)."""
+    ``shared``: its per-query table, seconds and check sample from the file's one pass
+    (:func:`_one_pass`)."""
     from harness.app.convention_diffs import explain_ranker, write_explanations
 
     plan, phases, t = job.plan, job.phases, time.perf_counter()
@@ -236,7 +243,7 @@ def _evaluate_ranker(job: _Job, engine: Engine, dataset: Dataset | ParquetRun,
         with phases("evaluate"):
             per_query, checks = evaluate_in_place(engine, dataset, spec, plan.metrics,
                                                   plan.evaluate_options, check,
-                                                  None if shared is None else shared[0])
+                                                  *(shared[::2] if shared else ()))
         t -= 0.0 if shared is None else shared[1]  # its share of the one pass
         key, hit = f"parquet_run:{dataset.digest[:16]}:{spec.options['column']}", None
     else:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -164,11 +164,14 @@ class Engine:
 
     def evaluate_file_scores(self, path: str | Path, qrels: pd.DataFrame | None,
                              metrics: Iterable[Metric], scores: list[str],
-                             names: Mapping[str, str] | None = None, **options: Any
+                             names: Mapping[str, str] | None = None,
+                             meanwhile: Iterable[Callable[[], Any]] = (), **options: Any
                              ) -> tuple[dict[str, pd.DataFrame], PassClock]:
         """The per-query table of each score column of a parquet run (``names`` maps the
         other roles): in one pass over the file for the stream engine, one evaluation per
-        column otherwise; and where the time went."""
+        column otherwise; and where the time went. The callables of ``meanwhile`` run in
+        this process during the pass (the stream engine: while its workers have work in
+        hand), before the columns otherwise."""
         clock = PassClock()
         metrics = list(metrics)
         if self.kind == "stream":
@@ -177,8 +180,10 @@ class Engine:
                                                      len(metrics), len(scores)),
                                                  names=names, clock=clock,
                                                  workers=self.column_workers(path, len(scores)),
-                                                 **options)
+                                                 meanwhile=meanwhile, **options)
             return out, clock
+        for task in meanwhile:
+            task()
         out = {}
         for score in scores:
             t = time.perf_counter()

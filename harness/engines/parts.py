@@ -1,8 +1,7 @@
 """The part evaluation every engine but the local one shares: a run cut into parts of
 whole queries (file batches, in-memory slices, Dask partitions), each part evaluated by
 :func:`harness.evaluate` against the judgments of its queries, and the parts assembled
-into the table :func:`harness.evaluate` gives for the whole run.
-"""
+into the table :func:`harness.evaluate` gives for the whole run."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.engines.workers import InOrder
+from harness.engines.workers import InOrder, Meanwhile
 from harness.errors import InputError, plain
 from harness.metrics.blocked import collection_top_label as memory_top_label
 from harness.metrics.definition import Metric
@@ -197,8 +196,8 @@ class PassClock:
 def evaluate_score_parts(parts: Iterable[pd.DataFrame], qrels: pd.DataFrame | None,
                          metrics: list[Metric], options: Mapping[str, Any], missing: str,
                          name: str, scores: Sequence[str | None],
-                         clock: PassClock | None = None, workers: int = 1
-                         ) -> dict[str | None, pd.DataFrame]:
+                         clock: PassClock | None = None, workers: int = 1,
+                         meanwhile: Meanwhile | None = None) -> dict[str | None, pd.DataFrame]:
     """Per score column of the parts, the table :func:`evaluate_parts` gives for it: each
     part is read once and evaluated with each column of ``scores`` as its ``score`` (None:
     the part's own ``score``), laid out once for all of them
@@ -206,7 +205,9 @@ def evaluate_score_parts(parts: Iterable[pd.DataFrame], qrels: pd.DataFrame | No
     ``workers`` > 1, parts go whole to ``workers - 1`` worker processes while they have
     fewer than two parts each in hand, and are evaluated here otherwise
     (:mod:`harness.engines.workers`); the tables, and the first error, are those of one
-    process. ``clock`` (when given) adds up where the time went."""
+    process. ``clock`` (when given) adds up where the time went; ``meanwhile``'s tasks
+    run here while the workers have parts in hand (at the end without workers)."""
+    meanwhile = meanwhile or Meanwhile()
     frames: dict[str | None, Tables] = {s: Tables() for s in scores}
     unjudged: dict[str | None, list[Any]] = {s: [] for s in scores}
     run_qids: list[Any] = []
@@ -229,6 +230,7 @@ def evaluate_score_parts(parts: Iterable[pd.DataFrame], qrels: pd.DataFrame | No
             clock.read += time.perf_counter() - t
             qids = pd.unique(part["qid"])
             run_qids.extend(qids.tolist())
+            meanwhile.run_while(lambda: pool is not None and order.busy() >= in_hand)
             if pool is not None and order.busy() < in_hand:
                 sub = None if judgments is None else judgments.of(qids)
                 order.add(None, pool.submit(evaluate_part_columns, part, sub, metrics,
@@ -242,6 +244,7 @@ def evaluate_score_parts(parts: Iterable[pd.DataFrame], qrels: pd.DataFrame | No
                 order.add(None, result)
             clock.rows += len(part)
             t = time.perf_counter()
+        meanwhile.run_all()
         order.finish()
     # each column's parts are handed over (and released as it is assembled), not kept
     # alive beside the next column's table

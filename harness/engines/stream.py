@@ -12,7 +12,7 @@ the error names the query and the command that rewrites the file clustered,
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from harness.engines.parts import (
     top_label,
 )
 from harness.engines.units import evaluate_units, file_units
+from harness.engines.workers import Meanwhile
 from harness.errors import InputError
 from harness.metrics.definition import Metric
 from harness.metrics.evaluate import MetricLike
@@ -141,6 +142,7 @@ def evaluate_parquet_scores(path: str | os.PathLike[str], qrels: pd.DataFrame | 
                             scores: Sequence[str], *, batch_rows: int = 1_000_000,
                             names: Mapping[str, str] | None = None,
                             clock: PassClock | None = None, workers: int = 1,
+                            meanwhile: Iterable[Callable[[], Any]] = (),
                             **options: Any) -> dict[str, pd.DataFrame]:
     """:func:`evaluate_parquet` of several score columns of one file in one pass: each
     batch is read once and evaluated with each column of ``scores`` as the score. Returns
@@ -148,7 +150,10 @@ def evaluate_parquet_scores(path: str | os.PathLike[str], qrels: pd.DataFrame | 
     ``names={..., "score": column}``. ``names`` maps the other roles; ``clock`` (optional)
     receives the time spent reading and evaluating each column. ``workers`` > 1 evaluates
     the columns side by side in that many processes (this one and ``workers - 1`` workers,
-    :mod:`harness.engines.workers`)."""
+    :mod:`harness.engines.workers`). The callables of ``meanwhile`` run in this process
+    during the pass, while the workers have work in hand (:class:`Meanwhile`), and all of
+    them before it returns."""
+    tasks = Meanwhile(meanwhile)
     mlist, missing = check_options(metrics, options, "evaluate_parquet", qrels)
     p = Path(path)
     columns: dict[str, str] = {}
@@ -168,12 +173,12 @@ def evaluate_parquet_scores(path: str | os.PathLike[str], qrels: pd.DataFrame | 
         if units is not None:
             return {str(s): table for s, table in evaluate_units(
                 p, units, columns, int(batch_rows), mlist, options, missing, list(scores),
-                clock if clock is not None else PassClock(), int(workers)).items()}
+                clock if clock is not None else PassClock(), int(workers), tasks).items()}
     parts = iter_query_batches(p, batch_rows=batch_rows, columns=columns)
     total = row_count(p) if bars_on() else None
     bar = _rows_bar(parts, f"{p.name} ({len(scores)} score columns)", total)
     out = evaluate_score_parts(bar, qrels, mlist, options, missing, p.name, list(scores), clock,
-                               workers=int(workers))
+                               workers=int(workers), meanwhile=tasks)
     return {str(s): table for s, table in out.items()}
 
 

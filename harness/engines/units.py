@@ -28,7 +28,7 @@ import pandas as pd
 
 from harness.engines.parts import (PassClock, Tables, assemble, evaluate_part_columns,
                                    not_clustered, parquet_reader)
-from harness.engines.workers import ColumnWorkers, InOrder
+from harness.engines.workers import ColumnWorkers, InOrder, Meanwhile
 from harness.metrics.definition import Metric
 from harness.progress import progress_sized
 
@@ -169,9 +169,12 @@ def evaluate_unit(path: Path, unit: Unit, columns: Mapping[str, str], batch_rows
 def evaluate_units(path: Path, units: list[Unit], columns: Mapping[str, str],
                    batch_rows: int, metrics: list[Metric], options: Mapping[str, Any],
                    missing: str, scores: Sequence[str | None], clock: PassClock,
-                   workers: int) -> dict[str | None, pd.DataFrame]:
+                   workers: int, meanwhile: Meanwhile | None = None
+                   ) -> dict[str | None, pd.DataFrame]:
     """Per score column, the table one process's pass gives (labels read from the file),
-    the units read and evaluated here and in ``workers - 1`` worker processes."""
+    the units read and evaluated here and in ``workers - 1`` worker processes; the tasks of
+    ``meanwhile`` run here while the workers have units in hand."""
+    meanwhile = meanwhile if meanwhile is not None else Meanwhile()
     name = path.name
     frames: dict[str | None, Tables] = {s: Tables() for s in scores}
     unjudged: dict[str | None, list[Any]] = {s: [] for s in scores}
@@ -205,6 +208,7 @@ def evaluate_units(path: Path, units: list[Unit], columns: Mapping[str, str],
         order = InOrder(keep, limit=in_hand + 4)
         args = (columns, int(batch_rows), metrics, dict(options), name, list(scores))
         for unit in bar:
+            meanwhile.run_while(lambda: order.busy() >= in_hand)
             if order.busy() < in_hand:
                 order.add(unit, pool.submit(evaluate_unit, path, unit, *args))
                 continue
@@ -213,6 +217,7 @@ def evaluate_units(path: Path, units: list[Unit], columns: Mapping[str, str],
             except Exception as exc:  # noqa: BLE001 - raised in turn, after earlier units'
                 result = exc
             order.add(unit, result)
+        meanwhile.run_all()
         order.finish()
     return {s: assemble(frames.pop(s).parts, None, metrics, run_qids, unjudged[s], missing,
                         name) for s in scores}

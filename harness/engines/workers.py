@@ -21,7 +21,7 @@ from typing import Any
 
 from harness.allocator import tune_allocator, tuned
 
-__all__ = ["ColumnWorkers", "InOrder", "can_start", "cores", "WORKER_MIN_ROWS"]
+__all__ = ["ColumnWorkers", "InOrder", "Meanwhile", "can_start", "cores", "WORKER_MIN_ROWS"]
 
 #: A pass of fewer rows evaluates every column in its own process when the number of
 #: workers is left to the engine: starting a worker costs about a second.
@@ -127,3 +127,28 @@ class InOrder:
             if isinstance(result, BaseException):
                 raise result
             self.keep(key, result)
+
+
+class Meanwhile:
+    """Work of the pass's process that needs nothing from the pass (a study's sklearn check
+    of a sample, say): one task at a time, run where the process would otherwise evaluate a
+    part itself while its workers have theirs in hand, so it costs the pass about half its
+    time on two cores rather than all of it after the pass; what is left runs at the end."""
+
+    def __init__(self, tasks: Iterable[Callable[[], Any]] = ()) -> None:
+        self.tasks = collections.deque(tasks)
+
+    def run_one(self) -> bool:
+        """Run the next task; False when none was left."""
+        if not self.tasks:
+            return False
+        self.tasks.popleft()()
+        return True
+
+    def run_while(self, busy: Callable[[], bool]) -> None:
+        """Run tasks, one at a time, while ``busy()`` holds (the workers' hands full)."""
+        while busy() and self.run_one():
+            continue
+
+    def run_all(self) -> None:
+        self.run_while(lambda: True)

@@ -19,7 +19,8 @@ import pandas as pd
 
 from harness.metrics.definition import Metric
 
-__all__ = ["CheckResult", "sklearn_expressible", "check_against_sklearn"]
+__all__ = ["CheckResult", "SklearnSide", "sklearn_expressible", "check_against_sklearn",
+           "sklearn_side"]
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,8 @@ def sklearn_expressible(metric: Metric) -> str | None:
 def check_against_sklearn(run: pd.DataFrame, qrels: pd.DataFrame | None,
                           metrics: list[Metric], per_query: pd.DataFrame, *,
                           max_queries: int | None = None, max_tied_queries: int | None = None,
-                          seed: int = 0) -> list[CheckResult]:
+                          seed: int = 0, side: SklearnSide | None = None
+                          ) -> list[CheckResult]:
     """Compare ``per_query`` (from :func:`harness.evaluate`) with sklearn, variant by variant.
 
     Parameters
@@ -73,6 +75,10 @@ def check_against_sklearn(run: pd.DataFrame, qrels: pd.DataFrame | None,
         as not checked and ``CheckResult.note`` says how many. None: all of them.
     seed : int
         Seed of the samples.
+    side : SklearnSide, optional
+        sklearn's values computed beforehand by :func:`sklearn_side` with the same run,
+        qrels, metrics and options; used when it was computed for ``per_query``'s queries
+        (in their order), else computed afresh.
 
     Notes
     -----
@@ -84,15 +90,10 @@ def check_against_sklearn(run: pd.DataFrame, qrels: pd.DataFrame | None,
     vectorised ``ignore_ties=True`` path, which gives the same value for them; only the
     rest take the tie-averaged one (a Python loop over queries inside sklearn).
     """
-    qids = per_query.index
-    sample_size = 0
-    if max_queries is not None and len(qids) > max_queries:
-        rng = np.random.default_rng(seed)
-        qids = qids[np.sort(rng.choice(len(qids), size=max_queries, replace=False))]
-        sample_size = max_queries
-    lists = _padded_lists(run, qrels, qids)
-    n, complete = lists.lengths, lists.complete
-    cache: dict[tuple[str, int | None], np.ndarray] = {}
+    if side is None or not side.qids.equals(per_query.index):
+        side = sklearn_side(run, qrels, metrics, per_query.index, max_queries=max_queries,
+                            max_tied_queries=max_tied_queries, seed=seed)
+    lists, sample_size = side.lists, side.sample_size
     results = []
     for m in metrics:
         reason = sklearn_expressible(m)
@@ -100,19 +101,7 @@ def check_against_sklearn(run: pd.DataFrame, qrels: pd.DataFrame | None,
             results.append(CheckResult(m.display_name, "not checked", reason, 0,
                                        len(per_query), float("nan"), None, sample_size))
             continue
-        gains = lists.gains(m.gain)
-        tied = lists.tied_at(m.k)
-        eligible = n >= 2
-        filters = [("a single document", n >= 2)]
-        if m.ideal == "judged":
-            filters.append(("relevant documents not retrieved (ideal=judged)", complete))
-        if m.ties != "average":
-            filters.append((f"tied scores (sklearn averages ties; ties={m.ties})", ~tied))
-        if m.empty != "zero":
-            filters.append((f"no relevant document (empty={m.empty})",
-                            (gains > 0).any(axis=1)))
-        for _, ok in filters:
-            eligible &= ok
+        eligible, filters = _eligible(lists, m)
         if not eligible.any():
             why = "; ".join(f"{int((~ok).sum())} with {what}" for what, ok in filters
                             if (~ok).any())
@@ -120,13 +109,11 @@ def check_against_sklearn(run: pd.DataFrame, qrels: pd.DataFrame | None,
                                        f"no query sklearn can express: {why}", 0,
                                        len(per_query), float("nan"), None, sample_size))
             continue
-        key = (m.gain, m.k)
-        if key not in cache:
-            cache[key] = _sklearn_per_query(gains, lists.scores, m.k, tied,
-                                            max_tied_queries, seed)
-        computed = ~np.isnan(cache[key])
+        values = side.values[(m.gain, m.k)]
+        computed = ~np.isnan(values)
         note = ""
         if m.ties == "average" and (eligible & ~computed).any():
+            tied = lists.tied_at(m.k)
             done, total = int((eligible & tied & computed).sum()), int((eligible & tied).sum())
             note = (f"tie-averaged path on a seeded sample of {done} of {total} queries "
                     "with ties (check.max_tied_queries)")
@@ -135,7 +122,7 @@ def check_against_sklearn(run: pd.DataFrame, qrels: pd.DataFrame | None,
             results.append(CheckResult(m.display_name, "not checked", note, 0,
                                        len(per_query), float("nan"), None, sample_size))
             continue
-        theirs = cache[key][eligible]
+        theirs = values[eligible]
         ours = per_query[m.display_name].reindex(lists.qids[eligible])
         diff = np.abs(theirs - ours.to_numpy(dtype=float))
         worst = int(np.argmax(diff))
@@ -143,6 +130,59 @@ def check_against_sklearn(run: pd.DataFrame, qrels: pd.DataFrame | None,
                                    len(per_query) - int(eligible.sum()), float(diff[worst]),
                                    ours.index[worst], sample_size, note))
     return results
+
+
+@dataclass(frozen=True)
+class SklearnSide:
+    """sklearn's per-query nDCG for the queries ``qids`` (before ``max_queries`` sampled
+    them), per (gain, k) of the variants it can express: all a check needs besides the
+    harness's own table, so it can be computed before that table exists."""
+
+    qids: pd.Index
+    sample_size: int
+    lists: _Lists
+    values: dict[tuple[str, int | None], np.ndarray]
+
+
+def sklearn_side(run: pd.DataFrame, qrels: pd.DataFrame | None, metrics: list[Metric],
+                 qids: pd.Index, *, max_queries: int | None = None,
+                 max_tied_queries: int | None = None, seed: int = 0) -> SklearnSide:
+    """sklearn's values of the queries ``qids`` of ``run`` (in their order), as
+    :func:`check_against_sklearn` computes them with the same options."""
+    qids = pd.Index(qids)
+    checked, sample_size = qids, 0
+    if max_queries is not None and len(qids) > max_queries:
+        rng = np.random.default_rng(seed)
+        checked = qids[np.sort(rng.choice(len(qids), size=max_queries, replace=False))]
+        sample_size = max_queries
+    lists = _padded_lists(run, qrels, checked)
+    values: dict[tuple[str, int | None], np.ndarray] = {}
+    for m in metrics:
+        key = (m.gain, m.k)
+        if key in values or sklearn_expressible(m) is not None or \
+                not _eligible(lists, m)[0].any():
+            continue
+        values[key] = _sklearn_per_query(lists.gains(m.gain), lists.scores, m.k,
+                                         lists.tied_at(m.k), max_tied_queries, seed)
+    return SklearnSide(qids, sample_size, lists, values)
+
+
+def _eligible(lists: _Lists, m: Metric) -> tuple[np.ndarray, list[tuple[str, np.ndarray]]]:
+    """The queries sklearn can express ``m`` for, and the filters that decided it."""
+    n, complete = lists.lengths, lists.complete
+    eligible = n >= 2
+    filters = [("a single document", n >= 2)]
+    if m.ideal == "judged":
+        filters.append(("relevant documents not retrieved (ideal=judged)", complete))
+    if m.ties != "average":
+        filters.append((f"tied scores (sklearn averages ties; ties={m.ties})",
+                        ~lists.tied_at(m.k)))
+    if m.empty != "zero":
+        filters.append((f"no relevant document (empty={m.empty})",
+                        (lists.gains(m.gain) > 0).any(axis=1)))
+    for _, ok in filters:
+        eligible &= ok
+    return eligible, filters
 
 
 def _sklearn_per_query(y_true: np.ndarray, y_score: np.ndarray, k: int | None,
