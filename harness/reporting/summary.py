@@ -95,7 +95,7 @@ def summarize_study(tables: Mapping[str, pd.DataFrame], *, resamples: int = 2000
                 # the normal interval, column by column: no paired resampling to share
                 for j in js:
                     low, high = normal_interval(arrays[j] if every else arrays[j][keep],
-                                                confidence)
+                                                confidence, std=stats[name][columns[j]]["std"])
                     stats[name][columns[j]].update(ci_low=float(low), ci_high=float(high))
                     methods[name][columns[j]] = "normal"
                 continue
@@ -217,12 +217,14 @@ def bootstrap_mean_intervals(values: np.ndarray, *, resamples: int = 2000, seed:
     return low, high
 
 
-def normal_interval(values: np.ndarray, confidence: float = 0.95
-                    ) -> tuple[np.ndarray, np.ndarray]:
-    """The normal interval of the mean along the last axis: mean ± z·s/√n (s: ddof=1)."""
+def normal_interval(values: np.ndarray, confidence: float = 0.95, *,
+                    std: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The normal interval of the mean along the last axis: mean ± z·s/√n (s: ddof=1;
+    ``std``: s of one row of values, computed already)."""
     from statistics import NormalDist
 
     n = values.shape[-1]
-    mean, sem = values.mean(axis=-1), values.std(axis=-1, ddof=1) / np.sqrt(n)
+    s = values.std(axis=-1, ddof=1) if std is None else np.float64(std)
+    mean, sem = values.mean(axis=-1), s / np.sqrt(n)
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     return mean - z * sem, mean + z * sem
