@@ -146,6 +146,9 @@ def test_the_sklearn_check_of_a_parquet_run_is_computed_during_its_pass(
                                  "engine.batch_rows=700", "engine.n_workers=2",
                                  "check.sample_rows=2000"]), tmp_path / "out")
     assert len(during) == 2 and after == []
+    import hashlib  # the file's digest, hashed during the pass too
+
+    assert result.dataset.digest == hashlib.sha256(scored.read_bytes()).hexdigest()
     for column in ("score", "weak"):
         sample = next(iter_query_batches(scored, batch_rows=2000, columns={
             "qid": "qid", "docid": "docid", "label": "label", column: "score"}))
@@ -157,6 +160,20 @@ def test_the_sklearn_check_of_a_parquet_run_is_computed_during_its_pass(
                                                c.max_abs_diff) for c in expected
                                               if c.status == "checked"]
         assert any(c.status == "checked" for c in r.checks)
+
+
+def test_a_digest_computed_later_is_the_digest_computed_at_load(tmp_path: Path,
+                                                               scored: Path) -> None:
+    from harness.datasets.parquet_run import load_parquet_run
+
+    qrels_path = tmp_path / "qrels.txt"
+    qrels_path.write_text("0 0 1 2\n1 0 7 1\n")
+    for extra in ({}, {"qrels_path": str(qrels_path)}):
+        now = load_parquet_run(name="x", path=str(scored), **extra)
+        later = load_parquet_run(name="x", path=str(scored), digest_later=True, **extra)
+        assert later.digest == "" and len(now.digest) == 64
+        later.hash_file()
+        assert later.digest == now.digest
 
 
 def test_parquet_run_with_a_qrels_file(tmp_path: Path) -> None:

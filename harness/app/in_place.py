@@ -3,7 +3,7 @@ where the file lies, by the study's engine, then checked on a sample of whole qu
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -81,18 +81,20 @@ class SampleCheck:
 
 def evaluate_columns_in_place(engine: Engine, dataset: ParquetRun, specs: list[RankerSpec],
                               metrics: list[Metric], options: Mapping[str, Any],
-                              samples: Mapping[str, SampleCheck] | None = None
+                              samples: Mapping[str, SampleCheck] | None = None,
+                              meanwhile: Sequence[Callable[[], Any]] = ()
                               ) -> tuple[dict[str, pd.DataFrame], PassClock]:
     """Every ranker's per-query table, its score column read from the file in one pass
     (the stream engine; the others evaluate the columns one by one); and where the time
-    went, per ranker. The ``samples``' sklearn sides are computed during the pass."""
+    went, per ranker. ``meanwhile``'s tasks, then the ``samples``' sklearn sides, are
+    computed during the pass."""
     columns = {spec.name: _column(dataset, spec) for spec in specs}
     qrels = None if dataset.labels_in_file else dataset.qrels
     roles = {r: c for r, c in dataset.roles.items() if r != "score"}
     tables, clock = engine.evaluate_file_scores(dataset.path, qrels, metrics,
                                                 list(dict.fromkeys(columns.values())),
-                                                roles, meanwhile=[
-                                                    c.compute for c in (samples or {}).values()],
+                                                roles, meanwhile=[*meanwhile, *(
+                                                    c.compute for c in (samples or {}).values())],
                                                 **options)
     return {name: tables[column] for name, column in columns.items()}, clock
 

@@ -138,12 +138,15 @@ def _run_job(job: _Job) -> StudyResult:
 
 def _load(job: _Job) -> Dataset | ParquetRun:
     """The dataset, loaded and described; every ranker's feature or column checked in it."""
-    kind = job.plan.dataset.kind
+    kind, options = job.plan.dataset.kind, dict(job.plan.dataset.options)
+    if _one_pass_of(job, kind):  # the file is hashed during the pass
+        options["digest_later"] = True
     with job.phases("load"):
-        dataset = load_dataset(kind, **job.plan.dataset.options)
+        dataset = load_dataset(kind, **options)
     if isinstance(dataset, ParquetRun):
-        log.info("dataset %s (parquet_run): %s, %d rows evaluated in place, digest %s…",
-                 dataset.name, dataset.path, dataset.rows, dataset.digest[:12])
+        log.info("dataset %s (parquet_run): %s, %d rows evaluated in place, digest %s",
+                 dataset.name, dataset.path, dataset.rows, f"{dataset.digest[:12]}…"
+                 if dataset.digest else "computed during the pass")
     else:
         log.info("dataset %s (%s): %d test queries, %d judgments, digest %s…", dataset.name,
                  kind, dataset.test["qid"].nunique(), len(dataset.qrels), dataset.digest[:12])
@@ -201,21 +204,21 @@ def _evaluate_rankers(job: _Job, dataset: Dataset | ParquetRun
 def _one_pass(job: _Job, engine: Engine, dataset: Dataset | ParquetRun
               ) -> dict[str, tuple[Any, float, Any]]:
     """For a parquet_run streamed with two rankers or more: every ranker's per-query table
-    from one pass over the file (each batch read once, every score column evaluated), and
-    its evaluation seconds and its sklearn check's sample; logs the pass's time split.
-    Empty otherwise."""
+    from one pass over the file (each batch read once, every score column evaluated), its
+    evaluation seconds and its check's sample; logs the pass's time split. Else empty."""
     specs = job.plan.rankers
-    if not isinstance(dataset, ParquetRun) or engine.kind != "stream" or len(specs) < 2:
+    if not isinstance(dataset, ParquetRun) or not _one_pass_of(job, dataset.kind):
         return {}
     t = time.perf_counter()
-    # each ranker's sklearn check of the file's first rows: sklearn's side computed in
-    # this process during the pass, while its worker evaluates
+    # the file's digest and sklearn's side of each check: computed during the pass
     samples = {spec.name: SampleCheck(dataset, spec, job.plan.metrics, job.plan.check)
                for spec in specs} if job.plan.check_on else {}
     with job.phases("evaluate"):
         tables, clock = evaluate_columns_in_place(engine, dataset, list(specs),
                                                   job.plan.metrics, job.plan.evaluate_options,
-                                                  samples)
+                                                  samples, [dataset.hash_file])
+    dataset.hash_file()  # a no-op: done during the pass
+    log.info("dataset digest %s… (sha256 of %s)", dataset.digest[:12], dataset.source)
     seconds = {spec.name: clock.scores[str(spec.options["column"])] for spec in specs}
     side = f" side by side in {clock.workers + 1} processes" if clock.workers else ""
     log.info("one pass over %s for %d rankers x %d variants: %s rows in %.1fs, batches of "
@@ -224,6 +227,11 @@ def _one_pass(job: _Job, engine: Engine, dataset: Dataset | ParquetRun
              f"{engine.rows_per_batch(len(job.plan.metrics), len(specs)):,}", clock.read,
              side, ", ".join(f"{name} {s:.1f}s" for name, s in seconds.items()))
     return {name: (tables[name], seconds[name], samples.get(name)) for name in tables}
+
+
+def _one_pass_of(job: _Job, kind: str) -> bool:
+    """Whether the study's rankers read score columns of a parquet_run in one pass."""
+    return kind == "parquet_run" and job.plan.engine.kind == "stream" and len(job.plan.rankers) > 1
 
 
 def _evaluate_ranker(job: _Job, engine: Engine, dataset: Dataset | ParquetRun,

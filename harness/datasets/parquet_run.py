@@ -36,6 +36,14 @@ class ParquetRun(Dataset):
     roles: dict[str, str] = field(default_factory=dict)
     rows: int = 0
     labels_in_file: bool = True
+    qrels_path: Path | None = None
+
+    def hash_file(self) -> None:
+        """The digest of a run loaded with ``digest_later=True`` (empty until then):
+        hashing 0.8 GB takes about a second, which a study spends during its pass over the
+        file rather than before it. The one change a frozen dataset allows."""
+        if not self.digest:
+            object.__setattr__(self, "digest", _digest(self.path, self.qrels_path, self.qrels))
 
     def names(self, score: str) -> dict[str, str]:
         """Role -> file column for a ranker scoring with column ``score``."""
@@ -49,9 +57,11 @@ class ParquetRun(Dataset):
 
 
 def load_parquet_run(*, name: str, path: str, qid: str = "qid", docid: str = "docid",
-                     label: str = "label", qrels_path: str | None = None) -> ParquetRun:
+                     label: str = "label", qrels_path: str | None = None,
+                     digest_later: bool = False) -> ParquetRun:
     """Describe a parquet run without loading it; judgments from its ``label`` column or
-    from a TREC qrels file."""
+    from a TREC qrels file. ``digest_later``: the digest is left empty until
+    :meth:`ParquetRun.hash_file`."""
     import pyarrow.parquet as pq
     import pyarrow.types as pat
 
@@ -85,15 +95,24 @@ def load_parquet_run(*, name: str, path: str, qid: str = "qid", docid: str = "do
         if not qpath.is_file():
             raise InputError(f"qrels_path file not found: {qpath}", key="dataset.qrels_path")
         qrels = read_qrels(qpath)
-        digest = hashlib.sha256((file_sha256(p) + content_digest(qrels)).encode()).hexdigest()
         source = f"{p} + {qpath}"
     else:
         qrels = pd.DataFrame({"qid": [], "docid": [], "label": []})
-        digest, source = file_sha256(p), str(p)
+        qpath, source = None, str(p)
     docs = pd.DataFrame({"qid": [], "docid": [], "split": [], "label": []})
     return ParquetRun(name=name, kind="parquet_run", docs=docs, qrels=qrels, features=scores,
-                      digest=digest, source=source, path=p, roles=roles,
-                      rows=meta.metadata.num_rows, labels_in_file=not qrels_path)
+                      digest="" if digest_later else _digest(p, qpath, qrels), source=source,
+                      path=p, roles=roles, rows=meta.metadata.num_rows,
+                      labels_in_file=not qrels_path, qrels_path=qpath)
+
+
+def _digest(path: Path, qrels_path: Path | None, qrels: pd.DataFrame | None = None) -> str:
+    """The file's sha256; with judgments from a qrels file, the sha256 of that and of the
+    judgments' canonical digest."""
+    if qrels_path is None:
+        return file_sha256(path)
+    qrels = read_qrels(qrels_path) if qrels is None else qrels
+    return hashlib.sha256((file_sha256(path) + content_digest(qrels)).encode()).hexdigest()
 
 
 def write_scored_run(path: str | Path, n_queries: int, *, seed: int = 7,
