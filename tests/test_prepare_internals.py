@@ -186,3 +186,17 @@ def test_relevant_rows_alone_give_the_sums_of_every_row(sizes: list[int], seed: 
         assert np.array_equal(fast[0], slow[0]), m.display_name  # exact, not close
         assert np.array_equal(fast[1], slow[1])
     assert all(sparse_calls)  # the relevant-rows path was taken
+
+
+def test_duplicate_check_of_codes_increasing_within_each_query() -> None:
+    """Codes in increasing order within each query (docids written in order) are checked
+    without a sort: equal codes in two queries are no duplicate; an equal neighbour, or a
+    query out of order with a repeat further on, is found; empty queries in between."""
+    n = np.array([3, 0, 4, 2, 0])
+    starts = np.cumsum(n) - n
+    q = np.repeat(np.arange(len(n)), n)
+    for layout in (Layout.of(starts, n), Layout.of(starts, n, q, np.arange(9) - starts[q])):
+        assert not duplicate_within(layout, np.array([1, 2, 3, 1, 2, 3, 4, 3, 4]))
+        assert duplicate_within(layout, np.array([1, 2, 3, 1, 2, 2, 4, 3, 4]))
+        assert duplicate_within(layout, np.array([1, 2, 3, 5, 2, 9, 5, 3, 4]))
+        assert not duplicate_within(layout, np.array([1, 2, 3, 5, 2, 9, 6, 4, 3]))

@@ -54,3 +54,24 @@ def test_signed_zeros_tie_in_row_order() -> None:
     key = np.array([0.0, -0.0, 1.0, -0.0, 0.0])
     perm, _ = segment_sort(Layout.of(np.array([0]), np.array([5])), key)
     assert perm.tolist() == [0, 1, 3, 4, 2]
+
+
+@pytest.mark.parametrize("with_qrels", [True, False])
+def test_ties_input_reads_the_labels_joined_after_the_ranking(with_qrels: bool) -> None:
+    """ties=input reuses the score order (stable) and its labels; with qrels the rankings
+    are made before the labels are joined, so the labels are read when a measure asks.
+    Two tied documents, the second relevant: input order puts it at rank 2, so nDCG is
+    1/log2(3) (worked by hand); averaged over both orders, (1 + 1/log2(3)) / 2."""
+    import math
+
+    import pandas as pd
+
+    import harness
+
+    run = pd.DataFrame({"qid": ["q0", "q0"], "docid": ["d1", "d2"], "score": [0.0, 0.0]})
+    qrels = pd.DataFrame({"qid": ["q0"], "docid": ["d2"], "label": [1]})
+    if not with_qrels:
+        run, qrels = run.assign(label=[0, 1]), None
+    out = harness.evaluate(run, qrels, ["ndcg(ties=input)", "ndcg"])
+    assert out["nDCG(ties=input)"].iloc[0] == pytest.approx(1 / math.log2(3), abs=1e-15)
+    assert out["nDCG"].iloc[0] == pytest.approx((1 + 1 / math.log2(3)) / 2, abs=1e-15)

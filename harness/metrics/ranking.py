@@ -49,10 +49,14 @@ class Ranking:
     _tied: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     _boundary: np.ndarray | None = None  # per ranked row: does it start a tie group
     stable: bool = False  # tied rows in grouped-row order (the input order)
+    same_as: Ranking | None = None  # a ranking of the same rows in the same order
 
     @cached_property
     def label(self) -> np.ndarray:
-        """Label per ranked row (0 where unjudged)."""
+        """Label per ranked row (0 where unjudged); read when the labels are joined (a
+        ranking may be made before), shared with a ranking of the same order."""
+        if self.same_as is not None:
+            return self.same_as.label
         return self.grouped_label[self.perm]
 
     def head(self, k: int | None) -> np.ndarray | None:
@@ -167,7 +171,7 @@ def rank(prep: Prepared, ties: str, seed: int) -> Ranking:
         # the rows alone in their group keep their place: only the tied rows are sorted
         if ties == "input" and base.stable:  # the tied rows are in input order already
             return Ranking(perm=base.perm, q=prep.q, pos=prep.pos, grouped_label=prep.label,
-                           n=prep.n_docs)
+                           n=prep.n_docs, same_as=base)
         tied = base.tied()[0]
         tied_perm = base.perm[tied]
         if ties == "input":
