@@ -207,9 +207,12 @@ def evaluate_units(path: Path, units: list[Unit], columns: Mapping[str, str],
     with ColumnWorkers(clock.workers) as pool:
         order = InOrder(keep, limit=in_hand + 4)
         args = (columns, int(batch_rows), metrics, dict(options), name, list(scores))
-        for unit in bar:
-            meanwhile.run_while(lambda: order.busy() >= in_hand)
-            if order.busy() < in_hand:
+        for left, unit in enumerate(bar, start=-len(units)):
+            # the last units one at a time in a worker's hands: none is left to wait there
+            # while this process, done with its own, waits for it
+            hands = in_hand if -left > in_hand + 1 else clock.workers
+            meanwhile.run_while(lambda: order.busy() >= hands)
+            if order.busy() < hands:
                 order.add(unit, pool.submit(evaluate_unit, path, unit, *args))
                 continue
             try:
