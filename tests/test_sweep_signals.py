@@ -90,18 +90,32 @@ def _args(tmp: Path, given: list[str]) -> list[str]:
                         "study=signals"] if a.split("=", 1)[0] not in keys]
 
 
+def _as_from_a_terminal() -> None:
+    """Ctrl-C at its default in the job, as a shell in a terminal starts it. A suite started
+    in the background (``make test &``) has SIGINT ignored, every child inherits that, and
+    the job rightly keeps ignoring it (tested below), so the Ctrl-C tests would see the job
+    finish instead."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _as_from_a_background_shell() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class Job:
     """A ``python -m harness`` process in its own session, its output in files."""
 
     def __init__(self, tmp: Path, args: list[str], slow: float | None = None,
-                 hook_text: str | None = None, env: dict[str, str] | None = None) -> None:
+                 hook_text: str | None = None, env: dict[str, str] | None = None,
+                 ctrl_c: bool = True) -> None:
         self.tmp = tmp
         self.out, self.err = (tmp / "stdout").open("w+"), (tmp / "stderr").open("w+")
         self.proc = subprocess.Popen([sys.executable, "-m", "harness", *args,
                                       *_args(tmp, args)], cwd=PROJECT,
                                      env={**_env(tmp, slow, hook_text), **(env or {})},
                                      stdout=self.out, stderr=self.err, text=True,
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=_as_from_a_terminal
+                                     if ctrl_c else _as_from_a_background_shell)
 
     def said(self) -> str:
         return (self.tmp / "stdout").read_text() + (self.tmp / "stderr").read_text()
@@ -212,6 +226,17 @@ def test_ctrl_c_while_a_job_logs_says_what_was_kept(tmp_path: Path, worker: str)
     runs = _runs(tmp_path)
     assert sorted(r.data.tags["harness.role"] for r in runs) == ["job", "ranker", "ranker"]
     assert {r.info.status for r in runs} == {"FINISHED"}
+
+
+@pytest.mark.slow
+def test_a_job_started_with_ctrl_c_ignored_keeps_ignoring_it(tmp_path: Path) -> None:
+    """A job started in the background by a shell (SIGINT ignored) is not stopped by a
+    SIGINT: it finishes and logs, as any program started with ``&`` does."""
+    job = Job(tmp_path, ["ranker=oracle", "tracking.worker=false"], slow=3, ctrl_c=False)
+    job.wait_for("SLOW LOGGING")
+    os.killpg(job.proc.pid, signal.SIGINT)
+    assert job.finish() == 0, job.said()[-3000:]
+    assert "interrupted" not in job.said() and len(_runs(tmp_path)) == 2
 
 
 @pytest.mark.slow
