@@ -187,8 +187,9 @@ def rank(prep: Prepared, ties: str, seed: int) -> Ranking:
                        n=prep.n_docs)
     neg = -prep.score  # ascending order of it: score descending
     s = None
-    if ties == "average" and neg.dtype == np.float64:
-        perm, s = segment_sort(prep.layout, neg)  # stable
+    stable = ties == "average" and neg.dtype == np.float64
+    if stable:
+        perm, s = segment_sort(prep.layout, neg)
     elif ties == "average":
         perm = segment_argsort(prep.layout, [neg], stable=False)
     else:
@@ -198,7 +199,7 @@ def rank(prep: Prepared, ties: str, seed: int) -> Ranking:
             raise AssertionError(ties)
         perm = segment_argsort(prep.layout, [second, neg], stable=True)
     ranking = Ranking(perm=perm, q=prep.q, pos=prep.pos, grouped_label=prep.label,
-                      n=prep.n_docs, stable=ties == "average" and neg.dtype == np.float64)
+                      n=prep.n_docs, stable=stable)
     if ties == "average" and len(perm):
         s = neg[perm] if s is None else s
         boundary = np.empty(len(perm), dtype=bool)

@@ -82,7 +82,7 @@ def segment_argsort(layout: Layout, keys: Sequence[np.ndarray], *, stable: bool)
     query's rows fill the first columns of its sorted row: it is +inf (the fast case for
     numpy's SIMD sorts) unless a primary key is +inf itself, then NaN.
 
-    One float64 key is sorted as values, not indices (:func:`_key_sort`): the order is
+    One float64 key is sorted as values, not indices (:func:`segment_sort`): the order is
     then stable whatever ``stable`` asks, and callers may rely on it.
     """
     if len(keys) == 1 and keys[0].dtype == np.float64:
@@ -90,18 +90,13 @@ def segment_argsort(layout: Layout, keys: Sequence[np.ndarray], *, stable: bool)
     return _argsort(layout, keys, stable=stable)
 
 
-def segment_sort(layout: Layout, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The stable per-query order of one float64 key without NaN (as
-    :func:`segment_argsort`), and the key in that order."""
-    return _key_sort(layout, key)
-
-
 _SIGN = np.uint64(1 << 63)
 _ALL = np.uint64(2**64 - 1)
 
 
-def _key_sort(layout: Layout, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The stable per-query order of one float64 key (no NaN), from a sort of values.
+def segment_sort(layout: Layout, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The stable per-query order of one float64 key (no NaN), as :func:`segment_argsort`,
+    and the key in that order, from a sort of values.
 
     numpy sorts 64-bit integers several times faster than it argsorts floats (its SIMD
     sorts). Each row's key becomes an unsigned integer in the same order (the IEEE bits,
