@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import InputError
-from harness.metrics.ids import factorize_qid, joint_qid_codes
 from harness.metrics.inputs import align_key_dtypes, numeric
+from harness.metrics.qids import factorize_qid, joint_qid_codes
 from harness.metrics.segments import group_by_query
 from harness.metrics.weighting import EMPTY_ATTR, merge_empty
 

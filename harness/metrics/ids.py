@@ -1,9 +1,8 @@
-"""Query and document ids as integer codes: qids coded by sorted value (fast when the rows
-come grouped by query), docids packed or hashed straight from their Arrow buffers, the run
-joined to its qrels on (query, docid) codes, and the duplicate (qid, docid) check."""
+"""Document ids as integer codes: docids packed or hashed straight from their Arrow buffers,
+the run joined to its qrels on (query, docid) codes, and the duplicate (qid, docid) check.
+Query ids are coded in :mod:`harness.metrics.qids`."""
 
 from __future__ import annotations
-
 
 from typing import Any
 
@@ -13,30 +12,9 @@ import pandas as pd
 from harness.errors import InputError, plain
 from harness.metrics.segments import Layout, duplicate_within, group_by_query
 
-__all__ = ["joint_qid_codes", "joint_docid_codes", "factorize_qid", "docid_codes",
-           "match_pairs", "same_docids", "query_layout", "check_unique_pairs", "text_hash"]
-
-def joint_qid_codes(run_qid: pd.Series, j_qid: pd.Series
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Codes by sorted qid of the run's and the qrels' qids over both, and the uniques.
-    Tables whose rows come grouped by query are coded each on its own and their few
-    uniques merged; otherwise both are factorised together."""
-    run_runs, j_runs = _grouped_text_runs(run_qid), _grouped_text_runs(j_qid)
-    if run_runs is not None and j_runs is not None:  # code the uniques, repeat once
-        heads = np.concatenate([run_runs[1], j_runs[1]])
-        codes, uniques = pd.factorize(pd.Series(heads, dtype=run_qid.dtype), sort=True)
-        split = len(run_runs[1])
-        return (np.repeat(codes[:split][run_runs[0]], run_runs[2]),
-                np.repeat(codes[split:][j_runs[0]], j_runs[2]), np.asarray(uniques))
-    run_coded, j_coded = factorize_qid(run_qid), factorize_qid(j_qid)
-    if run_coded[2] is None or j_coded[2] is None:
-        all_q = pd.concat([run_qid, j_qid], ignore_index=True)
-        codes, uniques = pd.factorize(all_q, sort=True)
-        return codes[:len(run_qid)], codes[len(run_qid):], np.asarray(uniques)
-    heads = np.concatenate([run_coded[1], j_coded[1]])
-    codes, uniques = pd.factorize(pd.Series(heads, dtype=run_qid.dtype), sort=True)
-    split = len(run_coded[1])
-    return codes[:split][run_coded[0]], codes[split:][j_coded[0]], np.asarray(uniques)
+__all__ = ["joint_docid_codes", "docid_codes",
+           "match_pairs", "same_docids", "query_layout", "check_unique_pairs", "text_hash",
+           "one_chunk"]
 
 
 def joint_docid_codes(run_doc: pd.Series, j_doc: pd.Series, both: pd.Series,
@@ -54,74 +32,13 @@ def joint_docid_codes(run_doc: pd.Series, j_doc: pd.Series, both: pd.Series,
     return codes[:len(run_doc)], codes[len(run_doc):], n_d, exact
 
 
-def factorize_qid(qid: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """Codes (by sorted qid), uniques and, when known on the way, the rows per code; fast
-    when integer qids are already sorted or text qids come grouped."""
-    values = qid.to_numpy() if pd.api.types.is_integer_dtype(qid) else None
-    if values is not None and len(values) > 1 and bool(np.all(values[1:] >= values[:-1])):
-        change = np.empty(len(values), dtype=bool)
-        change[0] = True
-        np.not_equal(values[1:], values[:-1], out=change[1:])
-        first = np.flatnonzero(change)
-        counts = np.diff(np.append(first, len(values)))
-        return np.repeat(np.arange(len(first)), counts), values[first], counts
-    grouped = _grouped_text_codes(qid)
-    if grouped is not None:
-        return grouped
-    codes, uniques = pd.factorize(qid, sort=True)
-    return codes, np.asarray(uniques), None
-
-
-def _grouped_text_codes(qid: pd.Series
-                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Codes by sorted qid of an Arrow-backed text column whose rows come grouped by query
-    (each qid in one run of rows, as runs and qrels files are written), the sorted uniques
-    and the rows per code; None when the column is not Arrow text or a qid comes back after
-    another (see :func:`_grouped_text_runs`)."""
-    runs = _grouped_text_runs(qid)
-    if runs is None:
-        return None
-    rank, heads, counts = runs
-    by_code = np.empty(len(rank), dtype=np.int64)
-    by_code[rank] = counts
-    return np.repeat(rank, counts), heads, by_code
-
-
-def _grouped_text_runs(qid: pd.Series
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """For a text column whose rows come grouped by query: per run of equal qids (in row
-    order) its rank among the sorted qids and its length, and the sorted qids. From the
-    runs' boundaries: one pass of adjacent comparisons instead of a hash table of every row.
-    None when the column is not Arrow text or a qid comes back after another."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    array = getattr(qid.array, "_pa_array", None)
-    if array is None or len(qid) < 2 or not pa.types.is_string(array.type) and \
-            not pa.types.is_large_string(array.type):
-        return None
-    array = _one_chunk(array)
-    if array.null_count:
-        return None
-    change = pc.not_equal(array[1:], array[:-1]).to_numpy(zero_copy_only=False)
-    first = np.flatnonzero(np.concatenate(([True], change)))
-    heads = array.take(pa.array(first))
-    if pc.count_distinct(heads).as_py() != len(heads):  # a qid in two places: not grouped
-        return None
-    order = pc.sort_indices(heads).to_numpy()
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order))
-    counts = np.diff(np.append(first, len(qid)))
-    return rank, np.asarray(heads.take(pa.array(order)).to_pylist(), dtype=object), counts
-
-
 def text_hash(docid: pd.Series) -> tuple[np.ndarray, bool | str] | None:
     """The codes :func:`joint_docid_codes` gives a text column (``run_hashed``), or None
     when it is not Arrow-backed text."""
     return _arrow_string_hash(docid)
 
 
-def _one_chunk(array: Any) -> Any:
+def one_chunk(array: Any) -> Any:
     """An Arrow array in one piece: a chunked array's only chunk as it is (combining
     copies even one chunk), else its chunks combined."""
     import pyarrow as pa
@@ -174,7 +91,7 @@ def _arrow_string_hash(docid: pd.Series) -> tuple[np.ndarray, bool | str] | None
         arr = pa.array(docid)
     except (TypeError, pa.ArrowException):
         return None
-    arr = _one_chunk(arr)
+    arr = one_chunk(arr)
     if arr.null_count or not (pa.types.is_string(arr.type) or pa.types.is_large_string(
             arr.type)):
         return None
@@ -367,6 +284,6 @@ def same_docids(run_doc: pd.Series, j_doc: pd.Series,
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    ours = _one_chunk(pa.array(run_doc)).take(pa.array(rows))
-    theirs = _one_chunk(pa.array(j_doc)).take(pa.array(j_rows[position[rows]]))
+    ours = one_chunk(pa.array(run_doc)).take(pa.array(rows))
+    theirs = one_chunk(pa.array(j_doc)).take(pa.array(j_rows[position[rows]]))
     return len(ours) == 0 or bool(pc.all(pc.equal(ours, theirs)).as_py())

@@ -20,9 +20,7 @@ from harness.metrics import background
 from harness.metrics.ids import (
     check_unique_pairs,
     docid_codes,
-    factorize_qid,
     joint_docid_codes,
-    joint_qid_codes,
     match_pairs,
     query_layout,
     same_docids,
@@ -39,6 +37,7 @@ from harness.metrics.inputs import (
     require_frame,
 )
 from harness.metrics.prepared import Ideal, Judgments, Prepared, level_counts
+from harness.metrics.qids import factorize_qid, joint_qid_codes
 from harness.metrics.ranking import Ranking
 from harness.metrics.segments import group_by_query
 from harness.metrics.subtopics import SUBTOPIC, one_judgment_per_document
