@@ -224,9 +224,11 @@ def check_agreement(results: dict[tuple, list[dict]]) -> list[str]:
     return bad
 
 
-def print_targets(results: dict[tuple, list[dict]]) -> None:
-    """The issue's targets for harness.evaluate (and the growth of the other engines)."""
+def print_targets(results: dict[tuple, list[dict]]) -> list[bool]:
+    """Print the issue's targets for harness.evaluate (and the growth of the other engines);
+    return whether each target was met."""
     print()
+    verdicts = []
     sizes = sorted({c[1] for c in results if c[0] == "memory"}, key=rows_of)
     if len(sizes) < 2:
         print("target: time linear in rows (largest within 1.1x of its share of the smallest "
@@ -246,13 +248,17 @@ def print_targets(results: dict[tuple, list[dict]]) -> None:
                         f"growth (no target): {e}, {i} ids, {_label(m)}, {what}: {big} / "
                         f"({factor:g} x {small})")
                 verdict = ("MET" if ratio <= 1.1 else "NOT MET") if e == "memory" else "="
+                if e == "memory":
+                    verdicts.append(ratio <= 1.1)
                 print(f"{head}: {verdict} ({t_big:.3g} s / ({factor:g} x {t_small:.3g} s) = "
                       f"{ratio:.2f})")
         if e == "memory":
             extra = max(g["peak_gb"] - g["frames_gb"] for g in got)
+            verdicts.append(extra <= 2)
             print(f"target: memory, {i} ids, {_label(m)}: {big} peak RSS <= input + 2 GB: "
                   f"{'MET' if extra <= 2 else 'NOT MET'} (peak - frames = {extra:.2f} GB; the "
                   f"calls added {max(g['peak_gb'] - g['loaded_gb'] for g in got):.2f} GB)")
+    return verdicts
 
 
 def run_table(directory: Path, rounds: int, sizes: list[str], ids: list[str],
@@ -278,7 +284,10 @@ def run_table(directory: Path, rounds: int, sizes: list[str], ids: list[str],
             print(f"\nranx at {s}: not run (its Qrels and Run took about 6 GB at 10M rows, "
                   "growing with the rows; pass --peer-sizes to run it)")
     bad = check_agreement(results)
-    print_targets(results)
+    verdicts = print_targets(results)
+    print(f"\ntargets: {sum(verdicts)} of {len(verdicts)} met"
+          + ("" if all(verdicts) else " (NOT MET: see the lines above)")
+          + f"; engines and peers {'agree' if not bad else 'DISAGREE'}")
     if bad:
         raise SystemExit("the engines disagree:\n" + "\n".join(bad))
 

@@ -147,3 +147,14 @@ def test_the_targets_are_printed_with_their_figures(bench: tuple[str, Path]) -> 
     assert ("NOT MET" not in line) == (extra <= 2)
     assert any(x.startswith("growth (no target): dask, int ids, nDCG@10, first call")
                for x in out.splitlines())
+
+
+def test_the_last_line_counts_the_targets_met(bench: tuple[str, Path]) -> None:
+    lines = bench[0].splitlines()
+    verdicts = [x for x in lines if x.startswith("target: memory, ")
+                and "NOT MEASURED" not in x]
+    met = sum(": MET (" in x for x in verdicts)
+    summary = next(x for x in lines if x.startswith("targets: "))
+    assert summary.startswith(f"targets: {met} of {len(verdicts)} met")
+    assert ("NOT MET" in summary) == (met < len(verdicts))
+    assert summary.endswith("engines and peers agree")
