@@ -18,7 +18,7 @@ from harness.engines.stream import NotClustered
 METRICS = ["ndcg@10", "ndcg(gain=linear,ties=docid)", "mndcg@5", "ap", "rr", "P@5",
            "recall@10(ideal=retrieved)", "err@10(ties=input)", "ndcg@3(ties=random)",
            "ndcg@5(ties=pessimistic)", "P@3(ties=optimistic)", "ap@5(ties=quicksort)",
-           "rr(ties=quicksort2)", "ndcg@3(ties=quicksort_reversed)", "ndcg@5(ties=docid_exact)",
+           "rr(ties=quicksort2)", "ndcg@3(ties=quicksort_reversed)", "ndcg@5(ties=docid_float32)",
            "judged@5(ties=docid_ascending)"]
 
 

@@ -297,6 +297,8 @@ _EXPECTED_CONVENTIONS = {
                     empty="zero"),
     "trec_eval": dict(gain="linear", discount="log2", ideal="judged", ties="docid",
                       empty="zero"),
+    "trec_eval9": dict(gain="linear", discount="log2", ideal="judged", ties="docid_float32",
+                       empty="zero"),
     "lightgbm": dict(gain="exp2", discount="log2", ideal="retrieved", ties="input",
                      empty="one", empty_weight="unweighted"),
     "xgboost": dict(gain="exp2", discount="log2", ideal="retrieved", ties="input",

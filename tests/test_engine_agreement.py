@@ -51,6 +51,7 @@ _VALUES: dict[str, list[Any]] = {
     "unjudged_grade": [None, 1.0, 3.0],
     "mult": [0.2, 1.0, 1.5],
     "weights": [(1.0, -1.0, 0.0, 0.0), (2.0, -1.0, 0.5, 0.25)],
+    "collection_size": [0, 5000],
     "levels": [(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0), (0.25, 0.5, 0.75)],
     "beta": [1.0, 0.5],
     "recall_cutoff": ["plus_0.9", "nearest"],

@@ -294,12 +294,12 @@ def test_bad_k_in_a_name_raises() -> None:
 
 @pytest.mark.parametrize("option,choices", [
     ("ties", "'average', 'random', 'input', 'docid', 'optimistic', 'pessimistic', "
-             "'quicksort', 'quicksort2', 'quicksort_reversed', 'docid_exact', "
+             "'quicksort', 'quicksort2', 'quicksort_reversed', 'docid_float32', "
              "'docid_ascending'"),
     ("empty", "'zero', 'one', 'exclude', 'nan'"),
     ("ideal", "'judged', 'retrieved'"),
-    ("convention", "'sklearn', 'trec_eval', 'lightgbm', 'xgboost', 'keras_rs', 'ranx', "
-                   "'catboost'"),
+    ("convention", "'sklearn', 'trec_eval', 'trec_eval9', 'lightgbm', 'xgboost', "
+                   "'keras_rs', 'ranx', 'catboost'"),
     ("empty_weight", "'own', 'unweighted', 'mean'"),
 ])
 def test_unknown_choice_raises_listing_choices(option: str, choices: str) -> None:

@@ -14,7 +14,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -120,15 +119,13 @@ def test_console_script_prints_the_same(case: str) -> None:
         _expected(case), res.stdout.splitlines())
 
 
-def test_python_m_harness_eval_answers_quickly() -> None:
-    start = time.perf_counter()
+def test_python_m_harness_eval_prints_the_run_first() -> None:
+    """``python -m harness.eval`` (its speed lives in benchmarks/bench_trec_eval.py)."""
     res = subprocess.run([sys.executable, "-m", "harness.eval", "-m", "all_trec",
                           *_argv(["qrels.test", "results.test"])], capture_output=True,
-                         text=True, timeout=60)
-    elapsed = time.perf_counter() - start
+                         text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.startswith("runid                 \tall\tSTANDARD\n")
-    assert elapsed < 5.0  # well under a second when the machine is idle; room for CI load
 
 
 def _measures(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[tuple[str, str], str]:

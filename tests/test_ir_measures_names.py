@@ -221,9 +221,10 @@ def _value(key: str, measure: str, qid: str | None, memo: dict[Any, Any]) -> flo
         run, qrels = _frames(key)
         metric = harness.parse_metric("ir_measures:" + measure)
         options = {"negative_labels": "unjudged"} if (qrels["label"] < 0).any() else {}
-        values = harness.evaluate(run, qrels, [metric], **options)[metric.display_name]
-        how = metric.measure.aggregate  # ir_measures sums the counts (SumAgg)
-        memo[key, measure] = (values, values.sum() if how == "sum" else values.mean())
+        per_query = harness.evaluate(run, qrels, [metric], **options)
+        # the library's own summary: ir_measures sums the counts (SumAgg), as aggregate does
+        summary = harness.aggregate(per_query).loc[metric.display_name, "mean"]
+        memo[key, measure] = (per_query[metric.display_name], summary)
     per_query, summary = memo[key, measure]
     return float(summary if qid is None else per_query[qid])
 

@@ -30,27 +30,34 @@ EXPECTED = {
     "success.10": Metric("success", k=10, ties="docid"),
     "trec_eval:Rprec": Metric("rprec", ties="docid"),
     "trec_eval:bpref": Metric("bpref", ties="docid"),
-    "iprec_at_recall_0.50": Metric("iprec", at_recall=0.5, ties="docid"),
+    "iprec_at_recall_0.50": Metric("iprec", at_recall=0.5, ties="docid",
+                                   recall_cutoff="nearest"),  # trec_eval 10.0: round(x R)
+    "trec_eval9:iprec_at_recall_0.50": Metric("iprec", at_recall=0.5, ties="docid_float32"),
+    "trec_eval9:P.5": Metric("precision", k=5, ties="docid_float32"),
+    "gm_map": Metric("gm_ap", ties="docid"),
+    "11pt_avg": Metric("iprec_avg", ties="docid", recall_cutoff="nearest"),
+    "trec_eval:infAP": Metric("infap", ties="docid"),
+    "num_q": Metric("query_count", ties="docid"),
     # ir_measures
     "nDCG@10": Metric("ndcg", k=10),  # the harness's own display name keeps its meaning
-    "ir_measures:nDCG@10": Metric("ndcg", k=10, gain="linear", ties="docid"),
-    "nDCG(dcg=exp-log2)@10": Metric("ndcg", k=10, gain="exp2", ties="docid_exact"),
-    "nDCG(dcg='exp-log2')@10": Metric("ndcg", k=10, gain="exp2", ties="docid_exact"),
+    "ir_measures:nDCG@10": Metric("ndcg", k=10, gain="linear", ties="docid_float32"),
+    "nDCG(dcg=exp-log2)@10": Metric("ndcg", k=10, gain="exp2", ties="docid"),
+    "nDCG(dcg='exp-log2')@10": Metric("ndcg", k=10, gain="exp2", ties="docid"),
     "nDCG(gains={0:0,1:1,2:3})@10": Metric("ndcg", k=10, gain={0: 0, 1: 1, 2: 3},
-                                           ties="docid"),
-    "AP(rel=2)@10": Metric("ap", k=10, level=2, ties="docid"),
-    "P(rel=2)@5": Metric("precision", k=5, level=2, ties="docid"),
-    "RR(rel=2)": Metric("rr", level=2, ties="docid"),
+                                           ties="docid_float32"),
+    "AP(rel=2)@10": Metric("ap", k=10, level=2, ties="docid_float32"),
+    "P(rel=2)@5": Metric("precision", k=5, level=2, ties="docid_float32"),
+    "RR(rel=2)": Metric("rr", level=2, ties="docid_float32"),
     "SDCG(max_rel=4)@10": Metric("mndcg", k=10, gain="linear", max_label=4, ties="input"),
     "ERR@20": Metric("err", k=20),
-    "ir_measures:ERR@20": Metric("err", k=20, max_label=4, ties="docid_exact"),
+    "ir_measures:ERR@20": Metric("err", k=20, max_label=4, ties="docid"),
     "Judged@10": Metric("judged", k=10),
     "Success@10": Metric("success", k=10),
     "Rprec": Metric("rprec"),
     "Bpref": Metric("bpref"),
     "RBP(p=0.8)": Metric("rbp", p=0.8),
     "RBP(rel=2,p=0.9)": Metric("rbp", p=0.9, level=2, ties="input"),
-    "IPrec@0.5": Metric("iprec", at_recall=0.5, ties="docid"),
+    "IPrec@0.5": Metric("iprec", at_recall=0.5, ties="docid_float32"),
     # ranx
     "ndcg_burges@10": Metric("ndcg", k=10, gain="exp2", convention="ranx"),
     "mrr": Metric("rr"),
@@ -79,7 +86,8 @@ def test_tool_names_convention_is_visible_in_the_display_name() -> None:
     assert parse_metric("P.5 -l 2").display_name == "P@5(ties=docid,level=2)"
     assert parse_metric("ndcg_burges@10").display_name == "nDCG@10(ties=quicksort)"
     assert parse_metric("iprec_at_recall_0.50").display_name == \
-        "IPrec(ties=docid,at_recall=0.5)"
+        "IPrec(ties=docid,at_recall=0.5,recall_cutoff=nearest)"
+    assert parse_metric("ir_measures:P@5").display_name == "P@5(ties=docid_float32)"
 
 
 def test_keyword_options_win_over_the_tool_convention() -> None:
@@ -87,9 +95,9 @@ def test_keyword_options_win_over_the_tool_convention() -> None:
 
 
 @pytest.mark.parametrize("text, words", [
-    ("ndcg_cut.5,10", "one cut-off"),
-    ("P.x", "one cut-off"),
-    ("ndcg.1=3,two=9", "label=gain"),
+    ("ndcg_cut.5,10", "prints 2 lines"),
+    ("P.x", "cut-offs must be positive"),
+    ("ndcg.1=3,two=9", "'two' is not a number"),
     ("P.5 -l x", "-l takes a relevance level"),
     ("trec_eval:nope", "unknown"),
     ("nDCG(judged_only=maybe)@10", "judged_only must be True or False"),

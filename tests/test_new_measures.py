@@ -98,11 +98,12 @@ def test_untied_values_equal_the_library(name: str, binary: bool,
 
 
 IPREC = [f"iprec_at_recall_{x / 10:.2f}" for x in range(11)]
-TREC = [  # trec_eval names: ties by docid, as pytrec_eval breaks them
+TREC = [  # trec_eval names: ties by docid, as pytrec_eval breaks them; pytrec_eval is
+    # trec_eval 9.x, whose recall levels are reached at floor(x R + 0.9): trec_eval9:
     ("trec_eval:Rprec", "Rprec", "Rprec"), ("trec_eval:bpref", "bpref", "bpref"),
     ("success.10", "success.10", "success_10"), ("success.1 -l 2", "success.1", "success_1"),
-    *[(m, "iprec_at_recall", m) for m in IPREC],
-    ("iprec_at_recall_0.30 -l 2", "iprec_at_recall", "iprec_at_recall_0.30"),
+    *[(f"trec_eval9:{m}", "iprec_at_recall", m) for m in IPREC],
+    ("trec_eval9:iprec_at_recall_0.30 -l 2", "iprec_at_recall", "iprec_at_recall_0.30"),
 ]
 
 

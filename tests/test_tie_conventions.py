@@ -226,12 +226,12 @@ def _pytrec(qrel: dict, run: dict) -> pd.DataFrame:
     return pd.DataFrame(out).T[list(TREC_MEASURES)].sort_index()
 
 
-def _ours(qrel: dict, run: dict) -> pd.DataFrame:
+def _ours(qrel: dict, run: dict, convention: str = "trec_eval") -> pd.DataFrame:
     r = pd.DataFrame([(q, d, s) for q, docs in run.items() for d, s in docs.items()],
                      columns=["qid", "docid", "score"])
     j = pd.DataFrame([(q, d, lab) for q, docs in qrel.items() for d, lab in docs.items()],
                      columns=["qid", "docid", "label"])
-    metrics = [harness.Metric(m, k=k, convention="trec_eval")
+    metrics = [harness.Metric(m, k=k, convention=convention)
                for m, k in TREC_MEASURES.values()]
     out = harness.evaluate(r, j, metrics)
     return out[[m.display_name for m in metrics]].set_axis(list(TREC_MEASURES), axis=1)
@@ -248,10 +248,12 @@ def test_trec_eval_scores_a_query_judged_only_negative() -> None:
     assert (ours.loc["q1"] == 0).all()
 
 
-def test_trec_eval_compares_scores_as_float32() -> None:
-    """trec_eval reads scores into C floats: 0.5 and 0.5 + 1e-8 tie there and the docid
-    decides. Random queries whose scores differ only below float32's resolution (and some
-    that differ above it) agree with pytrec_eval on every measure."""
+def test_trec_eval9_compares_scores_as_float32() -> None:
+    """trec_eval 9.x and pytrec_eval read scores into C floats: 0.5 and 0.5 + 1e-8 tie there
+    and the docid decides. Random queries whose scores differ only below float32's
+    resolution (and some that differ above it) agree with pytrec_eval on every measure
+    under convention ``trec_eval9``; trec_eval 10.0 (convention ``trec_eval``) compares
+    the doubles."""
     rng = np.random.default_rng(11)
     qrel: dict[str, dict[str, int]] = {}
     run: dict[str, dict[str, float]] = {}
@@ -264,15 +266,17 @@ def test_trec_eval_compares_scores_as_float32() -> None:
         run[q] = {d: float(b + t) for d, b, t in zip(docs, base, tiny)}
         qrel[q] = {d: int(rng.integers(0, 3)) for d in docs if rng.random() < 0.6}
         qrel[q] = qrel[q] or {docs[0]: 1}
-    ours, theirs = _ours(qrel, run), _pytrec(qrel, run)
+    ours, theirs = _ours(qrel, run, "trec_eval9"), _pytrec(qrel, run)
     np.testing.assert_allclose(ours.to_numpy(), theirs.loc[ours.index].to_numpy(), rtol=0,
                                atol=1e-12)
-    # the float64 order would differ: the rule is what makes them agree
+    assert not np.allclose(_ours(qrel, run).to_numpy(), ours.to_numpy(), rtol=0, atol=1e-12)
+    # the float64 order differs: the rule is what makes them agree
     r = pd.DataFrame({"qid": "q", "docid": ["a", "z"], "score": [0.5 + 1e-8, 0.5]})
     j = pd.DataFrame({"qid": ["q"], "docid": ["a"], "label": [1]})
-    rr = harness.evaluate(r, j, [harness.Metric("rr", convention="trec_eval"),
-                                 harness.Metric("rr", ties="input")]).iloc[0, -2:]
-    assert list(rr) == [0.5, 1.0]
+    rr = harness.evaluate(r, j, [harness.Metric("rr", convention="trec_eval9"),
+                                 harness.Metric("rr", convention="trec_eval"),
+                                 harness.Metric("rr", ties="input")]).iloc[0, -3:]
+    assert list(rr) == [0.5, 1.0, 1.0]
 
 
 # -- ir_measures: a gain table relabels judged documents only ------------------------------

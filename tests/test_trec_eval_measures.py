@@ -173,10 +173,10 @@ def make_data(seed: int, n_queries: int = 40) -> tuple[pd.DataFrame, pd.DataFram
             pd.DataFrame(qrels, columns=["qid", "docid", "label"]))
 
 
-#: pytrec_eval (0.5.11) measure -> (its key, harness measure, options). Its 11pt_avg and
-#: iprec_at_recall keep trec_eval 9's rule for the rank of a recall level, floor(x R + 0.9)
-#: (recall_cutoff's default), where trec_eval 10 (out.test.*) rounds x R. Its parameters of utility
-#: are not read (it prints "improper number of coefficients"): the default only; G, ndcg_rel
+#: pytrec_eval (0.5.11) measure -> (its key, harness measure, options), compared under
+#: convention trec_eval9: its 11pt_avg and iprec_at_recall keep trec_eval 9's rule for the
+#: rank of a recall level, floor(x R + 0.9), where trec_eval 10 (out.test.*) rounds x R.
+#: Its parameters of utility are not read (it prints "improper number of coefficients"): the default only; G, ndcg_rel
 #: and Rndcg given gain parameters abort it (an assertion in its C code): default gains.
 PYTREC: dict[str, tuple[str, str, dict[str, Any]]] = {
     **{name: (name, ours, opts) for name, (ours, opts) in ALL_TREC.items()
@@ -208,7 +208,7 @@ def test_pytrec_eval_agrees_per_query(seed: int, level: int) -> None:
     for measure, (key, name, opts) in PYTREC.items():
         got = pytrec_eval.RelevanceEvaluator(qd, {measure}, relevance_level=level).evaluate(rd)
         theirs = pd.Series({q: v[key] for q, v in got.items()}, dtype=float)
-        metric = Metric(name, convention="trec_eval", level=level, **opts)
+        metric = Metric(name, convention="trec_eval9", level=level, **opts)
         ours = harness.evaluate(run, qrels, [metric])[metric.display_name]
         ours = ours.reindex(theirs.index)
         if key.startswith("gm_"):  # pytrec_eval returns log(max(value, 1e-5))

@@ -1,10 +1,12 @@
 """``harness eval QRELS RUN [RUN ...] [MEASURE ...]``: trec_eval's command line and output.
 
 The flags are trec_eval's (and may be glued as it allows: ``-l2``, ``-M100``,
-``-mrelstring.20``); the output is trec_eval's ``name<TAB>qid<TAB>value`` lines, measures
-in trec_eval's order, or one table of runs x measures (``--format tsv|csv|json``).
+``-mrelstring.20``); the output is trec_eval 10.0's ``name<TAB>qid<TAB>value`` lines,
+measures in trec_eval's order, or one table of runs x measures (``--format tsv|csv|json``).
 Every trec_eval measure is a harness metric definition with ``convention="trec_eval"``
-(linear gain, ties by docno descending); arguments after QRELS that are not files are
+(linear gain, scores compared as double, ties by docno descending), or
+``convention="trec_eval9"`` with ``--compat 9`` (scores compared as float32, as trec_eval
+9.x and pytrec_eval read them); arguments after QRELS that are not files are
 measure names in any tool's spelling (``nDCG@10``, ``P(rel=2)@5``, ``ndcg_burges@10``),
 read by :func:`harness.parse_metric` and printed as written.
 """
@@ -14,9 +16,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.commands.base import OK
 from harness.errors import InputError, MetricDefinitionError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 EPILOG = """\
 measure sets (-m): official (the default), all_trec, set, all_prefs, prefs, qrels_jg
@@ -30,6 +36,10 @@ examples:
   harness eval qrels.txt run.txt
   harness eval -q -m all_trec -l2 qrels.txt run.txt
   harness eval qrels.txt run_a.txt run_b.txt "nDCG@10" "P(rel=2)@5" --format tsv
+  harness eval --compat 9 -m all_trec qrels.txt run.txt   # as trec_eval 9.x, pytrec_eval
+notes on stderr (the output is unchanged by them): a judged query a run lacks is skipped
+  without -c (trec_eval 10.0 stops with exit 4 there; 9.x skipped it); qrels labels that
+  are not integers are truncated toward zero, as trec_eval reads them
 exit codes: 0 ok, 2 bad input"""
 
 
@@ -77,9 +87,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-Z", "--Zscore", default=None, metavar="ZSCORES",
                    help="print Z-scores, (value - mean) / stddev, from a file of "
                         "'qid measure mean stddev' lines")
-    p.add_argument("-N", "--Number_docs_in_coll", type=int, default=None, metavar="NUM",
-                   help="number of documents in the collection (trec_eval's; no measure "
-                        "available reads it)")
+    p.add_argument("-N", "--Number_docs_in_coll", type=int, default=0, metavar="NUM",
+                   help="number of documents in the collection (default 0): utility's "
+                        "fourth weight counts the non-relevant documents not retrieved, "
+                        "NUM + rel_ret - ret - rel")
+    p.add_argument("--compat", default="10", choices=("10", "9"),
+                   help="the trec_eval version to reproduce: 10 (10.0, the default: scores "
+                        "compared as double) or 9 (9.x and pytrec_eval: scores compared as "
+                        "float32, recall level x at floor(x R + 0.9) relevant documents)")
     p.add_argument("--format", default="trec", choices=("trec", "tsv", "csv", "json"),
                    help="trec (trec_eval's lines, default) or one runs x measures table")
     return p
@@ -110,6 +125,37 @@ def _named(names: list[str]) -> list[tuple[str, object]]:
     return out
 
 
+def _whole_labels(qrels: pd.DataFrame, path: str) -> pd.DataFrame:
+    """The qrels with labels truncated toward zero, as trec_eval reads them (``atol``),
+    and a note on stderr when any changed."""
+    import numpy as np
+
+    label = qrels["label"].to_numpy(dtype=np.float64)
+    whole = np.trunc(label)
+    frac = np.flatnonzero(whole != label)
+    if len(frac):
+        i = int(frac[0])
+        print(f"harness eval: QRELS {path}: {len(frac)} label(s) are not integers (first: "
+              f"query {qrels['qid'].iloc[i]!r}, document {qrels['docid'].iloc[i]!r}, "
+              f"{label[i]:g}); truncated toward zero, as trec_eval reads them",
+              file=sys.stderr)
+        qrels = qrels.assign(label=whole)
+    return qrels
+
+
+def _note_skipped(qrels: pd.DataFrame, run: pd.DataFrame, path: str) -> None:
+    """One stderr line naming the judged queries a run lacks: they are skipped without
+    ``-c`` (trec_eval 9.x's behaviour; 10.0 stops with exit 4 instead)."""
+    import pandas as pd
+
+    lacking = pd.Index(pd.unique(qrels["qid"])).difference(pd.Index(pd.unique(run["qid"])))
+    if len(lacking):
+        shown = ", ".join(repr(q) for q in lacking[:5]) + (", ..." if len(lacking) > 5 else "")
+        print(f"harness eval: RUN {path} has no results for {len(lacking)} judged "
+              f"quer{'y' if len(lacking) == 1 else 'ies'} ({shown}): skipped, as trec_eval "
+              f"9.x does (10.0 stops with exit 4); -c scores them 0", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_intermixed_args(argv)
     from harness.data.eval_inputs import (read_eval_qrels, read_eval_run, read_prefs,
@@ -123,9 +169,14 @@ def main(argv: list[str] | None = None) -> int:
         raise InputError(f"-l: the relevance level must be >= 1, got {args.level_for_rel}")
     if args.Max_retrieved_per_topic is not None and args.Max_retrieved_per_topic < 1:
         raise InputError(f"-M: the depth must be >= 1, got {args.Max_retrieved_per_topic}")
+    if args.Number_docs_in_coll < 0:
+        raise InputError(f"-N: the number of documents must be >= 0, got "
+                         f"{args.Number_docs_in_coll}")
+    convention = "trec_eval9" if args.compat == "9" else "trec_eval"
     extra = _named(names)
     try:
-        families = select(args.measure or (["official"] if not extra else ["runid", "num_q"]))
+        families = select(args.measure or (["official"] if not extra else ["runid", "num_q"]),
+                          version=int(args.compat))
         columns = [c for fam, params in families.items() for c in expand(fam, params)
                    # a line printed per query only (relstring) is not computed without -q
                    if args.query_eval_wanted or c.family.summary]
@@ -138,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         qrels = prefs.rename(columns={"jg": "iter"})[["qid", "iter", "docid", "label"]]
         prefs = prefs.rename(columns={"label": "rel"})
     else:
-        qrels = read_eval_qrels(qrels_path)
+        qrels = _whole_labels(read_eval_qrels(qrels_path), qrels_path)
         if fmt == "qrels_prefs":
             prefs = qrels  # harness.metrics.prefs reads the preferences they imply
     zscores = read_zscores(args.Zscore) if args.Zscore else None
@@ -149,11 +200,14 @@ def main(argv: list[str] | None = None) -> int:
                            depth=args.Max_retrieved_per_topic,
                            judged_only=args.Judged_docs_only,
                            complete=args.complete_rel_info_wanted, zscores=zscores,
-                           prefs=prefs, runid=runid)
+                           prefs=prefs, runid=runid, convention=convention,
+                           collection_size=args.Number_docs_in_coll)
         ev.path = path
         if not ev.qids:
             raise InputError(f"RUN {path}: no query has both results and judgments in "
                              f"QRELS {qrels_path}")
+        if not args.complete_rel_info_wanted and fmt != "prefs":
+            _note_skipped(qrels, run, path)
         if ev.unavailable:
             print(f"harness eval: not computed ({len(ev.unavailable)} lines; no such measure "
                   f"in the registry yet): {', '.join(ev.unavailable)}", file=sys.stderr)

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import MetricDefinitionError
+from harness.metrics.conventions import TREC_EVAL_CONVENTIONS
 from harness.metrics.definition import CONVENTIONS, Metric, parse_metric
 from harness.metrics.options import OPTIONS
 
@@ -152,7 +153,7 @@ def shapley_terms(players: tuple[str, ...]
 
 def _data(convention: Any, given: Mapping[str, Any] | None) -> dict[str, Any]:
     out = dict(_DATA_DEFAULTS)
-    if isinstance(convention, str) and convention == "trec_eval":
+    if isinstance(convention, str) and convention in TREC_EVAL_CONVENTIONS:
         out["negative_labels"] = "unjudged"  # as evaluate() does for trec_eval metrics
     unknown = set(given or {}) - set(DATA_OPTIONS)
     if unknown:

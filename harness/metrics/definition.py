@@ -101,12 +101,12 @@ class Metric:
         Order of documents with equal scores: ``average`` the expected value over every
         order of each tied group (McSherry & Najork 2008; sklearn); ``random`` a shuffle
         seeded by ``seed`` (keras_rs); ``input`` row order (LightGBM, XGBoost); ``docid``
-        docid descending as strings after rounding scores to float32, as trec_eval
-        compares them (trec_eval); ``docid_exact`` docid descending among exactly equal
-        scores (gdeval: ir_measures' ``nDCG(dcg=exp-log2)``, ``ERR``); ``docid_ascending``
-        docid ascending among exactly equal scores (ir_measures' ``Judged``);
-        ``optimistic`` / ``pessimistic`` relevant
-        documents first / last; ``quicksort`` the order numba's unstable quicksort
+        docid descending as strings among equal scores (trec_eval 10.0; gdeval: ir_measures'
+        ``nDCG(dcg=exp-log2)``, ``ERR``; ``docid_exact`` reads as ``docid``);
+        ``docid_float32`` the same after rounding scores to float32 (trec_eval 9.x,
+        pytrec_eval); ``docid_ascending`` docid ascending among equal scores (ir_measures'
+        ``Judged``); ``optimistic`` / ``pessimistic`` relevant documents first / last;
+        ``quicksort`` the order numba's unstable quicksort
         ``argsort`` of the negated scores, in row order, leaves them: row order up to 15
         documents per query, a fixed scramble from 16 on (ranx 0.3's ``Run``);
         ``quicksort2`` that sort applied twice (ranx's ``make_comparable=True`` sorts the
@@ -143,9 +143,10 @@ class Metric:
     weights : 4 numbers, default (1, -1, 0, 0)
         ``utility``'s weights of relevant retrieved, non-relevant retrieved, relevant missed
         and non-relevant missed documents (trec_eval ``utility.a,b,c,d``).
+    collection_size : int >= 0, default 0
+        ``utility``: the collection's size N (trec_eval ``-N``), read by the fourth weight.
     levels : tuple of recall levels in [0, 1], default (0, 0.1, ..., 1)
-        ``iprec_avg``: the levels whose interpolated precisions it averages (trec_eval
-        ``11pt_avg``).
+        ``iprec_avg``: the levels of interpolated precision it averages (``11pt_avg``).
     recall_cutoff : {'plus_0.9', 'nearest'}, default 'plus_0.9'
         ``iprec``, ``iprec_avg``: recall level x is reached at the ``floor(x R + 0.9)``-th
         relevant document (trec_eval 9, pytrec_eval) or the ``round(x R)``-th (trec_eval 10).
@@ -156,11 +157,10 @@ class Metric:
         ``inst``, ``insq``, ``bpm``, ``nerr11``: the total gain T the user wants, with gains
         scaled to [0, 1] by ``min_label`` and ``max_label`` (cwl_eval's and ir_measures' T).
     convention : str or None, default None
-        A preset from :data:`CONVENTIONS` (``sklearn``, ``trec_eval``, ``lightgbm``,
-        ``xgboost``, ``keras_rs``, ``ranx``, ``catboost``) that sets every option it names;
-        options given explicitly win over it. ``xgboost`` also sets ``k=32`` when ``k`` is
-        not given, as XGBoost's ``ndcg`` (``map``, ``pre``) without ``@k`` counts the first
-        32 documents; an explicit ``k`` (``None`` included) wins.
+        A preset from :data:`CONVENTIONS` (``sklearn``, ``trec_eval`` (10.0), ``trec_eval9``
+        (9.x, pytrec_eval), ``lightgbm``, ``xgboost``, ``keras_rs``, ``ranx``, ``catboost``)
+        setting every option it names; options given explicitly win. ``xgboost`` also sets
+        ``k=32`` when ``k`` is not given (XGBoost's ``ndcg`` without ``@k`` counts 32).
 
     Notes
     -----
@@ -201,6 +201,7 @@ class Metric:
     at_recall: float
     mult: float
     weights: tuple[float, ...]
+    collection_size: int
     levels: tuple[float, ...]
     recall_cutoff: str
     beta: float
@@ -352,7 +353,7 @@ def parse_metric(text: str, **options: Any) -> Metric:
     if not isinstance(text, str):
         raise MetricDefinitionError(f"a metric name must be a string, got {text!r}")
 
-    tool = parse_tool_name(text)  # trec_eval, ir_measures and ranx spellings
+    tool = parse_tool_name(text, lookup)  # trec_eval, ir_measures and ranx spellings
     if tool is not None:
         name, written = tool
         return Metric(name, **{**written, **options})

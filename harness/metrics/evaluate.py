@@ -10,6 +10,7 @@ import pandas as pd
 
 from harness.errors import InputError, MetricDefinitionError
 from harness.metrics.blocked import evaluate_blocked
+from harness.metrics.conventions import TREC_EVAL_CONVENTIONS, negative_policy
 from harness.metrics.definition import Metric, parse_metric
 from harness.metrics.dense import dense_array
 from harness.metrics.kernels import Cache, compute
@@ -164,28 +165,20 @@ def _table(prep: Any, mlist: list[Metric], level: float, missing: str) -> pd.Dat
 
 
 def _refuse_fractional_labels_for_ranx(prep: Any, metrics: list[Metric]) -> None:
-    """ranx stores labels as integers, truncating a fractional label toward zero: a
-    definition said to reproduce ranx cannot take such labels silently."""
-    ranx = [m for m in metrics if m.convention == "ranx"]
-    if not ranx:
+    """ranx and trec_eval store labels as integers, truncating a fractional label toward
+    zero: a definition said to reproduce them cannot take such labels silently."""
+    tools = [m for m in metrics if m.convention in ("ranx", *TREC_EVAL_CONVENTIONS)]
+    if not tools:
         return
     for q, labels in ((prep.judged_q, prep.judged_label), (prep.q, prep.label)):
         frac = np.flatnonzero(labels != np.trunc(labels))
         if len(frac):
-            i = int(frac[0])
+            i, m = int(frac[0]), tools[0]
             raise InputError(
-                f"{ranx[0].display_name} (convention='ranx'): label {labels[i]:g} is not an "
-                "integer; ranx truncates labels toward zero, so its numbers would not be "
-                "reproduced. Round or truncate the labels yourself, or choose another "
-                "convention", column="label", qid=prep.qids[q[i]])
-
-
-def negative_policy(metrics: list[Metric], given: str | None) -> str:
-    """``negative_labels``: as given, else 'unjudged' when every metric uses trec_eval's
-    convention (trec_eval reads a negative label as unjudged) and 'error' otherwise."""
-    if given is not None:
-        return given
-    return "unjudged" if all(m.convention == "trec_eval" for m in metrics) else "error"
+                f"{m.display_name} (convention={m.convention!r}): label {labels[i]:g} is not "
+                f"an integer; {m.convention.rstrip('9')} truncates labels toward zero, so its "
+                "numbers would not be reproduced. Round or truncate the labels yourself, or "
+                "choose another convention", column="label", qid=prep.qids[q[i]])
 
 
 def _full_rankings(metrics: list[Metric], prep: Any) -> list[tuple[str, int]]:

@@ -45,7 +45,7 @@ from harness.metrics.definition import Metric
 __all__ = ["grade_choices", "Candidates", "candidates", "ORDER_RULES"]
 
 #: Tie rules whose order is one fixed order of the rows (not a function of the labels).
-ORDER_RULES = ("input", "docid", "docid_exact", "docid_ascending")
+ORDER_RULES = ("input", "docid", "docid_float32", "docid_ascending")
 #: Tie rules under which documents of one tie group are interchangeable for these bounds.
 GROUP_RULES = ("average", "optimistic", "pessimistic")
 

@@ -12,7 +12,7 @@ parses back to the same definition.
 - ir_measures: a name with parameters before ``@k`` or with one of ir_measures' own
   parameters (``rel``, ``dcg``, ``gains``, ``max_rel``, ``min_rel``, ``judged_only``), e.g.
   ``nDCG(dcg=exp-log2)@10``, ``AP(rel=2)@10``, ``RR(rel=2)``, ``SDCG(max_rel=4)@10``, and
-  ``IPrec@0.5``. Conventions of the backend ir_measures uses: pytrec_eval's (``trec_eval``)
+  ``IPrec@0.5``. Conventions of the backend ir_measures uses: pytrec_eval's (``trec_eval9``)
   for nDCG, AP, P, R, RR, Rprec, Bpref, Success, IPrec; gdeval's for ``dcg=exp-log2``
   (exp2 gain; ties by docid among exactly equal scores) and ERR (top grade 4, the same
   ties); ir_measures' own Judged and Compat (ties by docid ascending; Compat's p
@@ -25,27 +25,31 @@ parses back to the same definition.
 Names the harness writes itself (``ndcg@10``, ``nDCG@10``, ``map``, ``mrr``, ``P@5``,
 ``ERR@20``, ``Rprec``, ``Bpref``, ``Success@10``, ``Judged@10``, ``RBP(p=0.8)``, ``f1@10``)
 keep the harness's defaults. A tool prefix reads any name with that tool's convention:
-``trec_eval:ndcg``, ``ir_measures:nDCG@10``, ``ranx:mrr``.
+``trec_eval:ndcg``, ``ir_measures:nDCG@10``, ``ranx:mrr``; ``trec_eval9:P.5`` reads a trec_eval
+name as trec_eval 9.x and pytrec_eval compute it (scores compared as float32).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from harness.errors import MetricDefinitionError
 
 __all__ = ["parse_tool_name", "TOOLS"]
 
-TOOLS = ("trec_eval", "ir_measures", "ranx")
+TOOLS = ("trec_eval", "trec_eval9", "ir_measures", "ranx")
 Spec = tuple[str, dict[str, Any]]
 
-_PREFIX = re.compile(r"^\s*(trec_eval|ir_measures|ranx)\s*:\s*(.*?)\s*$", re.S)
+_PREFIX = re.compile(r"^\s*(trec_eval9|trec_eval|ir_measures|ranx)\s*:\s*(.*?)\s*$", re.S)
 
 
-def parse_tool_name(text: str) -> Spec | None:
+def parse_tool_name(text: str, known: Callable[[str], Any] | None = None) -> Spec | None:
     """``(measure, options)`` for a name of trec_eval, ir_measures or ranx; None when
-    ``text`` is not a name only one of those tools writes (the harness grammar reads it)."""
+    ``text`` is not a name only one of those tools writes (the harness grammar reads it).
+    ``known(name)`` tells a name the harness grammar reads as its own (the registry's
+    ``lookup``): without a prefix, such a name (``map``, ``ndcg``) is not trec_eval's."""
     m = _PREFIX.match(text)
     if m:
         tool, body = m.groups()
@@ -53,10 +57,25 @@ def parse_tool_name(text: str) -> Spec | None:
         assert spec is not None  # explicit parsers raise instead
         return spec
     body = text.strip()
-    for parse in (_trec_eval, _ir_measures, _ranx):
-        spec = parse(body, False)
+    refused = None
+    if known is None or not known(body) or body == "recip_rank":
+        try:
+            spec = _trec_eval(body, False)
+        except MetricDefinitionError as exc:  # unless another tool reads it (ranx: rbp.95)
+            spec, refused = None, exc
         if spec is not None:
             return spec
+    for parse in (_ir_measures, _ranx):
+        try:
+            spec = parse(body, False)
+        except MetricDefinitionError:
+            if known is not None and known(body):
+                return None  # the registry's own name (rbp): the harness grammar reads it
+            raise
+        if spec is not None:
+            return spec
+    if refused is not None:
+        raise refused
     return None
 
 
@@ -66,57 +85,50 @@ def _refuse(tool: str, text: str, why: str) -> MetricDefinitionError:
 
 # -- trec_eval ----------------------------------------------------------------------------
 _TREC_LEVEL = re.compile(r"^(.*?)\s+-l\s*(\S+)$", re.S)
-_TREC_PARAM = re.compile(r"^(ndcg_cut|map_cut|P|recall|success|ndcg)[._](.+)$", re.S)
-_TREC_CUT = {"ndcg_cut": "ndcg", "map_cut": "ap", "P": "precision", "recall": "recall",
-             "success": "success"}
-_TREC_BARE = {"ndcg": "ndcg", "map": "ap", "recip_rank": "rr", "Rprec": "rprec",
-              "bpref": "bpref"}
-_IPREC = re.compile(r"^iprec_at_recall_(\d+(?:\.\d+)?)$")
+#: trec_eval's lines that are not a number per query of a run and its qrels
+_TREC_NOT_METRIC = {
+    "runid": "the run's name, not a measure (harness eval prints it)",
+    "source:prefs": "it reads preference judgments: harness eval -R prefs (or -R qrels_prefs)",
+    "source:jg": "it averages over judge groups (the qrels' iter column): "
+                 "harness eval -R qrels_jg",
+}
 
 
 def _trec_eval(text: str, explicit: bool) -> Spec | None:
+    """A trec_eval name read with the table ``harness eval -m`` reads
+    (:mod:`harness.metrics.tool_names.trec_eval_measures`): as trec_eval prints a line
+    (``P_5``, ``ndcg_cut_10``, ``iprec_at_recall_0.50``, ``gm_map``, ``11pt_avg``) or as
+    ``-m`` names one (``P.5``, ``ndcg.1=3,2=9``)."""
+    from harness.metrics.tool_names.trec_eval_measures import column
+
     if not explicit and re.split(r"[(@\s]", text, maxsplit=1)[0] in _IRM_NDEVAL:
         return None  # P_IA@5 is ir_measures', not trec_eval's P with a bad cut-off
     opts: dict[str, Any] = {"convention": "trec_eval"}
     m = _TREC_LEVEL.match(text)
     if m:
         text, level = m.group(1).strip(), m.group(2)
-        if not level.isdigit():
+        if not level.isdigit() or int(level) < 1:
             raise _refuse("trec_eval", text, f"-l takes a relevance level >= 1, got {level!r}")
         opts["level"] = int(level)
         explicit = True
-    if (m := _IPREC.match(text)):
-        return "iprec", {**opts, "at_recall": float(m.group(1))}
-    if text in _TREC_BARE and (explicit or text == "recip_rank"):
-        return _TREC_BARE[text], opts
-    m = _TREC_PARAM.match(text)
-    if m is None or (m.group(1) == "ndcg" and "=" not in m.group(2) and not explicit):
-        if explicit:
-            raise _refuse("trec_eval", text, "unknown; known: " + ", ".join(
-                ["ndcg_cut.K", "map_cut.K", "P.K", "recall.K", "success.K", "ndcg.L=G,...",
-                 "iprec_at_recall_R", *_TREC_BARE]))
-        return None
-    base, param = m.groups()
-    if base == "ndcg":
-        return "ndcg", {**opts, "gain": _trec_gains(text, param)}
-    if not param.isdigit() or int(param) < 1:
-        raise _refuse("trec_eval", text, f"{base} takes one cut-off >= 1 (one name per "
-                      f"metric, e.g. {base}.10); got {param!r}")
-    return _TREC_CUT[base], {**opts, "k": int(param)}
-
-
-def _trec_gains(text: str, param: str) -> dict[float, float]:
-    table: dict[float, float] = {}
-    for item in param.split(","):
-        label, sep, gain = item.partition("=")
-        try:
-            table[float(label)] = float(gain)
-        except ValueError:
-            raise _refuse("trec_eval", text, f"ndcg parameters are label=gain pairs "
-                          f"(ndcg.1=3,2=9); got {item!r}") from None
-        if not sep:
-            raise _refuse("trec_eval", text, f"expected label=gain, got {item!r}")
-    return table
+    if not explicit and not re.fullmatch(r"[\w.,=+\-]+", text):
+        return None  # another tool's grammar
+    try:
+        col = column(text)
+    except MetricDefinitionError as exc:
+        message = str(exc)
+        if not explicit and "unknown" in message:
+            return None
+        if message.startswith("trec_eval measure"):
+            raise
+        raise _refuse("trec_eval", text, message.split(": ", 1)[-1]) from None
+    fam = col.family
+    why = _TREC_NOT_METRIC.get(fam.name) or _TREC_NOT_METRIC.get(f"source:{fam.source}")
+    if why is None and fam.measure is None:
+        why = "trec_eval prints it per query as text"
+    if why is not None:
+        raise _refuse("trec_eval", text, why)
+    return fam.measure, {**opts, **dict(fam.fixed), **col.options}
 
 
 # -- ir_measures --------------------------------------------------------------------------
@@ -144,10 +156,10 @@ def _ir_measures(text: str, explicit: bool) -> Spec | None:
         return None
     measure = _IRM_NAMES[name]
     opts: dict[str, Any] = {}
-    if name in _IRM_TREC:
-        opts["convention"] = "trec_eval"
+    if name in _IRM_TREC:  # pytrec_eval: trec_eval 9.x, scores compared as float32
+        opts["convention"] = "trec_eval9"
     elif name == "ERR":  # gdeval: top grade 4, exact scores then docno descending
-        opts.update(max_label=4, ties="docid_exact")
+        opts.update(max_label=4, ties="docid")
     elif name == "Judged":  # ir_measures' own provider: exact scores then docid ascending
         opts["ties"] = "docid_ascending"
     elif name == "SDCG":  # cwl_eval: linear gain scaled by the top grade, ties kept in
@@ -210,7 +222,7 @@ def _irm_option(text: str, name: str, key: str, value: Any, opts: dict[str, Any]
             opts["unjudged"] = "condensed"
     elif key == "dcg" and name in ("nDCG", "NDCG"):
         if value == "exp-log2":  # ir_measures computes it with gdeval, which compares the
-            opts.update(gain="exp2", ties="docid_exact")  # scores exactly: docno descending
+            opts.update(gain="exp2", ties="docid")  # scores exactly: docno descending
         elif value != "log2":
             raise _refuse("ir_measures", text, f"dcg must be 'log2' or 'exp-log2', got "
                           f"{value!r}")
@@ -343,7 +355,14 @@ def _ranx(text: str, explicit: bool) -> Spec | None:
     return _RANX_NAMES[name], opts
 
 
-_PARSERS = {"trec_eval": _trec_eval, "ir_measures": _ir_measures, "ranx": _ranx}
+def _trec_eval9(text: str, explicit: bool) -> Spec | None:
+    """A trec_eval name as trec_eval 9.x and pytrec_eval compute it (``trec_eval9:P.5``)."""
+    spec = _trec_eval(text, explicit)
+    return None if spec is None else (spec[0], {**spec[1], "convention": "trec_eval9"})
+
+
+_PARSERS = {"trec_eval": _trec_eval, "trec_eval9": _trec_eval9, "ir_measures": _ir_measures,
+            "ranx": _ranx}
 
 
 def split_top_level(text: str) -> list[str]:

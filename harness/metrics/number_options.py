@@ -1,6 +1,7 @@
-"""Checks of the options whose values are numbers trec_eval takes as measure parameters:
-a positive number (``mult``, ``beta``), utility's four ``weights`` and the recall ``levels``
-of an interpolated-precision average. Each names its option in its one-line error."""
+"""Checks of the options whose values are numbers: those trec_eval takes as measure
+parameters, a positive number (``mult``, ``beta``), utility's four ``weights`` and the
+recall ``levels`` of an interpolated-precision average; and grades (``min_label``,
+``unjudged_grade``, the top grade ``max_label``). Each names its option in its one-line error."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import numpy as np
 
 from harness.errors import MetricDefinitionError
 
-__all__ = ["positive", "weights_check", "levels_check", "number_list"]
+__all__ = ["positive", "weights_check", "levels_check", "number_list", "grade_check",
+           "top_grade_check"]
 
 
 def positive(option: str) -> Callable[[Any], float]:
@@ -69,3 +71,32 @@ def number_list(value: str) -> tuple[float, ...]:
     if numbers is None:
         raise ValueError(value)
     return numbers
+
+
+def grade_check(option: str, allow_none: bool = False) -> Callable[[Any], float | None]:
+    """A check of a grade: a finite number >= 0 (or None)."""
+    def check(value: Any) -> float | None:
+        if value is None and allow_none:
+            return None
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            x = math.nan
+        if isinstance(value, (bool, np.bool_)) or not (math.isfinite(x) and x >= 0):
+            raise MetricDefinitionError(f"{option} must be a number >= 0"
+                                        f"{' or None' if allow_none else ''}, got {value!r}")
+        return x
+
+    return check
+
+
+def top_grade_check(value: Any) -> float | None:
+    if value is None:
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise MetricDefinitionError(f"max_label must be a number, got {value!r}") from None
+    if not math.isfinite(x) or x <= 0:
+        raise MetricDefinitionError(f"max_label must be finite and > 0, got {value!r}")
+    return x

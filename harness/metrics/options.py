@@ -21,7 +21,8 @@ import numpy as np
 
 from harness.errors import FormulaError, MetricDefinitionError
 from harness.metrics.formula import Formula, compile_formula
-from harness.metrics.number_options import levels_check, number_list, positive, weights_check
+from harness.metrics.number_options import (grade_check, levels_check, number_list, positive,
+                                             top_grade_check, weights_check)
 
 __all__ = ["OPTIONS", "Option", "TIE_MODES", "IDEAL_MODES", "EMPTY_POLICIES", "EMPTY_WEIGHTS",
            "RECALL_CUTOFFS",
@@ -29,8 +30,10 @@ __all__ = ["OPTIONS", "Option", "TIE_MODES", "IDEAL_MODES", "EMPTY_POLICIES", "E
            "key_value", "gain_function", "discount_function"]
 
 TIE_MODES: Final = ("average", "random", "input", "docid", "optimistic", "pessimistic",
-                    "quicksort", "quicksort2", "quicksort_reversed", "docid_exact",
+                    "quicksort", "quicksort2", "quicksort_reversed", "docid_float32",
                     "docid_ascending")
+#: Former names of tie rules, read as the rule they name now (``docid_exact``: before 10.0)
+TIE_ALIASES: Final = {"docid_exact": "docid"}
 IDEAL_MODES: Final = ("judged", "retrieved")
 #: What an unjudged retrieved document counts as (see the ``unjudged`` option).
 UNJUDGED: Final = ("nonrelevant", "condensed", "relevant")
@@ -64,8 +67,11 @@ class Option:
 
 
 # -- checks ----------------------------------------------------------------------------------
-def _choice(option: str, choices: tuple[str, ...]) -> Callable[[Any], str]:
+def _choice(option: str, choices: tuple[str, ...], aliases: Mapping[str, str] | None = None
+            ) -> Callable[[Any], str]:
     def check(value: Any) -> str:
+        if aliases and isinstance(value, str):
+            value = aliases.get(value, value)
         if value not in choices:
             raise MetricDefinitionError(
                 f"{option} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}"
@@ -112,18 +118,6 @@ def _fraction(option: str, *, open_ends: bool) -> Callable[[Any], float]:
         return x
 
     return check
-
-
-def _top_grade(value: Any) -> float | None:
-    if value is None:
-        return None
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise MetricDefinitionError(f"max_label must be a number, got {value!r}") from None
-    if not math.isfinite(x) or x <= 0:
-        raise MetricDefinitionError(f"max_label must be finite and > 0, got {value!r}")
-    return x
 
 
 def _gain(gain: Any) -> GainSpec:
@@ -216,23 +210,6 @@ def _bool_text(value: str) -> Any:
     return {"True": True, "False": False, "true": True, "false": False}.get(value, value)
 
 
-def _grade(option: str, allow_none: bool = False) -> Callable[[Any], float | None]:
-    """A check of a grade: a finite number >= 0 (or None)."""
-    def check(value: Any) -> float | None:
-        if value is None and allow_none:
-            return None
-        try:
-            x = float(value)
-        except (TypeError, ValueError):
-            x = math.nan
-        if isinstance(value, (bool, np.bool_)) or not (math.isfinite(x) and x >= 0):
-            raise MetricDefinitionError(f"{option} must be a number >= 0"
-                                        f"{' or None' if allow_none else ''}, got {value!r}")
-        return x
-
-    return check
-
-
 OPTIONS: Final[dict[str, Option]] = {o.name: o for o in (
     Option("gain", "exp2", _gain, _table_or_text,
            "gain of label rel: exp2 (2^rel - 1), linear (rel), a {label: gain} table or a "
@@ -243,7 +220,7 @@ OPTIONS: Final[dict[str, Option]] = {o.name: o for o in (
     Option("ideal", "judged", _choice("ideal", IDEAL_MODES), _text,
            "which labels form the ideal ranking or count as relevant: every judged document "
            "(judged) or the retrieved ones (retrieved)"),
-    Option("ties", "average", _choice("ties", TIE_MODES), _text,
+    Option("ties", "average", _choice("ties", TIE_MODES, TIE_ALIASES), _text,
            "order of equal scores (average: expectation over every order)"),
     Option("seed", 0, _integer("seed", low=0), int, "seed of ties=random"),
     Option("empty", "zero", _choice("empty", EMPTY_POLICIES), _text,
@@ -252,13 +229,13 @@ OPTIONS: Final[dict[str, Option]] = {o.name: o for o in (
            "weight of such a query in a weighted mean: own, unweighted or mean"),
     Option("level", 1, _integer("level", low=1), int,
            "binary relevance: label >= level (trec_eval -l)"),
-    Option("max_label", None, _top_grade, _optional_float,
+    Option("max_label", None, top_grade_check, _optional_float,
            "top grade of the scale (None: the highest label evaluated)"),
     Option("p", 0.8, _fraction("p", open_ends=True), float,
            "persistence of RBP, NERR10 and Compat"),
     Option("at_recall", 0.0, _fraction("at_recall", open_ends=False), float,
            "recall level of interpolated precision"),
-    Option("min_label", 0.0, _grade("min_label"), float,
+    Option("min_label", 0.0, grade_check("min_label"), float,
            "graded measures: labels below it count as 0 (ranx's level suffix on ndcg, dcg)"),
     Option("graded", False, _flag("graded"), _bool_text,
            "RBP: weight each relevant document by its label instead of 1 (ranx's rbp)"),
@@ -266,7 +243,7 @@ OPTIONS: Final[dict[str, Option]] = {o.name: o for o in (
            "an unjudged retrieved document: non-relevant (label 0), removed from the "
            "ranking (condensed: trec_eval -J, ir_measures judged_only=True), or judged "
            "with grade unjudged_grade (relevant)"),
-    Option("unjudged_grade", None, _grade("unjudged_grade", allow_none=True), _optional_float,
+    Option("unjudged_grade", None, grade_check("unjudged_grade", allow_none=True), _optional_float,
            "unjudged='relevant': the grade of an unjudged retrieved document (None: the "
            "highest grade in the judgments)"),
     Option("no_nonrelevant", "one", _choice("no_nonrelevant", ("one", "nan")), _text,
@@ -277,6 +254,9 @@ OPTIONS: Final[dict[str, Option]] = {o.name: o for o in (
     Option("weights", (1.0, -1.0, 0.0, 0.0), weights_check, number_list,
            "utility's weights (a, b, c, d) of relevant retrieved, non-relevant retrieved, "
            "relevant missed and non-relevant missed documents"),
+    Option("collection_size", 0, _integer("collection_size", low=0), int,
+           "utility: the number of documents in the collection (trec_eval -N), of which "
+           "N + h - n - R are non-relevant and not retrieved"),
     Option("levels", ELEVEN_LEVELS, levels_check, number_list,
            "recall levels whose interpolated precisions IPrecAvg averages"),
     Option("recall_cutoff", "plus_0.9", _choice("recall_cutoff", RECALL_CUTOFFS), _text,

@@ -78,7 +78,7 @@ class Prepared:
             background.wait(pending)
 
     #: Tie rules whose ranking reads no label: they may be computed before the labels.
-    LABEL_FREE = ("average", "docid", "docid_exact", "docid_ascending", "input", "random")
+    LABEL_FREE = ("average", "docid", "docid_float32", "docid_ascending", "input", "random")
 
     def rank_early(self, keys: Iterable[tuple[str, int]]) -> None:
         """Start computing the full rankings ``keys`` ((tie rule, seed), label-free rules
@@ -185,7 +185,7 @@ class Prepared:
         ``k <= top``, for every tie rule."""
         if self.early is not None:
             self._adopt()
-        if ties == "docid" and self.float32 is not self:  # trec_eval compares float32
+        if ties == "docid_float32" and self.float32 is not self:  # trec_eval 9's float32
             return self.float32.ranking(ties, seed, top)
         if top is not None and ties not in QUICKSORT_RULES:  # there, every row moves ties
             return self.contenders(top).ranking(ties, seed)
@@ -204,7 +204,7 @@ class Prepared:
     @property
     def float32(self) -> Prepared:
         """These rows with each score rounded to float32, as trec_eval reads a run's scores
-        (so 0.5 and 0.5 + 1e-8 tie there): ``ties='docid'`` ranks on them. Itself when no
+        (so 0.5 and 0.5 + 1e-8 tie there): ``ties='docid_float32'`` ranks on them. Itself when no
         score changes."""
         if "_float32" not in self.__dict__:
             rounded = self.score.astype(np.float32).astype(np.float64)

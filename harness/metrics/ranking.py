@@ -216,11 +216,12 @@ def rank(prep: Prepared, ties: str, seed: int) -> Ranking:
     return ranking
 
 
-#: Ties broken by docid: descending among float32-equal scores (``docid``, trec_eval, which
-#: reads scores as float32: see :meth:`Prepared.float32`), descending among exactly equal
-#: scores (``docid_exact``, gdeval), ascending among exactly equal scores
-#: (``docid_ascending``, ir_measures' own Judged).
-DOCID_RULES = ("docid", "docid_exact", "docid_ascending")
+#: Ties broken by docid: descending among exactly equal scores (``docid``: trec_eval 10.0,
+#: which compares scores as double, and gdeval), descending among float32-equal scores
+#: (``docid_float32``: trec_eval 9.x and pytrec_eval, which read scores as float32, see
+#: :meth:`Prepared.float32`), ascending among exactly equal scores (``docid_ascending``,
+#: ir_measures' own Judged).
+DOCID_RULES = ("docid", "docid_float32", "docid_ascending")
 
 
 def rank_docid(prep: Prepared, *, descending: bool = True) -> Ranking:

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import MetricDefinitionError
+from harness.metrics.registry import GMEAN_FLOOR
 from harness.metrics.weighting import summary
 from harness.metrics.tool_names.trec_eval_measures import Column
 
@@ -51,11 +52,14 @@ class Evaluation:
     summary: dict[str, Any] = field(default_factory=dict)
     unavailable: dict[str, str] = field(default_factory=dict)  # line name -> why
     path: str = ""  # the run's file, as given
+    #: queries in the summary but not printed per query (``-c`` under trec_eval 9.x)
+    unprinted: list[str] = field(default_factory=list)
 
 
-def trec_order(run: pd.DataFrame) -> pd.DataFrame:
+def trec_order(run: pd.DataFrame, *, float32: bool = False) -> pd.DataFrame:
     """The run in trec_eval's order: queries by qid (``strcmp``), each score descending
-    (compared as float32, as trec_eval stores them), ties by docno descending.
+    (compared as double, as trec_eval 10.0 stores them; as float32 with ``float32``, as
+    trec_eval 9.x does), ties by docno descending.
 
     One integer sort on (query, score); only the rows of tied scores are then ordered by
     docno, by Arrow's string sort (a sort of every row on the three keys took a second on
@@ -66,7 +70,7 @@ def trec_order(run: pd.DataFrame) -> pd.DataFrame:
     if len(run) == 0:
         return run
     qcode = pd.factorize(run["qid"], sort=True)[0]
-    neg = -run["score"].to_numpy(dtype=np.float32)
+    neg = -run["score"].to_numpy(dtype=np.float32 if float32 else np.float64)
     order = np.lexsort((neg, qcode))  # stable: equal keys keep the run's order
     q, s = qcode[order], neg[order]
     tied = np.zeros(len(order), dtype=bool)
@@ -88,12 +92,15 @@ def _qid_set(qid: pd.Series) -> set[str]:
     return set(np.asarray(pd.unique(qid), dtype=object).tolist())
 
 
-def _metric(col: Column, level: int) -> Any:
+def _metric(col: Column, level: int, convention: str, collection_size: int) -> Any:
     from harness.metrics.definition import Metric
+    from harness.metrics.registry import get_measure
 
     fam = col.family
     opts = {**dict(fam.fixed), **col.options}
-    return Metric(fam.measure, convention="trec_eval", level=level, **opts)
+    if "collection_size" in get_measure(fam.measure).options:
+        opts["collection_size"] = collection_size
+    return Metric(fam.measure, convention=convention, level=level, **opts)
 
 
 def _aggregate_of(metric: Any) -> str:
@@ -101,9 +108,19 @@ def _aggregate_of(metric: Any) -> str:
 
 
 def _summarise(values: np.ndarray, how: str) -> float:
-    """The measure's declared summary (``harness.aggregate``'s rule), 0 over no query."""
+    """The measure's declared summary (``harness.aggregate``'s rule), 0 over no query.
+
+    A mean is trec_eval's arithmetic: the values added one after another in query order,
+    then divided by their number (numpy's pairwise sum can differ in the last bit, and
+    so in the fourth decimal when the exact mean ends in 5); a geometric mean is the exp
+    of such a mean of the logs of the values floored at 1e-5."""
     if len(values) == 0:
         return 0.0
+    if how == "mean":
+        return float(np.cumsum(values)[-1] / len(values))
+    if how == "gmean":
+        logs = np.log(np.maximum(values, GMEAN_FLOOR))
+        return float(np.exp(np.cumsum(logs)[-1] / len(values)))
     return float(summary(values, np.ones(len(values)), None, "own", how))
 
 
@@ -155,8 +172,11 @@ def evaluate_trec(run: pd.DataFrame, qrels: pd.DataFrame, columns: list[Column],
                   extra: list[tuple[str, Any]] = (), *, level: int = 1,
                   depth: int | None = None, judged_only: bool = False,
                   complete: bool = False, zscores: dict[tuple[str, str], tuple[float, float]]
-                  | None = None, prefs: Any = None, runid: str = "") -> Evaluation:
-    """Evaluate one run as trec_eval does.
+                  | None = None, prefs: Any = None, runid: str = "",
+                  convention: str = "trec_eval", collection_size: int = 0) -> Evaluation:
+    """Evaluate one run as trec_eval does: 10.0 (``convention="trec_eval"``) or 9.x
+    (``"trec_eval9"``: scores compared as float32, recall levels at ``floor(x R + 0.9)``).
+    ``collection_size`` is ``-N``, which ``utility``'s fourth weight reads.
 
     ``run`` has ``qid``, ``docid``, ``score`` (strings, strings, floats); ``qrels`` has
     ``qid``, ``docid``, ``label`` and, for judge groups, ``iter``. ``columns`` are the
@@ -172,14 +192,19 @@ def evaluate_trec(run: pd.DataFrame, qrels: pd.DataFrame, columns: list[Column],
     # trec_eval's order matters to -M and to relstring only (the engine ranks for itself)
     ordered = depth is not None or any(c.family.name == "relstring" for c in columns)
     if ordered:
-        ranked = trec_order(ranked)
+        ranked = trec_order(ranked, float32=convention == "trec_eval9")
     # a query is evaluated when it has results (before -J empties any) and judgments
     qids = sorted(qrels_q if complete else run_q)
     if depth is not None:
         ranked = ranked.groupby("qid", sort=False).head(depth)
+    emptied: list[str] = []  # queries -J leaves without a document
     if judged_only:
         judged = qrels.loc[qrels["label"] >= 0, ["qid", "docid"]].drop_duplicates()
         ranked = ranked.merge(judged, on=["qid", "docid"], how="inner")
+        # with -c, trec_eval 10 ranks one unjudged document for a query the run lacks,
+        # which -J removes too: those queries are left without a document as well
+        emptied = sorted((run_q if convention == "trec_eval9" else set(qids))
+                         - _qid_set(ranked["qid"]))
         run_q = _qid_set(ranked["qid"])
     absent = sorted(set(qids) - run_q)  # scored 0 (-c, or -J left nothing)
     plain_qrels = qrels[["qid", "docid", "label"]]
@@ -191,6 +216,8 @@ def evaluate_trec(run: pd.DataFrame, qrels: pd.DataFrame, columns: list[Column],
         plain_qrels = qrels.drop_duplicates(["qid", "docid"])[["qid", "docid", "label"]]
 
     ev = Evaluation(runid, qids, [])
+    if complete and convention == "trec_eval9":  # 9.x averages them in, prints none
+        ev.unprinted = sorted(set(qids) - _qid_set(run["qid"]))
     wanted: list[tuple[Line, Column | None]] = []
     for col in columns:
         fam = col.family
@@ -201,7 +228,7 @@ def evaluate_trec(run: pd.DataFrame, qrels: pd.DataFrame, columns: list[Column],
                     fam.per_query, fam.summary)
         if fam.measure is not None and fam.source != "prefs":
             try:
-                line.metric = _metric(col, level)
+                line.metric = _metric(col, level, convention, collection_size)
                 line.aggregate = "count" if fam.name == "num_q" else _aggregate_of(line.metric)
             except MetricDefinitionError as exc:
                 ev.unavailable[col.name] = str(exc).splitlines()[0]
@@ -248,6 +275,8 @@ def evaluate_trec(run: pd.DataFrame, qrels: pd.DataFrame, columns: list[Column],
                 vals = pd.Series(vals, index=qids).fillna(0.0)
                 vals.loc[absent] = fill.to_numpy(float)
                 vals = vals.to_numpy(float)
+            if emptied and "recall_cutoff" in line.metric.measure.options:
+                vals = _emptied_recall_levels(vals, qids, emptied, line.metric, plain_qrels)
         ev.values[line.name] = list(vals)
     if zscores is not None:
         _to_zscores(ev, zscores)
@@ -255,7 +284,37 @@ def evaluate_trec(run: pd.DataFrame, qrels: pd.DataFrame, columns: list[Column],
         if line.name in ev.values and line.kind != "text":
             ev.summary[line.name] = _summarise(np.asarray(ev.values[line.name], float),
                                                line.aggregate)
+    if complete:
+        for line, col in wanted:
+            if col is not None and col.family.judged_count and line.name in ev.summary:
+                ev.summary[line.name] = _complete_num_rel(qrels)
     return ev
+
+
+def _complete_num_rel(qrels: pd.DataFrame) -> int:
+    """The summary of the count of relevant documents (``num_rel``) under ``-c``: trec_eval counts the qrels lines whose
+    label is above 0, whatever ``-l`` says and however many times a document is judged
+    (judge groups), while each query's line counts ``label >= -l`` once per document."""
+    return int((qrels["label"].to_numpy(dtype=np.float64) > 0).sum())
+
+
+def _emptied_recall_levels(vals: np.ndarray, qids: list[str], emptied: list[str],
+                           metric: Any, qrels: pd.DataFrame) -> np.ndarray:
+    """``iprec_at_recall`` and ``11pt_avg`` of the queries ``-J`` left without a document:
+    NaN at the recall levels that need no relevant document (trec_eval starts from the
+    precision 0 / 0 there), as :func:`harness.metrics.measures.recall_levels.interpolated_at`
+    computes it for ``unjudged='condensed'``; their other levels stay 0."""
+    from harness.metrics.ranked import recall_count
+
+    rel = qrels.loc[qrels["label"] >= metric.level].groupby("qid").size()
+    n_rel = rel.reindex(emptied).fillna(0).to_numpy(np.float64)
+    levels = (metric.at_recall,) if "at_recall" in metric.measure.options else metric.levels
+    nan = np.zeros(len(emptied), dtype=bool)
+    for level in levels:
+        nan |= recall_count(level, n_rel, metric.recall_cutoff) == 0
+    out = pd.Series(np.asarray(vals, dtype=np.float64), index=qids)
+    out.loc[[q for q, n in zip(emptied, nan) if n]] = np.nan
+    return out.to_numpy()
 
 
 def _to_zscores(ev: Evaluation, zscores: dict[tuple[str, str], tuple[float, float]]) -> None:

@@ -25,9 +25,16 @@ __all__ = ["trec_lines", "table_rows", "render", "FORMATS"]
 FORMATS = ("trec", "tsv", "csv", "json")
 
 
+#: How trec_eval prints a NaN value with ``%6.4f`` (glibc; the NaN of 0.0 / 0.0 on x86-64
+#: has its sign bit set).
+NAN = "  -nan"
+
+
 def _value(kind: str, value: Any, z: bool) -> str:
     if kind == "text":
         return str(value)
+    if isinstance(value, float) and math.isnan(value):
+        return NAN
     if z:
         return f"{value:6.4f}"
     if kind == "int":
@@ -63,17 +70,25 @@ def _per_query_text(ev: Evaluation, z: bool) -> str:
     string of a query's lines (``%6.4f`` is ``{:6.4f}``, ``%d`` is ``int()``), repeated for
     every query and filled at once (a million lines: one C call instead of a million)."""
     lines = [ln for ln in ev.lines if ln.per_query and ln.name in ev.values]
-    if not lines or not ev.qids:
+    qids = ev.qids
+    keep = None
+    if ev.unprinted:
+        hidden = set(ev.unprinted)
+        keep = [i for i, q in enumerate(qids) if q not in hidden]
+        qids = [qids[i] for i in keep]
+    if not lines or not qids:
         return ""
     spec = {"text": "%s", "int": "%6.4f" if z else "%d", "float": "%6.4f"}
     one_query = "".join(
         f"{'Z' if z and ln.kind != 'text' else ''}{ln.name:<22}".replace("%", "%%")
         + f"\t%s\t{spec[ln.kind]}\n" for ln in lines)
-    args = np.empty((len(ev.qids), len(lines), 2), dtype=object)  # (qid, value) per line
-    args[:, :, 0] = np.asarray(ev.qids, dtype=object)[:, None]
+    args = np.empty((len(qids), len(lines), 2), dtype=object)  # (qid, value) per line
+    args[:, :, 0] = np.asarray(qids, dtype=object)[:, None]
     for j, ln in enumerate(lines):
-        args[:, j, 1] = ev.values[ln.name]
-    return (one_query * len(ev.qids)) % tuple(args.ravel().tolist())
+        values = ev.values[ln.name]
+        args[:, j, 1] = values if keep is None else [values[i] for i in keep]
+    text = (one_query * len(qids)) % tuple(args.ravel().tolist())
+    return text.replace("\t   nan\n", f"\t{NAN}\n") if "\t   nan\n" in text else text
 
 
 def _cell(kind: str, value: Any) -> Any:

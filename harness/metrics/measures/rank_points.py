@@ -81,8 +81,9 @@ def _iprec_avg(x: MeasureInput) -> Result:
     refuse_average(x, "interpolated precision is a maximum over ranks")
     total = np.zeros(x.n_queries)
     for level in x.metric.levels:  # a few levels; every query at once
-        total += interpolated_at(x, level)
-    return total / len(x.metric.levels), x.n_relevant() == 0
+        total += interpolated_at(x, level)  # NaN where a level is (see interpolated_at)
+    values = total / len(x.metric.levels)
+    return values, (x.n_relevant() == 0) & ~np.isnan(values)
 
 
 # unit_range: each term is 1/(i+1) + i/(i+1) times two ratios at most 1 (the rows above

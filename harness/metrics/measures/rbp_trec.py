@@ -4,7 +4,9 @@
 list holds no unjudged document.
 
 Both are sums of per-position terms: with ``ties="average"`` a tied document's value is
-replaced by its group's mean.
+replaced by its group's mean. The arithmetic is trec_eval's, to the last bit: ``p^i`` is
+``p`` multiplied in ``i`` times, the terms are added in rank order and the sum is
+multiplied by ``1 - p`` once.
 """
 
 from __future__ import annotations
@@ -20,11 +22,20 @@ __all__: list[str] = []
 Result = tuple[np.ndarray, np.ndarray]
 
 
+def _powers(x: MeasureInput, pos: np.ndarray) -> np.ndarray:
+    """``p^pos`` as trec_eval computes it: ``1.0`` multiplied by ``p`` ``pos`` times (a
+    running product, which ``p ** pos`` differs from in the last bits)."""
+    p = x.metric.p
+    n = int(pos.max()) + 1 if len(pos) else 1
+    table = np.cumprod(np.concatenate(([1.0], np.full(n - 1, p))))
+    return table[pos]
+
+
 def _discounted(x: MeasureInput, values: np.ndarray) -> np.ndarray:
     """(1 - p) sum_i p^(i-1) values_i over the top k, tied values by their group's mean."""
     r, p = x.ranking, x.metric.p
-    weights = (1.0 - p) * p ** r.pos.astype(np.float64)
-    return topk_sum(r, weights * r.group_mean(values), x.metric.k, x.n_queries)
+    terms = _powers(x, r.pos) * r.group_mean(values)
+    return (1.0 - p) * topk_sum(r, terms, x.metric.k, x.n_queries)
 
 
 def _scale(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
@@ -63,8 +74,8 @@ def _rbp_scaled(x: MeasureInput) -> Result:
         g = x.metric.gain_function()(r.label[rows])
         with np.errstate(invalid="ignore", divide="ignore"):
             scaled = np.where(rescale[q], (g - lo[q]) / (hi - lo)[q], g)
-        weights = (1.0 - p) * p ** r.pos[rows].astype(np.float64)
-        values = np.bincount(q, weights=weights * scaled, minlength=x.n_queries)
+        terms = _powers(x, r.pos[rows]) * scaled
+        values = (1.0 - p) * np.bincount(q, weights=terms, minlength=x.n_queries)
         return values, np.zeros(x.n_queries, dtype=bool)
     g = x.metric.gain_function()(r.label)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -79,6 +90,7 @@ def _rbp_scaled(x: MeasureInput) -> Result:
                           "when some $d_i$ is unjudged, else 0")
 def _rbp_resid(x: MeasureInput) -> Result:
     unjudged = 1.0 - x.judged
-    residual = _discounted(x, unjudged) + x.metric.p ** x.n_docs()
+    n_docs = x.n_docs().astype(np.int64)
+    residual = _powers(x, n_docs) + _discounted(x, unjudged)
     some = np.bincount(x.ranking.q, weights=unjudged, minlength=x.n_queries) > 0
     return np.where(some, residual, 0.0), np.zeros(x.n_queries, dtype=bool)

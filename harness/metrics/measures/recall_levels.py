@@ -75,7 +75,8 @@ def _iprec(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
             f"{metric.display_name}: interpolated precision is a maximum over ranks, whose "
             "expectation over tied orders is not computed; choose ties='docid' (trec_eval), "
             "'input', 'random', 'optimistic' or 'pessimistic'")
-    return interpolated_at(x, metric.at_recall), x.n_relevant() == 0
+    values = interpolated_at(x, metric.at_recall)
+    return values, (x.n_relevant() == 0) & ~np.isnan(values)
 
 
 def suffix_max(q: np.ndarray, values: np.ndarray, nq: int) -> np.ndarray:
@@ -112,11 +113,16 @@ def interpolated_at(x: MeasureInput, level: float) -> np.ndarray:
     """Per query, interpolated precision at recall ``level``: the highest precision at or
     below the rank of the ``needed``-th relevant document (at least the first), 0 when
     fewer are retrieved. ``needed`` is ``floor(level * R + 0.9)`` (trec_eval 9's rule, so
-    2 of 3 reach 0.7) or ``round(level * R)`` (trec_eval 10), per ``recall_cutoff``."""
+    2 of 3 reach 0.7) or ``round(level * R)`` (trec_eval 10), per ``recall_cutoff``.
+
+    A query left with no ranked document (every one unjudged under
+    ``unjudged='condensed'``, trec_eval's ``-J``) is NaN at the levels that need no
+    relevant document, as trec_eval computes it: the precision it starts from is 0 / 0."""
     best, first, n_found = _interpolated(x)
-    needed = np.maximum(recall_count(level, x.n_relevant(), x.metric.recall_cutoff),
-                        1.0).astype(np.int64)
+    count = recall_count(level, x.n_relevant(), x.metric.recall_cutoff)
+    needed = np.maximum(count, 1.0).astype(np.int64)
     ok = needed <= n_found
     out = np.zeros(x.n_queries)
     out[ok] = best[first[ok] + needed[ok] - 1]
+    out[(count == 0) & (x.n_docs() == 0)] = np.nan
     return out

@@ -138,13 +138,15 @@ def _set_f(x: MeasureInput) -> Result:
     return ratio((beta + 1.0) * p * rec, np.where(h > 0, beta * p + rec, 0.0)), big_r == 0
 
 
-@register_measure("utility", display="Utility", options=("weights",), binary=True,
-                  cutoff=False, builtin=True,
+@register_measure("utility", display="Utility", options=("weights", "collection_size"),
+                  binary=True, cutoff=False, builtin=True,
                   unjudged_bounds="swap", matches="trec_eval `utility`, `utility.a,b,c,d`",
-                  formula="$a h + b (n - h) + c (R - h) + d (h - n - R)$ for weights "
+                  formula="$a h + b (n - h) + c (R - h) + d (N + h - n - R)$ for weights "
                           "$(a, b, c, d)$: $d$ weighs the non-relevant documents not "
-                          "retrieved of a collection of size 0 (trec_eval without `-N`)")
+                          "retrieved of a collection of $N$ documents (`collection_size`, "
+                          "trec_eval's `-N`, default 0)")
 def _utility(x: MeasureInput) -> Result:
     n, h, big_r = _set(x)
     a, b, c, d = x.metric.weights
-    return a * h + b * (n - h) + c * (big_r - h) + d * (h - n - big_r), _none(x)
+    big_n = float(x.metric.collection_size)
+    return a * h + b * (n - h) + c * (big_r - h) + d * (big_n + h - n - big_r), _none(x)

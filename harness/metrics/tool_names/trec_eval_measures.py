@@ -16,15 +16,14 @@ from typing import Any
 
 from harness.errors import MetricDefinitionError
 
-__all__ = ["Family", "Column", "FAMILIES", "NICKNAMES", "expand", "select"]
+__all__ = ["Family", "Column", "FAMILIES", "NICKNAMES", "ADDED_IN_10", "expand", "select",
+           "column"]
 
 #: How a family's parameters are read (trec_eval's init_meas kinds).
 SINGLE, LONG_CUTS, DOUBLE_CUTS, DOUBLE_PARAMS, PAIRS, OWN = (
     "single", "long_cuts", "double_cuts", "double_params", "pairs", "own")
 _CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 _RECALL_LEVELS = tuple(i / 10 for i in range(11))
-#: trec_eval 10 reaches recall level x at lround(x R) relevant documents (9: x R + 0.9).
-_V10 = (("recall_cutoff", "nearest"),)
 
 
 @dataclass(frozen=True)
@@ -67,7 +66,7 @@ _PREFS = ("prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_re
 #: Every family, in trec_eval's order (the order lines are printed in).
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     _f("runid", OWN, per_query=False),
-    _f("num_q", OWN, integer=True, per_query=False),
+    _f("num_q", OWN, "query_count", integer=True, per_query=False),
     _f("num_ret", measure="num_ret", integer=True),
     _f("num_rel", measure="num_rel", integer=True, judged_count=True),
     _f("num_rel_ret", measure="num_rel_ret", integer=True),
@@ -76,7 +75,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     _f("Rprec", measure="rprec"),
     _f("bpref", measure="bpref"),
     _f("recip_rank", measure="rr"),
-    _f("iprec_at_recall", DOUBLE_CUTS, "iprec", "at_recall", _RECALL_LEVELS, fixed=_V10),
+    _f("iprec_at_recall", DOUBLE_CUTS, "iprec", "at_recall", _RECALL_LEVELS),
     _f("P", LONG_CUTS, "precision", "k", _CUTS),
     _f("relstring", OWN, option="length", defaults=(10.0,), summary=False),
     _f("recall", LONG_CUTS, "recall", "k", _CUTS),
@@ -85,7 +84,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     _f("Rprec_mult", DOUBLE_CUTS, "rprec_mult", "mult",
        tuple(i / 5 for i in range(1, 11))),
     _f("utility", DOUBLE_PARAMS, "utility", "weights", (1.0, -1.0, 0.0, 0.0)),
-    _f("11pt_avg", DOUBLE_PARAMS, "iprec_avg", "levels", _RECALL_LEVELS, fixed=_V10),
+    _f("11pt_avg", DOUBLE_PARAMS, "iprec_avg", "levels", _RECALL_LEVELS),
     _f("binG", measure="bin_g"),
     _f("G", PAIRS, "g", "gain"),
     _f("dcg", PAIRS, "dcg", "gain"),
@@ -134,10 +133,15 @@ def _refuse(text: str, why: str) -> MetricDefinitionError:
     return MetricDefinitionError(f"-m {text}: {why}")
 
 
-def select(specs: list[str]) -> dict[str, str | None]:
+#: Families trec_eval 10.0 added to its sets (``all_trec``): 9.x's sets lack them.
+ADDED_IN_10: tuple[str, ...] = ("rbp", "rbp_resid", "unj")
+
+
+def select(specs: list[str], *, version: int = 10) -> dict[str, str | None]:
     """The families ``-m`` arguments ask for: ``{family: parameter text or None}``, in
-    trec_eval's order. A nickname marks its families; ``name.params`` sets parameters
-    (as in trec_eval, the first parameters given for a family win)."""
+    trec_eval's order. A nickname marks its families (``version=9``: as trec_eval 9.x's
+    sets, without :data:`ADDED_IN_10`); ``name.params`` sets parameters (as in trec_eval,
+    the first parameters given for a family win)."""
     chosen: dict[str, str | None] = {}
     for spec in specs:
         name, dot, params = spec.partition(".")
@@ -145,7 +149,8 @@ def select(specs: list[str]) -> dict[str, str | None]:
             raise _refuse(spec, "no parameters after '.'")
         if name in NICKNAMES and not dot:
             for fam in NICKNAMES[name]:
-                chosen.setdefault(fam, None)
+                if version >= 10 or fam not in ADDED_IN_10:
+                    chosen.setdefault(fam, None)
             continue
         if name not in FAMILIES:
             raise _refuse(spec, f"unknown trec_eval measure {name!r}; measures: "
@@ -220,3 +225,32 @@ def _pairs(fam: Family, text: str, params: str) -> dict[str, Any]:
             return {"p": _number(text, value)}
         table[_number(text, label)] = _number(text, value)
     return {"gain": table}
+
+
+def column(text: str) -> Column:
+    """The one printed line a name stands for, read with this module's table: a name as
+    trec_eval prints it (``P_5``, ``ndcg_cut_10``, ``iprec_at_recall_0.50``,
+    ``utility_2,-1,0,0``, ``map``) or as ``-m`` writes one line (``P.5``,
+    ``ndcg.1=3,2=9``, ``iprec_at_recall..5``, ``relstring.20``).
+
+    Raises :class:`MetricDefinitionError` for a name of no family, for a family's name
+    that stands for several lines (``P``: P_5 ... P_1000) and for bad parameters."""
+    name = text.strip()
+    family = max((f for f in FAMILIES if name == f or name.startswith((f + "_", f + "."))),
+                 key=len, default=None)
+    if family is None:
+        if name in NICKNAMES:
+            raise MetricDefinitionError(f"trec_eval measure {text!r}: a set of measures "
+                                        f"({', '.join(NICKNAMES[name])}), not one")
+        raise MetricDefinitionError(f"trec_eval measure {text!r}: unknown; measures: "
+                                    f"{', '.join(FAMILIES)}")
+    rest = name[len(family) + 1:]
+    if name[len(family):len(family) + 1] == "." and not rest:
+        raise _refuse(text, "no parameters after '.'")
+    columns = expand(family, rest if rest else None)
+    if len(columns) != 1:
+        first = columns[0].name.rpartition("_")[2]
+        raise MetricDefinitionError(
+            f"trec_eval measure {text!r}: prints {len(columns)} lines ({columns[0].name} ... "
+            f"{columns[-1].name}); name one, e.g. {family}.{first} or {columns[0].name}")
+    return columns[0]
