@@ -236,3 +236,46 @@ def test_help_lists_the_flags(capsys: pytest.CaptureFixture[str]) -> None:
     for flag in ("-q", "-m", "-c", "-M", "-l", "-J", "-R", "-Z", "-N", "--format"):
         assert f"  {flag}" in text
     assert os.path.basename("harness eval") in text
+
+
+def test_a_run_memory_cannot_hold_is_one_line_naming_harness_cluster(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A MemoryError while evaluating (numpy's, Arrow's) becomes one line and exit 2."""
+    import harness.metrics.trec_eval_compute as compute
+
+    def no_memory(*args: object, **kwargs: object) -> None:
+        raise MemoryError("Unable to allocate 7.63 MiB")
+
+    monkeypatch.setattr(compute, "evaluate_trec", no_memory)
+    code, out, err = run_eval(capsys, _argv(["qrels.test", "results.test"]))
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert "needs more memory" in err and "harness cluster" in err and "results.test" in err
+
+
+def test_qrels_memory_cannot_hold_is_one_line(capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow as pa
+
+    import harness.data.eval_inputs as inputs
+
+    def no_memory(*args: object, **kwargs: object) -> None:
+        raise pa.ArrowMemoryError("malloc of size 932096 failed")
+
+    monkeypatch.setattr(inputs, "_read_eval_qrels", no_memory)
+    code, out, err = run_eval(capsys, _argv(["qrels.test", "results.test"]))
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "QRELS" in err and "qrels.test" in err and "does not fit" in err
+
+
+def test_under_a_memory_limit_files_are_read_on_one_thread() -> None:
+    """Arrow's threaded CSV reader aborts the process on a failed allocation; under a
+    limit (ulimit -v here) the reader takes one thread, whose failure raises."""
+    code = ("import resource; from harness.data.eval_inputs import memory_limited; "
+            "a = memory_limited(); resource.setrlimit(resource.RLIMIT_AS, (2**40, 2**40)); "
+            "print(a, memory_limited())")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 0, res.stderr
+    before, after = res.stdout.split()
+    assert after == "True"

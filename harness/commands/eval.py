@@ -143,6 +143,18 @@ def _whole_labels(qrels: pd.DataFrame, path: str) -> pd.DataFrame:
     return qrels
 
 
+def _out_of_memory(path: str) -> InputError:
+    """One line for a run this process cannot evaluate in the memory it may use, and the
+    bounded-memory route: a parquet file clustered by query, streamed block by block."""
+    size = Path(path).stat().st_size / 2 ** 30
+    stem = Path(path).name.split(".")[0]
+    return InputError(
+        f"RUN {path} ({size:.2f} GiB) needs more memory than this process may use to be "
+        f"evaluated at once; evaluate it in bounded memory: harness cluster {path} "
+        f"{stem}.parquet, then harness.evaluate_parquet('{stem}.parquet', QRELS, metrics) "
+        f"or a study with dataset=parquet_run")
+
+
 def _note_skipped(qrels: pd.DataFrame, run: pd.DataFrame, path: str) -> None:
     """One stderr line naming the judged queries a run lacks: they are skipped without
     ``-c`` (trec_eval 9.x's behaviour; 10.0 stops with exit 4 instead)."""
@@ -196,12 +208,16 @@ def main(argv: list[str] | None = None) -> int:
     evaluations = []
     for path in run_paths:
         run, runid = read_eval_run(path)
-        ev = evaluate_trec(run, qrels, columns, extra, level=args.level_for_rel,
-                           depth=args.Max_retrieved_per_topic,
-                           judged_only=args.Judged_docs_only,
-                           complete=args.complete_rel_info_wanted, zscores=zscores,
-                           prefs=prefs, runid=runid, convention=convention,
-                           collection_size=args.Number_docs_in_coll)
+        try:
+            ev = evaluate_trec(run, qrels, columns, extra, level=args.level_for_rel,
+                               depth=args.Max_retrieved_per_topic,
+                               judged_only=args.Judged_docs_only,
+                               complete=args.complete_rel_info_wanted, zscores=zscores,
+                               prefs=prefs, runid=runid, convention=convention,
+                               collection_size=args.Number_docs_in_coll)
+        except MemoryError:  # numpy's and Arrow's too
+            del run
+            raise _out_of_memory(path) from None
         ev.path = path
         if not ev.qids:
             raise InputError(f"RUN {path}: no query has both results and judgments in "

@@ -46,6 +46,23 @@ def _without_comments(data: bytes) -> bytes:
         pos = len(data) if end < 0 else end
 
 
+def memory_limited() -> bool:
+    """Whether this process runs under a memory limit (``ulimit -v``, a cgroup's
+    ``memory.max``). Arrow's threaded CSV reader aborts the process when an allocation fails
+    (``ValueOrDie``), where the single-threaded one raises ``ArrowMemoryError``, which
+    becomes a one-line error: under a limit, files are read on one thread (about 15%
+    slower)."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        return True
+    try:
+        return Path("/sys/fs/cgroup/memory.max").read_text().strip() != "max"
+    except OSError:
+        return False
+
+
 def _fast_columns(path: Path, n_fields: int, number: int, keep: tuple[int, ...]
                   ) -> dict[int, pd.Series] | None:
     """The file's columns ``keep`` (of ``n_fields``) as string Series (``number``: float),
@@ -85,7 +102,8 @@ def _fast_columns(path: Path, n_fields: int, number: int, keep: tuple[int, ...]
     types[names[number]] = pa.float64()  # a bad number: Arrow refuses, the slow path names it
     try:
         table = pcsv.read_csv(
-            io.BytesIO(data), read_options=pcsv.ReadOptions(column_names=names),
+            io.BytesIO(data), read_options=pcsv.ReadOptions(column_names=names,
+                                                             use_threads=not memory_limited()),
             parse_options=pcsv.ParseOptions(delimiter="\t" if has_tab else " ",
                                             quote_char=False, double_quote=False),
             convert_options=pcsv.ConvertOptions(
@@ -131,7 +149,17 @@ def _parquet(path: Path, need: tuple[str, ...], kind: str) -> pd.DataFrame:
 def read_eval_qrels(path: str | Path) -> pd.DataFrame:
     """Qrels (``qid iter docno rel``): columns ``qid``, ``iter``, ``docid`` (strings) and
     ``label`` (float)."""
-    p = Path(path)
+    try:
+        return _read_eval_qrels(Path(path))
+    except MemoryError:  # Arrow's ArrowMemoryError too
+        size = Path(path).stat().st_size / 2 ** 30
+        raise InputError(f"QRELS {path} ({size:.2f} GiB) does not fit in the memory this "
+                         "process may use; run harness eval where more memory is free, or "
+                         "evaluate the run in blocks of queries: harness cluster RUN "
+                         "RUN.parquet, then harness.evaluate_parquet") from None
+
+
+def _read_eval_qrels(p: Path) -> pd.DataFrame:
     if is_table(p):
         df = _parquet(p, ("qid", "docid", "label"), "qrels")
         out = pd.DataFrame({"qid": df["qid"].astype(str),

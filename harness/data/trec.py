@@ -136,7 +136,7 @@ def out_of_memory(path: str | PathLike[str], kind: str) -> InputError:
     p = Path(path)
     size = p.stat().st_size / 2 ** 30 if p.is_file() else float("nan")
     return InputError(
-        f"{kind} file {p} ({size:.1f} GiB of text) does not fit in memory as text; convert "
+        f"{kind} file {p} ({size:.2f} GiB of text) does not fit in memory as text; convert "
         f"it to parquet in bounded memory first: harness cluster {p} "
         f"{p.with_suffix('.parquet')} (then give the .parquet file: harness eval reads it, "
         "and a study reads it as dataset=parquet_run)", table=p.name)

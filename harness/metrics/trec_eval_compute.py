@@ -226,7 +226,8 @@ def evaluate_trec(run: pd.DataFrame, qrels: pd.DataFrame, columns: list[Column],
                     "count" if fam.name == "num_q" else "sum" if fam.integer else
                     "gmean" if fam.name.startswith("gm_") else "mean",
                     fam.per_query, fam.summary)
-        if fam.measure is not None and fam.source != "prefs":
+        # num_q is counted here, not computed (its measure is what parse_metric reads)
+        if fam.measure is not None and fam.source != "prefs" and fam.name != "num_q":
             try:
                 line.metric = _metric(col, level, convention, collection_size)
                 line.aggregate = "count" if fam.name == "num_q" else _aggregate_of(line.metric)
