@@ -37,6 +37,8 @@ _LAZY = {
     "evaluate_dask": "harness.engines.dask",  # imports dask and distributed
     "explain_difference": "harness.explain.shapley",
     "judgment_interval": "harness.metrics.judgment_interval",
+    "compare": "harness.compare",  # the package, callable: harness.compare(qrels, runs, ...)
+    "Comparison": "harness.compare.api",
 }
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports on demand
@@ -55,12 +57,15 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
     from harness.explain.shapley import explain_difference
     from harness.metrics.judgment_interval import judgment_interval
     from harness.engines.stream import evaluate_parquet
+    from harness.compare.api import Comparison, compare
 
 
 def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    if module == f"harness.{name}":  # a package that is also called (harness.compare)
+        return importlib.import_module(module)
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # later look-ups skip this function
     return value
@@ -72,6 +77,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "CONVENTIONS",
+    "Comparison",
     "METRIC_NAMES",
     "TIE_MODES",
     "FormulaError",
@@ -81,6 +87,7 @@ __all__ = [
     "Metric",
     "MetricDefinitionError",
     "aggregate",
+    "compare",
     "evaluate",
     "evaluate_dask",
     "evaluate_dense",

@@ -17,6 +17,11 @@ better than every other ranker, else a tie); the full pairwise table (CIs, W/T/L
 p-value) goes to ``comparison.txt`` in the report folder, whose path is printed. With
 ``--baseline`` the winners and the discriminative power are still over every ranker pair.
 
+Two run files, no MLflow (``harness.compare`` underneath), the table as Markdown::
+
+    harness compare --qrels qrels.txt bm25.run ance.run -m trec_eval:ndcg -m P@5 \\
+        --baseline bm25 --format markdown
+
 Bad input (an unknown run, runs of several datasets, no overlapping queries, a single
 ranker) prints one line and exits 2; an unreachable tracking server exits 3.
 """
@@ -46,7 +51,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("run_ids", nargs="*", metavar="RUN_ID",
                    help="one sweep's or job's run id (as printed when it ends; the same as "
                    "--parent-run-id), or several ranker, job or sweep runs of any jobs and "
-                   "experiments, compared query by query")
+                   "experiments, compared query by query; with --qrels, run files (TREC "
+                   "text, .gz or parquet), each named by its file's stem or as NAME=PATH")
+    p.add_argument("--qrels", default=None, metavar="QRELS",
+                   help="compare run files on these judgments (TREC qrels or parquet) "
+                   "instead of MLflow runs: harness compare --qrels QRELS A.run B.run")
+    p.add_argument("-m", "--measure", action="append", default=None, metavar="MEASURE",
+                   help="with --qrels: a measure in any tool's spelling, repeatable "
+                   "(default nDCG@10), e.g. -m trec_eval:ndcg -m 'P(rel=2)@5'")
+    p.add_argument("--format", default="text", choices=("text", "markdown", "latex", "html",
+                                                        "json"),
+                   help="with --qrels: how the table prints (default text)")
     p.add_argument("--allow-subset", action="store_true",
                    help="runs evaluated on different query sets: compare on the queries "
                    "they share (default: refuse)")
@@ -134,6 +149,12 @@ def main(argv: list[str] | None = None) -> int:
     """Run the comparison; returns the exit code (0, 2 for bad input, 3 MLflow down)."""
     p = parser()
     args = p.parse_args(argv)
+    if args.qrels is not None or args.measure or args.format != "text":
+        try:
+            return _files(args)
+        except HarnessError as exc:
+            print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
+            return int(getattr(exc, "exit_code", 2))
     given = [x for x in (args.run_ids, args.parent_run_id, args.experiment) if x]
     if len(given) != 1:
         p.error("name the runs once: RUN_ID, --parent-run-id ID or --experiment NAME")
@@ -147,6 +168,41 @@ def main(argv: list[str] | None = None) -> int:
     except HarnessError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return int(getattr(exc, "exit_code", 2))
+
+
+def _files(args: argparse.Namespace) -> int:
+    """``harness compare --qrels QRELS RUN [RUN ...]``: :func:`harness.compare.compare`
+    on the files, printed in ``--format``."""
+    import json
+    import shutil
+
+    from harness.compare.api import compare
+
+    if args.qrels is None:
+        raise CompareError("-m and --format compare run files: give --qrels QRELS")
+    if args.parent_run_id or args.experiment:
+        raise CompareError("--qrels compares run files: leave out --parent-run-id and "
+                           "--experiment")
+    if len(args.baseline or []) > 1:
+        raise CompareError("--qrels takes one --baseline")
+    runs: dict[str, str] = {}
+    for item in args.run_ids:
+        name, eq, path = item.partition("=")
+        name, path = (name, path) if eq else (item.rsplit("/", 1)[-1].split(".")[0], item)
+        if name in runs:
+            raise CompareError(f"two runs are named {name!r}: name them as NAME=PATH")
+        runs[name] = path
+    result = compare(args.qrels, runs, args.measure or ["nDCG@10"],
+                     baseline=(args.baseline or [None])[0], test=args.test,
+                     correction=args.correction, alpha=args.alpha, seed=args.seed,
+                     resamples=args.resamples)
+    width = min(shutil.get_terminal_size((100, 24)).columns, 120)
+    sys.stdout.write({"text": lambda: result.to_string(width=width),
+                      "markdown": result.to_markdown, "latex": result.to_latex,
+                      "html": lambda: result.to_html() + "\n",
+                      "json": lambda: json.dumps(result.to_dict(), indent=1) + "\n",
+                      }[args.format]())
+    return 0
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -11,8 +11,13 @@ Pure functions work on per-query tables (one per ranker, one column per variant)
 >>> row["ranker_a"], row["ranker_b"], float(row["mean_diff"].round(4)), int(row["wins"])
 ('a', 'b', 0.1667, 2)
 
-:func:`load_sweep` reads them, with provenance, from MLflow.
+:func:`load_sweep` reads them, with provenance, from MLflow. :func:`compare` (also
+``harness.compare(...)``) evaluates runs and compares them in one call.
 """
+
+import sys
+import types
+from typing import Any
 
 from harness.errors import (
     CompareError,
@@ -39,8 +44,20 @@ from harness.compare.stats import (
     paired_comparison,
 )
 from harness.compare.versions import RunInfo, group_versions, split_overrides
+from harness.compare.api import Comparison, compare
 
-__all__ = ["CORRECTIONS", "TESTS", "TIES_HOWTO", "CompareError", "DatasetMismatch", "NoOverlap",
+
+class _Callable(types.ModuleType):
+    """``harness.compare`` is this package and, called, :func:`compare`: once the package is
+    imported, Python binds the name ``harness.compare`` to it, whichever the user meant."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Comparison:
+        return compare(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _Callable
+
+__all__ = ["CORRECTIONS", "TESTS", "TIES_HOWTO", "Comparison", "CompareError", "compare", "DatasetMismatch", "NoOverlap",
            "RankerVersion", "RunInfo", "RunNotFound", "Sensitivity", "Sweep", "TooFewRankers",
            "UnknownName", "adjust_pvalues", "compare_table", "group_versions", "holm",
            "kendall_matrix", "latest_parent_run", "load_sweep", "paired_comparison",

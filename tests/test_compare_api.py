@@ -1,0 +1,172 @@
+"""``harness.compare(qrels, runs, metrics)``: two run files (or DataFrames, parquet files,
+per-query tables) compared in one call (issue 36).
+
+Parity: on TREC CAsT 2021 (BM25 against ANCE), PyTerrier's ``pt.Experiment([bm25, ance],
+topics, qrels, eval_metrics=[ndcg, map, recip_rank, P_5], baseline=0)`` reports the means,
+wins/losses and paired t-test p-values below (issue 36's figures, from PyTerrier with
+pytrec_eval); the harness must give the same.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import harness
+from harness.errors import CompareError, InputError
+from tests.shared import shared_data_dir
+
+CAST = shared_data_dir() / "trec_cast_2021"
+QRELS = CAST / "trec-cast-qrels-docs.2021.qrel"
+BM25, ANCE = CAST / "org_manual_bm25.run", CAST / "org_manual_ance.run"
+MEASURES = ["trec_eval:ndcg", "trec_eval:map", "trec_eval:recip_rank", "trec_eval:P.5"]
+#: measure -> (BM25 mean, ANCE mean, ANCE wins, ANCE losses, t-test p), pt.Experiment's
+PT_EXPERIMENT = {
+    "trec_eval:ndcg": (0.3901, 0.4716, 107, 50, 2.49e-6),
+    "trec_eval:map": (0.2161, 0.2667, 101, 56, 0.00102),
+    "trec_eval:recip_rank": (0.7085, 0.8058, 50, 29, 0.00275),
+    "trec_eval:P.5": (0.5165, 0.6114, 70, 43, 0.000494),
+}
+
+
+@pytest.fixture(scope="module")
+def cast() -> harness.Comparison:
+    return harness.compare(QRELS, [BM25, ANCE], MEASURES, baseline="org_manual_bm25",
+                           resamples=2000)
+
+
+def test_cast_equals_pt_experiment(cast: harness.Comparison) -> None:
+    assert cast.systems == ["org_manual_bm25", "org_manual_ance"]
+    for name, (bm25, ance, wins, losses, p) in PT_EXPERIMENT.items():
+        m = harness.parse_metric(name).display_name
+        row = cast.table.loc["org_manual_ance"]
+        assert round(cast.table.loc["org_manual_bm25", (m, "mean")], 4) == bm25
+        assert round(row[(m, "mean")], 4) == ance
+        assert (row[(m, "wins")], row[(m, "losses")]) == (wins, losses)
+        assert row[(m, "p")] == pytest.approx(p, rel=5e-3)
+        assert row[(m, "significant")]
+        assert row[(m, "delta")] == pytest.approx(row[(m, "mean")] - cast.table.loc[
+            "org_manual_bm25", (m, "mean")])
+
+
+def test_every_input_form_gives_the_same_table(tmp_path: Path,
+                                               cast: harness.Comparison) -> None:
+    from harness.data.eval_inputs import read_eval_qrels, read_eval_run
+
+    frames = {"org_manual_bm25": read_eval_run(BM25)[0], "org_manual_ance": read_eval_run(ANCE)[0]}
+    gz = tmp_path / "org_manual_ance.run.gz"
+    with open(ANCE, "rb") as src, gzip.open(gz, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    parquet = tmp_path / "org_manual_bm25.parquet"
+    frames["org_manual_bm25"].to_parquet(parquet)
+    per_query = cast.per_query["org_manual_ance"].reset_index()
+    qrels = read_eval_qrels(QRELS)[["qid", "docid", "label"]]
+    for runs in (frames, [parquet, gz],
+                 {"org_manual_bm25": BM25, "org_manual_ance": per_query}):
+        other = harness.compare(qrels, runs, MEASURES, baseline="org_manual_bm25",
+                                resamples=2000)
+        pd.testing.assert_frame_equal(other.table, cast.table)
+
+
+def test_renderers_mark_the_best_and_the_significant(cast: harness.Comparison) -> None:
+    md = cast.to_markdown()
+    assert md.splitlines()[0].startswith("| system | nDCG(gain=linear,ties=docid) |")
+    assert "| (b) org_manual_ance | 0.4716*<sup>a</sup> |" in md
+    assert "0.4716*ᵃ" in cast.to_string()
+    tex = cast.to_latex()
+    assert "0.4716*$^{\\mathrm{a}}$" in tex and "\\begin{longtable}" in tex
+    page = cast._repr_html_()
+    assert "<b>0.4716</b><sup>a</sup>" in page and page.startswith("<table>")
+    data = json.loads(json.dumps(cast.to_dict()))
+    ance = data["systems"]["org_manual_ance"]["nDCG(gain=linear,ties=docid)"]
+    assert ance["wins"] == 107 and ance["significant"] is True
+    assert data["systems"]["org_manual_bm25"]["AP(ties=docid)"]["p"] is None
+
+
+def test_all_pairs_without_a_baseline() -> None:
+    qrels = pd.DataFrame({"qid": [f"q{i:02d}" for i in range(30)], "docid": "d1", "label": 1})
+    runs = {}
+    for name, rank in (("first", 0), ("second", 1), ("last", 2)):
+        rows = [(f"q{i:02d}", d, 3.0 - ((j - rank) % 3)) for i in range(30)
+                for j, d in enumerate(["d1", "d2", "d3"])]
+        runs[name] = pd.DataFrame(rows, columns=["qid", "docid", "score"])
+    c = harness.compare(qrels, runs, ["RR"], resamples=500)
+    assert len(c.tests) == 3  # every pair
+    assert c.beats("first", "RR") == ["second", "last"]
+    assert round(c.table.loc["first", ("RR", "mean")], 4) == 1.0
+    assert c.table.loc["last", ("RR", "delta")] == pytest.approx(1 / 2 - 1)
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: harness.compare(QRELS, [BM25], MEASURES), CompareError, "at least two runs"),
+    (lambda: harness.compare(QRELS, [BM25, BM25], MEASURES), InputError, "two runs are named"),
+    (lambda: harness.compare(QRELS, [BM25, ANCE], MEASURES, baseline="bm25"), InputError,
+     "baseline 'bm25' is not among the runs: org_manual_bm25, org_manual_ance"),
+    (lambda: harness.compare(QRELS, [BM25, ANCE], test="ztest"), CompareError,
+     "test must be one of ttest, wilcoxon, permutation"),
+    (lambda: harness.compare(QRELS, [BM25, ANCE], correction="none"), CompareError,
+     "correction must be one of holm, bh"),
+    (lambda: harness.compare(QRELS, [BM25, Path("nope.run")]), InputError,
+     "file not found: nope.run"),
+    (lambda: harness.compare(None, [BM25, ANCE]), InputError,
+     "no qrels given and no label column"),
+    (lambda: harness.compare(QRELS, {"a": BM25, "b": pd.DataFrame({"qid": ["1"], "x": [1]})},
+                             ["ndcg@10"]), InputError,
+     "per-query table without column"),
+])
+def test_bad_input_is_named(call, error: type, words: str) -> None:
+    with pytest.raises(error, match=words):
+        call()
+
+
+def test_harness_compare_is_the_function_and_the_package() -> None:
+    import harness.compare as package
+    from harness.compare import compare
+
+    assert callable(harness.compare) and callable(package)
+    assert package.compare is compare
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    from harness.commands.base import run_command
+    from harness.commands.compare import main
+
+    code = run_command(main, list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_compares_two_files(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _cli(capsys, "--qrels", str(QRELS), str(BM25), f"ance={ANCE}",
+                          *[a for m in MEASURES for a in ("-m", m)],
+                          "--baseline", "org_manual_bm25", "--resamples", "500")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[1].split()[:2] == ["(a)", "org_manual_bm25"]
+    assert lines[2].split() == ["(b)", "ance", "0.4716*ᵃ", "0.2667*ᵃ", "0.8058*ᵃ", "0.6114*ᵃ"]
+    assert max(len(line) for line in lines) <= 120
+
+
+def test_cli_formats(capsys: pytest.CaptureFixture[str]) -> None:
+    for fmt, start in (("markdown", "| system |"), ("latex", "{\\footnotesize"),
+                       ("html", "<table>"), ("json", "{")):
+        code, out, err = _cli(capsys, "--qrels", str(QRELS), str(BM25), str(ANCE),
+                              "--format", fmt, "--resamples", "200")
+        assert code == 0 and out.startswith(start), (fmt, err, out[:80])
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--qrels", str(QRELS), str(BM25)], "at least two runs"),
+    (["--qrels", str(QRELS), str(BM25), str(BM25)], "two runs are named 'org_manual_bm25'"),
+    (["--qrels", str(QRELS), str(BM25), str(ANCE), "-m", "nope@3"], "unknown metric 'nope@3'"),
+    ([str(BM25), "-m", "P@5"], "give --qrels QRELS"),
+])
+def test_cli_bad_input_is_one_line_exit_2(capsys: pytest.CaptureFixture[str],
+                                          argv: list[str], words: str) -> None:
+    code, out, err = _cli(capsys, *argv)
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
