@@ -141,7 +141,7 @@ def test_holm_matches_the_hand_worked_example() -> None:
 def test_bh_is_scipys_false_discovery_control() -> None:
     p = np.random.default_rng(3).uniform(0, 0.2, 17)
     np.testing.assert_allclose(adjust_pvalues(p, "bh"), stats.false_discovery_control(p))
-    with pytest.raises(CompareError, match="correction must be one of holm, bh; got 'x'"):
+    with pytest.raises(CompareError, match="correction must be one of holm, bh, bonferroni; got 'x'"):
         adjust_pvalues(p, "x")
 
 

@@ -110,7 +110,7 @@ def test_all_pairs_without_a_baseline() -> None:
     (lambda: harness.compare(QRELS, [BM25, ANCE], test="ztest"), CompareError,
      "test must be one of ttest, wilcoxon, permutation"),
     (lambda: harness.compare(QRELS, [BM25, ANCE], correction="none"), CompareError,
-     "correction must be one of holm, bh"),
+     "correction must be one of holm, bh, bonferroni; got .none."),
     (lambda: harness.compare(QRELS, [BM25, Path("nope.run")]), InputError,
      "file not found: nope.run"),
     (lambda: harness.compare(None, [BM25, ANCE]), InputError,
@@ -170,3 +170,47 @@ def test_cli_bad_input_is_one_line_exit_2(capsys: pytest.CaptureFixture[str],
                                           argv: list[str], words: str) -> None:
     code, out, err = _cli(capsys, *argv)
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
+
+
+#: ranx 0.3.21 ``compare(qrels, [bm25, ance], metrics=["ndcg", "map", "mrr", "precision@5"],
+#: stat_test="fisher", n_permutations=10000, random_seed=42, make_comparable=True)`` on CAsT
+RANX_FISHER = {"trec_eval:ndcg": 0.0, "trec_eval:map": 0.0006, "trec_eval:recip_rank": 0.0018,
+               "trec_eval:P.5": 0.0003}
+
+
+def test_permutation_p_is_ranx_fisher_within_monte_carlo_error() -> None:
+    c = harness.compare(QRELS, [BM25, ANCE], MEASURES, baseline="org_manual_bm25",
+                        test="permutation", resamples=10_000, seed=42)
+    for name, theirs in RANX_FISHER.items():
+        m = harness.parse_metric(name).display_name
+        ours = c.table.loc["org_manual_ance", (m, "p")]
+        p = max(ours, theirs, 1e-4)
+        error = (p * (1 - p) / 10_000) ** 0.5  # each side's Monte-Carlo standard error
+        assert abs(ours - theirs) <= 4 * 2 ** 0.5 * error + 1e-4, (name, ours, theirs)
+
+
+def test_tukey_of_two_systems_is_the_paired_permutation_test() -> None:
+    """With two systems, shuffling a query's two values flips the sign of its difference
+    and the range of the two means is |mean difference|: the randomised Tukey HSD is then
+    the paired randomization test (scipy's permutation_test), within Monte-Carlo error."""
+    c = harness.compare(QRELS, [BM25, ANCE], ["trec_eval:map", "trec_eval:recip_rank"],
+                        test="tukey", resamples=20_000, seed=3)
+    for p_t, p_perm in zip(c.tests["p_tukey"], c.tests["p_permutation"]):
+        error = (max(p_t, 1e-3) / 20_000) ** 0.5
+        assert abs(p_t - p_perm) <= 8 * error, (p_t, p_perm)
+    assert "randomised Tukey HSD p < 0.05" in c.to_string()
+
+
+def test_tukey_over_three_systems() -> None:
+    """bm25, the same run again, and its reverse: the identical pair is never different
+    (p = 1: every resample's range reaches 0), the reversed run is worse than both."""
+    from harness.data.eval_inputs import read_eval_run
+
+    bm25 = read_eval_run(BM25)[0]
+    runs = {"bm25": bm25, "again": bm25.copy(), "reversed": bm25.assign(score=-bm25["score"])}
+    c = harness.compare(QRELS, runs, ["trec_eval:P.5"], test="tukey", resamples=2000)
+    p = {(a, b): v for a, b, v in zip(c.tests["ranker_a"], c.tests["ranker_b"],
+                                      c.tests["p_tukey"])}
+    assert p["bm25", "again"] == 1.0
+    assert p["bm25", "reversed"] == p["again", "reversed"] == pytest.approx(1 / 2001)
+    assert c.beats("bm25", "P@5(ties=docid)") == ["reversed"]

@@ -102,10 +102,11 @@ class Comparison:
 
     def _footnote(self) -> str:
         s = self.settings
+        how = ("randomised Tukey HSD" if s["test"] == "tukey" else
+               f"{s['test']}, {s['correction']}-corrected")
         return (f"Mean per query; * the best of each column; a letter marks a system "
-                f"significantly better than the system of that letter ({s['test']}, "
-                f"{s['correction']}-corrected p < {s['alpha']:g}, {self.n_queries} "
-                "queries).")
+                f"significantly better than the system of that letter ({how} p < "
+                f"{s['alpha']:g}, {self.n_queries} queries).")
 
     @property
     def n_queries(self) -> int:
@@ -238,12 +239,14 @@ def compare(qrels: pd.DataFrame | str | Path | None,
     baseline : str, optional
         Compare every other system with this one; default every pair, the first system
         being the reference of :attr:`Comparison.table`'s deltas.
-    test : {'ttest', 'wilcoxon', 'permutation'}, default 'ttest'
-        The paired test whose corrected p-value decides significance (all three are in
-        :attr:`Comparison.tests`).
-    correction : {'holm', 'bh'}, default 'holm'
-        Holm's step-down (family-wise) or Benjamini-Hochberg (false discovery rate), over
-        the comparisons of each measure.
+    test : {'ttest', 'wilcoxon', 'permutation', 'tukey'}, default 'ttest'
+        The paired test whose corrected p-value decides significance (the first three are
+        in :attr:`Comparison.tests`); ``tukey`` is the randomised Tukey HSD over all systems
+        (:func:`~harness.compare.resampling.tukey_pvalues`), family-wise already, so its p
+        is not corrected again (columns ``p_tukey``).
+    correction : {'holm', 'bh', 'bonferroni'}, default 'holm'
+        Holm's step-down or Bonferroni (family-wise), or Benjamini-Hochberg (false
+        discovery rate), over the comparisons of each measure.
     alpha : float, default 0.05
     seed, resamples : int
         The permutation test's and the bootstrap's seed and number of resamples.
@@ -269,8 +272,8 @@ def compare(qrels: pd.DataFrame | str | Path | None,
         raise CompareError(f"a comparison needs at least two runs; got {len(named)}")
     if baseline is not None and baseline not in named:
         raise InputError(f"baseline {baseline!r} is not among the runs: {', '.join(named)}")
-    if test not in TESTS:
-        raise CompareError(f"test must be one of {', '.join(TESTS)}; got {test!r}")
+    if test not in (*TESTS, "tukey"):
+        raise CompareError(f"test must be one of {', '.join(TESTS)}, tukey; got {test!r}")
     if correction not in CORRECTIONS:
         raise CompareError(f"correction must be one of {', '.join(CORRECTIONS)}; got "
                            f"{correction!r}")
@@ -284,13 +287,37 @@ def compare(qrels: pd.DataFrame | str | Path | None,
     per_query = {name: _per_query(name, run, qrels, mlist) for name, run in named.items()}
     measures = [m.display_name for m in mlist]
     tests = compare_table(per_query, measures, baseline=baseline, correction=correction,
-                          alpha=alpha, test=test, seed=seed, resamples=resamples)
+                          alpha=alpha, test="ttest" if test == "tukey" else test, seed=seed,
+                          resamples=resamples)
+    if test == "tukey":
+        tests = _with_tukey(tests, per_query, measures, alpha, seed, resamples)
     reference = baseline if baseline is not None else next(iter(named))
     table = _summary(per_query, tests, measures, reference, test)
     settings = {"baseline": baseline, "reference": reference, "test": test,
                 "correction": correction, "alpha": alpha, "seed": seed,
                 "resamples": resamples}
     return Comparison(table, per_query, tests.reset_index(drop=True), measures, settings)
+
+
+def _with_tukey(tests: pd.DataFrame, per_query: dict[str, pd.DataFrame], measures: list[str],
+                alpha: float, seed: int, resamples: int) -> pd.DataFrame:
+    """The randomised Tukey HSD of each measure over every system, on the queries all of
+    them hold, as the columns ``p_tukey`` (= ``p_tukey_adj``) and ``significant``."""
+    from harness.compare.resampling import tukey_pvalues
+
+    tests = tests.copy()
+    tests["p_tukey"] = np.nan
+    names = list(per_query)
+    for m in measures:
+        joined = pd.concat([per_query[s][m].rename(s) for s in names], axis=1).dropna()
+        p = tukey_pvalues(joined.to_numpy(np.float64), seed=seed, resamples=resamples)
+        rows = tests["variant"] == m
+        tests.loc[rows, "p_tukey"] = [p[names.index(a), names.index(b)] for a, b in
+                                      zip(tests.loc[rows, "ranker_a"],
+                                          tests.loc[rows, "ranker_b"])]
+    tests["p_tukey_adj"] = tests["p_tukey"]
+    tests["significant"] = tests["p_tukey_adj"] < alpha
+    return tests
 
 
 def _summary(per_query: dict[str, pd.DataFrame], tests: pd.DataFrame, measures: list[str],

@@ -28,8 +28,9 @@ from harness.compare.resampling import (
 __all__ = ["CORRECTIONS", "FAMILIES", "TESTS", "TIE_TOLERANCE", "holm", "adjust_pvalues",
            "align_pair", "paired_comparison", "compare_table", "per_query_frame"]
 
-#: Multiple-testing corrections: Holm's step-down (FWER) and Benjamini–Hochberg (FDR).
-CORRECTIONS = ("holm", "bh")
+#: Multiple-testing corrections: Holm's step-down and Bonferroni (FWER), Benjamini–Hochberg
+#: (FDR).
+CORRECTIONS = ("holm", "bh", "bonferroni")
 #: The comparisons corrected together: one variant's, one baseline's, or all.
 FAMILIES = ("variant", "baseline", "all")
 #: Tests whose corrected p-value can decide significance.
@@ -84,12 +85,14 @@ def holm(pvalues: Sequence[float] | np.ndarray) -> np.ndarray:
 
 
 def adjust_pvalues(pvalues: Sequence[float] | np.ndarray, method: str = "holm") -> np.ndarray:
-    """Adjusted p-values by ``method``: ``"holm"`` (:func:`holm`) or ``"bh"``
-    (:func:`scipy.stats.false_discovery_control`). NaN entries stay NaN and are left out of
-    the family.
+    """Adjusted p-values by ``method``: ``"holm"`` (:func:`holm`), ``"bh"``
+    (:func:`scipy.stats.false_discovery_control`) or ``"bonferroni"`` (``min(1, m p)``).
+    NaN entries stay NaN and are left out of the family.
 
     >>> adjust_pvalues([0.01, 0.04, 0.03], "bh")
     array([0.03, 0.04, 0.04])
+    >>> adjust_pvalues([0.01, 0.04, 0.5, np.nan], "bonferroni")
+    array([0.03, 0.12, 1.  ,  nan])
     """
     if method not in CORRECTIONS:
         raise CompareError(f"correction must be one of {', '.join(CORRECTIONS)}; got "
@@ -99,7 +102,9 @@ def adjust_pvalues(pvalues: Sequence[float] | np.ndarray, method: str = "holm") 
     p = np.asarray(pvalues, dtype=np.float64)
     out = np.full(p.shape, np.nan)
     ok = ~np.isnan(p)
-    if ok.any():
+    if ok.any() and method == "bonferroni":
+        out[ok] = np.minimum(1.0, p[ok] * ok.sum())
+    elif ok.any():
         out[ok] = stats.false_discovery_control(p[ok], method="bh")
     return out
 
