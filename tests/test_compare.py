@@ -447,8 +447,9 @@ def test_cli_end_to_end(small_sweep: SmallSweep, tmp_path: Path) -> None:
     for label in VERSIONS:
         assert label in proc.stdout
     assert "queries dropped in 0 of 100 comparisons" in proc.stdout
-    pairwise = Path(re.search(r"^the 100 paired comparisons \(CIs, W/T/L, every p-value\): "
-                              r"(\S+comparison\.txt)$", proc.stdout, re.M).group(1))
+    pairwise = Path(re.search(r"^the 100 paired comparisons \(CIs, W/T/L, every p-value\):\n"
+                              r"  (\S+comparison\.txt)$", proc.stdout, re.M).group(1))
+    assert max(len(line) for line in lines if "/" not in line) <= 120  # paths stay whole
     table_header = pairwise.read_text().splitlines()[0]
     assert "p adj (ttest, bh)" in table_header and "95% CI" in table_header
     assert len(pairwise.read_text().splitlines()) == 1 + 100

@@ -214,3 +214,15 @@ def test_tukey_over_three_systems() -> None:
     assert p["bm25", "again"] == 1.0
     assert p["bm25", "reversed"] == p["again", "reversed"] == pytest.approx(1 / 2001)
     assert c.beats("bm25", "P@5(ties=docid)") == ["reversed"]
+
+
+def test_wide_headline_tables_wrap_into_column_blocks() -> None:
+    from harness.commands.compare import column_blocks
+
+    rows = [["variant", *[f"ranker-{i:02d} [sigma=0.{i}]" for i in range(12)]],
+            ["nDCG@10(gain=linear)", *[f"0.{i:04d}ᵃᵇ" for i in range(12)]]]
+    lines = column_blocks(rows, 120)
+    assert max(len(line) for line in lines) <= 120
+    assert sum(line.strip().startswith("nDCG@10(gain=linear)") for line in lines) > 1
+    cells = " ".join(lines)
+    assert all(c in cells for r in rows for c in r)

@@ -217,12 +217,15 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _print_headline(sens: Any, comparison: Any) -> None:
-    """The headline variants x rankers, with significance marks and the winner."""
+    """The headline variants x rankers, with significance marks and the winner, wrapped to
+    the terminal (at most 120 columns)."""
+    import shutil
     import textwrap
 
     from harness.compare.report import headline_display
 
     table, letters = headline_display(sens.means, comparison, sens.winners)
+    width = min(shutil.get_terminal_size((100, 24)).columns, 120)
     against = comparison.attrs.get("baseline")
     test, correction = comparison.attrs.get("test"), comparison.attrs.get("correction")
     print("\n".join(textwrap.wrap(
@@ -231,14 +234,51 @@ def _print_headline(sens: Any, comparison: Any) -> None:
         f"{comparison.attrs.get('alpha')}, {correction} per {comparison.attrs.get('family')}"
         + (f"; compared with {against} only" if against else "") + "); winner: the leader "
         "when significantly better than every other ranker, else a tie"
-        + ("" if sens.rule else " (untested)") + ":", width=100, break_on_hyphens=False,
+        + ("" if sens.rule else " (untested)") + ":", width=width, break_on_hyphens=False,
         break_long_words=False)))
-    print("  " + "  ".join(f"{letter} {label}" for label, letter in letters.items()))
+    print("\n".join(textwrap.wrap("  ".join(f"{letter} {label}" for label, letter
+                                            in letters.items()), width=width - 2,
+                                   initial_indent="  ", subsequent_indent="  ",
+                                   break_on_hyphens=False)))
     rows = [["variant", *table.columns]] + [[str(v), *map(str, r)]
                                             for v, r in zip(table.index, table.values)]
+    print("\n".join(column_blocks(rows, width)))
+
+
+def _fit(text: str, first: str = "") -> str:
+    """``text`` wrapped to the terminal (at most 120 columns), later lines indented by two
+    more spaces than its own; words longer than a line (paths) are kept whole."""
+    import shutil
+    import textwrap
+
+    width = min(shutil.get_terminal_size((100, 24)).columns, 120)
+    indent = " " * (len(text) - len(text.lstrip()))
+    return textwrap.fill(text.strip(), width=width, initial_indent=first + indent,
+                         subsequent_indent=" " * len(first) + indent + "  ",
+                         break_on_hyphens=False, break_long_words=False)
+
+
+def column_blocks(rows: list[list[str]], width: int) -> list[str]:
+    """The rows of a table as lines at most ``width`` characters wide where they can be:
+    the columns after the first are cut into blocks that fit beside it (as pandas wraps a
+    wide frame), blocks separated by an empty line."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        print("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    blocks, current, used = [], [], 2 + widths[0]
+    for i in range(1, len(widths)):
+        if current and used + 2 + widths[i] > width:
+            blocks.append(current)
+            current, used = [], 2 + widths[0]
+        current.append(i)
+        used += 2 + widths[i]
+    blocks.append(current)
+    lines: list[str] = []
+    for b, columns in enumerate(blocks):
+        if b:
+            lines.append("")
+        for r in rows:
+            lines.append("  " + "  ".join(r[i].ljust(widths[i]) for i in [0, *columns])
+                         .rstrip())
+    return lines
 
 
 def _margins(args: argparse.Namespace, variants: list[str],
@@ -297,16 +337,16 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
         equivalence=args.equivalence, intervals=sweep.intervals)
     changes = None if verdicts is None else verdict_changes(verdicts, sweep.per_query)
     n_queries = max(len(f) for f in sweep.per_query.values())
-    print(f"{sweep.experiment}: {len(sweep.versions)} ranker versions "
-          f"({', '.join(sweep.versions)}), {len(sweep.variants)} variants, up to {n_queries} "
-          f"queries of {sweep.dataset_name} ({sweep.dataset_digest[:12]})")
+    print(_fit(f"{sweep.experiment}: {len(sweep.versions)} ranker versions "
+               f"({', '.join(sweep.versions)}), {len(sweep.variants)} variants, up to "
+               f"{n_queries} queries of {sweep.dataset_name} ({sweep.dataset_digest[:12]})"))
     _print_headline(sens, comparison)
     dropped = comparison[comparison["n_dropped"] > 0]
     print(f"queries dropped in {len(dropped)} of {len(comparison)} comparisons"
-          + "".join(f"\n  {r.variant}, {r.ranker_a} vs {r.ranker_b}: {r.dropped}"
+          + "".join("\n" + _fit(f"  {r.variant}, {r.ranker_a} vs {r.ranker_b}: {r.dropped}")
                     for r in dropped.itertuples()))
     for note in [*sweep.notes, *comparison.attrs["notes"], *sens.notes]:
-        print(f"- {note}")
+        print(_fit(note, first="- "))
     slug = selection_slug(args, p_defaults=parser().parse_args(["x"]))
     out = report_dir(sweep, args.out_dir) / (slug or "")
     with steps("write report and figures"):
@@ -315,17 +355,18 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
         with pd.option_context("display.width", 250, "display.max_rows", None,
                                "display.max_columns", None, "display.max_colwidth", 60):
             pairwise.write_text(comparison_display(comparison).to_string(index=False) + "\n")
-    print(f"every variant's means: {paths.directory / 'means.csv'}\n"
-          f"the {len(comparison)} paired comparisons (CIs, W/T/L, every p-value): {pairwise}")
+    print(f"every variant's means:\n  {paths.directory / 'means.csv'}\n"
+          f"the {len(comparison)} paired comparisons (CIs, W/T/L, every p-value):\n"
+          f"  {pairwise}")
     print(f"report: {paths.html}\n        {paths.markdown}\n        {paths.latex}")
     status = 0
     spec = comparison_spec(sweep, comparison, verdicts, args.variants)
     write_spec(paths.directory, spec, verdicts, changes)
     if verdicts is not None:
-        print("\n".join(verdict_lines(verdicts) + change_lines(changes)))
+        print("\n".join(_fit(line) for line in verdict_lines(verdicts) + change_lines(changes)))
         if args.gate:
             passed, lines = gate_lines(verdicts)
-            print("\n".join(lines))
+            print("\n".join(_fit(line) for line in lines))
             status = 0 if passed else 1
     if args.no_log:
         return status
@@ -335,7 +376,7 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
         run_id = log_comparison(sweep, paths.directory, spec, verdicts, changes=changes,
                                 experiment=experiment, pending_dir=args.pending_dir)
     print(f"comparison logged as run {run_id} (experiment {experiment!r}, harness.verdict="
-          f"{overall_verdict(verdicts)}); recompute it: harness reproduce {run_id}")
+          f"{overall_verdict(verdicts)})\nrecompute it: harness reproduce {run_id}")
     if sweep.parent_run_id is None:
         return status
     where = f"report/{slug}" if slug else "report"
