@@ -141,15 +141,22 @@ def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
     return code, out, err
 
 
-def test_cli_compares_two_files(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _cli(capsys, "--qrels", str(QRELS), str(BM25), f"ance={ANCE}",
-                          *[a for m in MEASURES for a in ("-m", m)],
-                          "--baseline", "org_manual_bm25", "--resamples", "500")
+def test_cli_compares_two_files(capsys: pytest.CaptureFixture[str],
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    argv = ["--qrels", str(QRELS), str(BM25), f"ance={ANCE}",
+            *[a for m in MEASURES for a in ("-m", m)], "--baseline", "org_manual_bm25",
+            "--resamples", "500"]
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, err = _cli(capsys, *argv)
     assert code == 0, err
     lines = out.splitlines()
     assert lines[1].split()[:2] == ["(a)", "org_manual_bm25"]
     assert lines[2].split() == ["(b)", "ance", "0.4716*ᵃ", "0.2667*ᵃ", "0.8058*ᵃ", "0.6114*ᵃ"]
-    assert max(len(line) for line in lines) <= 120
+    for columns in ("120", "80"):  # the table's columns wrap into blocks that fit
+        monkeypatch.setenv("COLUMNS", columns)
+        code, out, err = _cli(capsys, *argv)
+        assert max(len(line) for line in out.splitlines()) <= int(columns)
+        assert "0.6114*ᵃ" in out and "0.4716*ᵃ" in out
 
 
 def test_cli_formats(capsys: pytest.CaptureFixture[str]) -> None:
@@ -217,7 +224,7 @@ def test_tukey_over_three_systems() -> None:
 
 
 def test_wide_headline_tables_wrap_into_column_blocks() -> None:
-    from harness.commands.compare import column_blocks
+    from harness.reporting.console import column_blocks
 
     rows = [["variant", *[f"ranker-{i:02d} [sigma=0.{i}]" for i in range(12)]],
             ["nDCG@10(gain=linear)", *[f"0.{i:04d}ᵃᵇ" for i in range(12)]]]
@@ -226,3 +233,40 @@ def test_wide_headline_tables_wrap_into_column_blocks() -> None:
     assert sum(line.strip().startswith("nDCG@10(gain=linear)") for line in lines) > 1
     cells = " ".join(lines)
     assert all(c in cells for r in rows for c in r)
+
+
+def test_log_records_a_run_that_reproduce_recomputes(capsys: pytest.CaptureFixture[str],
+                                                     tmp_path: Path) -> None:
+    """--log: the files first, then an MLflow run; harness reproduce recomputes it from the
+    files (identical), and names a run file that changed since."""
+    import re
+
+    from harness.commands.base import run_command
+    from harness.commands.reproduce import main as reproduce
+
+    bm25, ance = tmp_path / "bm25.run", tmp_path / "ance.run"
+    shutil.copy(BM25, bm25)
+    shutil.copy(ANCE, ance)
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    code, out, err = _cli(capsys, "--qrels", str(QRELS), str(bm25), str(ance), "-m", "P@5",
+                          "--baseline", "bm25", "--log", "--tracking-uri", store,
+                          "--out-dir", str(tmp_path / "reports"),
+                          "--pending-dir", str(tmp_path / "pending"), "--resamples", "500")
+    assert code == 0, err
+    run_id = re.search(r"logged as run ([0-9a-f]{32})", err).group(1)
+    folder = Path(re.search(r"comparison written to (\S+)", err).group(1))
+    assert {p.name for p in folder.iterdir()} == {"comparison.csv", "comparison.json",
+                                                  "comparison.md", "table.csv"}
+    import mlflow
+
+    run = mlflow.MlflowClient(store).get_run(run_id)
+    assert run.data.tags["harness.role"] == "comparison"
+    assert run.data.tags["harness.compared"] == "files"
+    assert run.data.metrics["mean.ance.precision_at_5"] == pytest.approx(0.6113924050632911)
+    assert run_command(reproduce, [run_id, "--tracking-uri", store]) == 0
+    assert "identical" in capsys.readouterr().out
+    with open(ance, "a") as f:
+        f.write("999_1 Q0 KILT_1 1 1.0 ance\n")
+    code = run_command(reproduce, [run_id, "--tracking-uri", store])
+    out, err = capsys.readouterr()
+    assert code == 2 and "run 'ance'" in err and "changed since" in err, (out, err)

@@ -35,6 +35,7 @@ import sys
 from typing import Any
 
 from harness.errors import CompareError, HarnessError
+from harness.reporting.console import column_blocks, fit, terminal_width
 
 __all__ = ["main", "parser"]
 
@@ -62,6 +63,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--format", default="text", choices=("text", "markdown", "latex", "html",
                                                         "json"),
                    help="with --qrels: how the table prints (default text)")
+    p.add_argument("--log", action="store_true",
+                   help="with --qrels: write the comparison under --out-dir and record it "
+                   "as an MLflow run (experiment 'comparisons' unless --log-experiment) that "
+                   "harness reproduce recomputes from the files")
     p.add_argument("--allow-subset", action="store_true",
                    help="runs evaluated on different query sets: compare on the queries "
                    "they share (default: refuse)")
@@ -149,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the comparison; returns the exit code (0, 2 for bad input, 3 MLflow down)."""
     p = parser()
     args = p.parse_args(argv)
-    if args.qrels is not None or args.measure or args.format != "text":
+    if args.qrels is not None or args.measure or args.format != "text" or args.log:
         try:
             return _files(args)
         except HarnessError as exc:
@@ -174,12 +179,12 @@ def _files(args: argparse.Namespace) -> int:
     """``harness compare --qrels QRELS RUN [RUN ...]``: :func:`harness.compare.compare`
     on the files, printed in ``--format``."""
     import json
-    import shutil
+    import time
 
     from harness.compare.api import compare
 
     if args.qrels is None:
-        raise CompareError("-m and --format compare run files: give --qrels QRELS")
+        raise CompareError("-m, --format and --log compare run files: give --qrels QRELS")
     if args.parent_run_id or args.experiment:
         raise CompareError("--qrels compares run files: leave out --parent-run-id and "
                            "--experiment")
@@ -196,7 +201,20 @@ def _files(args: argparse.Namespace) -> int:
                      baseline=(args.baseline or [None])[0], test=args.test,
                      correction=args.correction, alpha=args.alpha, seed=args.seed,
                      resamples=args.resamples)
-    width = min(shutil.get_terminal_size((100, 24)).columns, 120)
+    width = terminal_width()
+    if args.log:
+        from harness.compare.file_record import (file_spec, log_file_comparison,
+                                                 write_file_comparison)
+        from harness.paths import project_path
+
+        spec = file_spec(result, args.qrels, runs)
+        directory = write_file_comparison(result, project_path(args.out_dir) / "files" /
+                                          time.strftime("%Y-%m-%d_%H-%M-%S"), spec)
+        run_id = log_file_comparison(result, directory, spec, tracking_uri=args.tracking_uri,
+                                     experiment=args.log_experiment or "comparisons",
+                                     pending_dir=args.pending_dir)
+        print(f"comparison written to {directory}\nlogged as run {run_id}; recompute it: "
+              f"harness reproduce {run_id}", file=sys.stderr)
     sys.stdout.write({"text": lambda: result.to_string(width=width),
                       "markdown": result.to_markdown, "latex": result.to_latex,
                       "html": lambda: result.to_html() + "\n",
@@ -219,13 +237,12 @@ def _run(args: argparse.Namespace) -> int:
 def _print_headline(sens: Any, comparison: Any) -> None:
     """The headline variants x rankers, with significance marks and the winner, wrapped to
     the terminal (at most 120 columns)."""
-    import shutil
     import textwrap
 
     from harness.compare.report import headline_display
 
     table, letters = headline_display(sens.means, comparison, sens.winners)
-    width = min(shutil.get_terminal_size((100, 24)).columns, 120)
+    width = terminal_width()
     against = comparison.attrs.get("baseline")
     test, correction = comparison.attrs.get("test"), comparison.attrs.get("correction")
     print("\n".join(textwrap.wrap(
@@ -243,42 +260,6 @@ def _print_headline(sens: Any, comparison: Any) -> None:
     rows = [["variant", *table.columns]] + [[str(v), *map(str, r)]
                                             for v, r in zip(table.index, table.values)]
     print("\n".join(column_blocks(rows, width)))
-
-
-def _fit(text: str, first: str = "") -> str:
-    """``text`` wrapped to the terminal (at most 120 columns), later lines indented by two
-    more spaces than its own; words longer than a line (paths) are kept whole."""
-    import shutil
-    import textwrap
-
-    width = min(shutil.get_terminal_size((100, 24)).columns, 120)
-    indent = " " * (len(text) - len(text.lstrip()))
-    return textwrap.fill(text.strip(), width=width, initial_indent=first + indent,
-                         subsequent_indent=" " * len(first) + indent + "  ",
-                         break_on_hyphens=False, break_long_words=False)
-
-
-def column_blocks(rows: list[list[str]], width: int) -> list[str]:
-    """The rows of a table as lines at most ``width`` characters wide where they can be:
-    the columns after the first are cut into blocks that fit beside it (as pandas wraps a
-    wide frame), blocks separated by an empty line."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    blocks, current, used = [], [], 2 + widths[0]
-    for i in range(1, len(widths)):
-        if current and used + 2 + widths[i] > width:
-            blocks.append(current)
-            current, used = [], 2 + widths[0]
-        current.append(i)
-        used += 2 + widths[i]
-    blocks.append(current)
-    lines: list[str] = []
-    for b, columns in enumerate(blocks):
-        if b:
-            lines.append("")
-        for r in rows:
-            lines.append("  " + "  ".join(r[i].ljust(widths[i]) for i in [0, *columns])
-                         .rstrip())
-    return lines
 
 
 def _margins(args: argparse.Namespace, variants: list[str],
@@ -337,16 +318,16 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
         equivalence=args.equivalence, intervals=sweep.intervals)
     changes = None if verdicts is None else verdict_changes(verdicts, sweep.per_query)
     n_queries = max(len(f) for f in sweep.per_query.values())
-    print(_fit(f"{sweep.experiment}: {len(sweep.versions)} ranker versions "
+    print(fit(f"{sweep.experiment}: {len(sweep.versions)} ranker versions "
                f"({', '.join(sweep.versions)}), {len(sweep.variants)} variants, up to "
                f"{n_queries} queries of {sweep.dataset_name} ({sweep.dataset_digest[:12]})"))
     _print_headline(sens, comparison)
     dropped = comparison[comparison["n_dropped"] > 0]
     print(f"queries dropped in {len(dropped)} of {len(comparison)} comparisons"
-          + "".join("\n" + _fit(f"  {r.variant}, {r.ranker_a} vs {r.ranker_b}: {r.dropped}")
+          + "".join("\n" + fit(f"  {r.variant}, {r.ranker_a} vs {r.ranker_b}: {r.dropped}")
                     for r in dropped.itertuples()))
     for note in [*sweep.notes, *comparison.attrs["notes"], *sens.notes]:
-        print(_fit(note, first="- "))
+        print(fit(note, first="- "))
     slug = selection_slug(args, p_defaults=parser().parse_args(["x"]))
     out = report_dir(sweep, args.out_dir) / (slug or "")
     with steps("write report and figures"):
@@ -363,10 +344,10 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
     spec = comparison_spec(sweep, comparison, verdicts, args.variants)
     write_spec(paths.directory, spec, verdicts, changes)
     if verdicts is not None:
-        print("\n".join(_fit(line) for line in verdict_lines(verdicts) + change_lines(changes)))
+        print("\n".join(fit(line) for line in verdict_lines(verdicts) + change_lines(changes)))
         if args.gate:
             passed, lines = gate_lines(verdicts)
-            print("\n".join(_fit(line) for line in lines))
+            print("\n".join(fit(line) for line in lines))
             status = 0 if passed else 1
     if args.no_log:
         return status

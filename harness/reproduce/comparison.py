@@ -1,5 +1,8 @@
 """Recompute a logged comparison (``harness reproduce <comparison run id>``).
 
+A comparison of run files (``harness compare --qrels ... --log``) names its files and their
+sha256 instead: they are checked and the comparison computed again from them.
+
 The comparison run's ``comparison.json`` names the ranker runs of every version and the
 sha256 of each per-query artifact it read. They are downloaded again and checked against
 those digests (an altered or deleted artifact is an error naming it), the paired tests and
@@ -21,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.compare.file_record import FILES_KIND, recompute
 from harness.compare.record import COMPARISON_ROLE, SPEC_ARTIFACT
 from harness.compare.runs import load_versions
 from harness.compare.stats import compare_table
@@ -98,6 +102,8 @@ def reproduce_comparison(client: Any, run: Any) -> ComparisonResult:
         spec = read_artifact(run_id, files[SPEC_ARTIFACT], lambda p: json.loads(p.read_text()))
         logged = {name: read_artifact(run_id, path, pd.read_csv)
                   for name, path in files.items() if name in KEYS}
+    if spec.get("kind") == FILES_KIND:  # harness compare --qrels ... --log
+        return _reproduce_files(run_id, spec, logged)
     try:
         sweep = load_versions(client.tracking_uri, spec["versions"],
                               allow_subset=spec["allow_subset"],
@@ -125,6 +131,22 @@ def reproduce_comparison(client: Any, run: Any) -> ComparisonResult:
         differences += found
     notes = (f"versions: {'; '.join(spec['versions'])}; their per-query artifacts match the "
              f"{len(spec['per_query_sha256'])} digests recorded",)
+    return ComparisonResult(run_id, not differences, n_values, differences, notes)
+
+
+def _reproduce_files(run_id: str, spec: dict[str, Any],
+                     logged: dict[str, pd.DataFrame]) -> ComparisonResult:
+    """A comparison of run files: the files' digests checked, the comparison recomputed and
+    its every pair and test compared with the logged ``comparison.csv``."""
+    try:
+        now = recompute(spec).tests
+    except HarnessError as exc:
+        raise ReproduceError(f"comparison run {run_id}: {exc}") from None
+    if "comparison.csv" not in logged:
+        raise ReproduceError(f"comparison run {run_id} has no comparison.csv")
+    n_values, differences = _diff("comparison.csv", logged["comparison.csv"], now)
+    notes = (f"runs: {', '.join(spec['runs'])}; they and the qrels match the sha256 "
+             "recorded",)
     return ComparisonResult(run_id, not differences, n_values, differences, notes)
 
 
