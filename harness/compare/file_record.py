@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.compare.api import Comparison
-from harness.compare.record import COMPARISON_ROLE, SPEC_ARTIFACT
-from harness.errors import TrackingUnavailable
+from harness.compare.record import COMPARISON_ROLE, SPEC_ARTIFACT, log_record
 
 __all__ = ["FILES_KIND", "file_spec", "write_file_comparison", "log_file_comparison"]
 
@@ -62,8 +61,7 @@ def log_file_comparison(comparison: Comparison, directory: Path, spec: Mapping[s
     id. Raises TrackingUnavailable (the log plan left pending for ``harness sync``) when
     the store cannot be reached."""
     from harness.metrics.definition import parse_metric
-    from harness.paths import project_path
-    from harness.tracking import LogPlan, RunRecord, execute, resolve_tracking_uri
+    from harness.tracking import RunRecord, resolve_tracking_uri
 
     uri = resolve_tracking_uri(tracking_uri)
     keys = {m: parse_metric(m).key for m in comparison.measures}
@@ -83,19 +81,8 @@ def log_file_comparison(comparison: Comparison, directory: Path, spec: Mapping[s
                                      + comparison.to_markdown()},
         params=params, metrics=metrics, artifacts=[[str(directory), ""]],
         start_ms=now, end_ms=now)
-    plan = LogPlan(tracking_uri=uri, experiment=experiment,
-                   artifact_root=str(project_path(artifact_root)), runs=[record])
-    marker = project_path(pending_dir) / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-" \
-                                         "compare-files.json"
-    plan.save(marker)
-    try:
-        return execute(plan, marker)[COMPARISON_ROLE]
-    except Exception as exc:  # the store is down or refused: the plan stays for a replay
-        reason = (str(exc).splitlines() or [type(exc).__name__])[0][:300]
-        raise TrackingUnavailable(f"could not log the comparison to MLflow at {uri} "
-                                  f"({reason}); its files are in {directory}, the log plan "
-                                  f"is pending in {marker}; replay it with: harness sync"
-                                  ) from exc
+    return log_record(record, uri, experiment, directory, pending_dir=pending_dir,
+                      artifact_root=artifact_root, suffix="compare-files")
 
 
 def recompute(spec: Mapping[str, Any]) -> Comparison:

@@ -28,7 +28,7 @@ from harness.errors import TrackingUnavailable
 from harness.paths import project_path
 from harness.version import __version__
 
-__all__ = ["SPEC_ARTIFACT", "COMPARISON_ROLE", "VERDICT_TAG", "comparison_spec",
+__all__ = ["SPEC_ARTIFACT", "COMPARISON_ROLE", "VERDICT_TAG", "comparison_spec", "log_record",
            "overall_verdict", "write_spec", "log_comparison"]
 
 SPEC_ARTIFACT = "comparison.json"
@@ -156,7 +156,7 @@ def log_comparison(sweep: Sweep, directory: Path, spec: Mapping[str, Any],
     returns its id. Raises TrackingUnavailable (the plan left pending) when the store
     cannot be reached."""
     from harness.metrics import parse_metric
-    from harness.tracking import LogPlan, RunRecord, execute
+    from harness.tracking import RunRecord
 
     keys = {}
     for variant in sweep.variants:
@@ -184,16 +184,28 @@ def log_comparison(sweep: Sweep, directory: Path, spec: Mapping[str, Any],
                            "mlflow.note.content": _description(sweep, verdicts, changes)},
                        params=params, metrics=_metrics(verdicts, keys),
                        artifacts=[[str(directory), ""]], start_ms=now, end_ms=now)
-    plan = LogPlan(tracking_uri=sweep.tracking_uri, experiment=experiment,
+    return log_record(record, sweep.tracking_uri, experiment, directory,
+                      pending_dir=pending_dir, artifact_root=artifact_root)
+
+
+def log_record(record: Any, tracking_uri: str, experiment: str, directory: Path, *,
+               pending_dir: str | os.PathLike[str] = "runs/pending",
+               artifact_root: str = "runs/artifacts", suffix: str = "compare") -> str:
+    """Log a comparison's run record through a log plan saved under ``pending_dir`` first;
+    returns the run's id. Raises TrackingUnavailable (the plan left pending for ``harness
+    sync``) when the store cannot be reached."""
+    from harness.tracking import LogPlan, execute
+
+    plan = LogPlan(tracking_uri=tracking_uri, experiment=experiment,
                    artifact_root=str(project_path(artifact_root)), runs=[record])
     marker = project_path(pending_dir) / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-" \
-                                         f"compare.json"
+                                         f"{suffix}.json"
     plan.save(marker)
     try:
         return execute(plan, marker)[COMPARISON_ROLE]
     except Exception as exc:  # the store is down or refused: the plan stays for a replay
         reason = (str(exc).splitlines() or [type(exc).__name__])[0][:300]
         raise TrackingUnavailable(f"could not log the comparison to MLflow at "
-                                  f"{sweep.tracking_uri} ({reason}); its files are in "
+                                  f"{tracking_uri} ({reason}); its files are in "
                                   f"{directory}, the log plan is pending in {marker}; replay "
                                   "it with: harness sync") from exc
