@@ -428,8 +428,8 @@ def test_cli_end_to_end(small_sweep: SmallSweep, tmp_path: Path) -> None:
     args = [sys.executable, "-m", "harness.compare", small_sweep.parent_run_id,
             "--tracking-uri", small_sweep.uri, "--out-dir", str(out), "--resamples", "500",
             "--correction", "bh"]
-    proc = subprocess.run(args, cwd=PROJECT_ROOT, env=clean_env(), capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(args, cwd=PROJECT_ROOT, env=clean_env() | {"COLUMNS": "120"},
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     # the console: the headline variants x rankers with marks and the winner, not the
     # 100-row pairwise table, which goes to a file whose path is printed

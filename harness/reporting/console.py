@@ -13,17 +13,19 @@ MAX_WIDTH = 120
 
 
 def terminal_width() -> int:
-    """The terminal's width (``$COLUMNS``, else 100 when not a terminal), at most 120."""
-    return min(shutil.get_terminal_size((100, 24)).columns, MAX_WIDTH)
+    """The terminal's width (``$COLUMNS``; 120 when the output is not a terminal), at most
+    120."""
+    return min(shutil.get_terminal_size((MAX_WIDTH, 24)).columns, MAX_WIDTH)
 
 
 def fit(text: str, first: str = "") -> str:
-    """``text`` wrapped to the terminal (at most 120 columns), later lines indented by two
-    more spaces than its own; words longer than a line (paths) are kept whole."""
+    """``text`` wrapped to the terminal (at most 120 columns): after ``first`` (a bullet),
+    later lines align with the text; without one, they are indented two more spaces than
+    its own. Words longer than a line (paths) are kept whole."""
     width = terminal_width()
     indent = " " * (len(text) - len(text.lstrip()))
     return textwrap.fill(text.strip(), width=width, initial_indent=first + indent,
-                         subsequent_indent=" " * len(first) + indent + "  ",
+                         subsequent_indent=" " * len(first) + indent + ("" if first else "  "),
                          break_on_hyphens=False, break_long_words=False)
 
 
