@@ -82,6 +82,7 @@ def test_renderers_mark_the_best_and_the_significant(cast: harness.Comparison) -
     assert "0.4716*$^{\\mathrm{a}}$" in tex and "\\begin{longtable}" in tex
     page = cast._repr_html_()
     assert "<b>0.4716</b><sup>a</sup>" in page and page.startswith("<table>")
+    assert "bold: the best of each column" in page
     data = json.loads(json.dumps(cast.to_dict()))
     ance = data["systems"]["org_manual_ance"]["nDCG(gain=linear,ties=docid)"]
     assert ance["wins"] == 107 and ance["significant"] is True

@@ -61,7 +61,8 @@ def test_notebook_executes_against_a_sweep(small_sweep: SmallSweep,  # noqa: F81
     html = "".join(o.get("data", {}).get("text/html", "") for o in outputs)
     assert "W/T/L" in html and "noisy_oracle [sigma=0.5]" in html  # the comparison table
     # harness.compare on two run files, shown as HTML: ANCE beats BM25 on all three
-    assert "<th>(b) org_manual_ance</th><td><b>0.4716</b><sup>a</sup></td>" in html
+    assert ("<th>(b) org_manual_ance</th><td style=\"text-align:right\"><b>0.4716</b>"
+            "<sup>a</sup></td>") in html
     assert "discriminative_power" in html and "feature_f0" in html
     images = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(images) == 4 + 1 + 1  # distributions, one paired difference, tau heatmap

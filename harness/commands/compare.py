@@ -89,8 +89,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--family", choices=FAMILIES, default="variant",
                    help="comparisons corrected together: per variant (default), per "
                    "baseline (every variant against one baseline), or all compared")
-    p.add_argument("--test", choices=TESTS, default="ttest",
-                   help="test whose corrected p-value marks significance (default: ttest)")
+    p.add_argument("--test", choices=(*TESTS, "tukey"), default="ttest",
+                   help="test whose corrected p-value marks significance (default: ttest); "
+                   "tukey (with --qrels): the randomised Tukey HSD over all runs")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (0.05)")
     p.add_argument("--margin", action="append", default=None, metavar="VARIANT=DELTA",
                    help="non-inferiority margin of a variant, e.g. nDCG@10=0.005: the "
@@ -344,10 +345,12 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
     spec = comparison_spec(sweep, comparison, verdicts, args.variants)
     write_spec(paths.directory, spec, verdicts, changes)
     if verdicts is not None:
-        print("\n".join(fit(line) for line in verdict_lines(verdicts) + change_lines(changes)))
+        # headings wrap; the indented lines are records (a verdict, a change), one a line
+        print("\n".join(line if line.startswith(" ") else fit(line)
+                        for line in verdict_lines(verdicts) + change_lines(changes)))
         if args.gate:
             passed, lines = gate_lines(verdicts)
-            print("\n".join(fit(line) for line in lines))
+            print("\n".join(line if line.startswith(" ") else fit(line) for line in lines))
             status = 0 if passed else 1
     if args.no_log:
         return status

@@ -143,10 +143,12 @@ class Comparison:
         head = "".join(f"<th>{html.escape(m)}</th>" for m in self.measures)
         body = "".join(
             f"<tr><th>{html.escape(i)}</th>" + "".join(
-                f"<td>{_bold_best(c)}</td>" for c in cells.loc[i]) + "</tr>"
-            for i in cells.index)
+                f'<td style="text-align:right">{_bold_best(c)}</td>' for c in cells.loc[i])
+            + "</tr>" for i in cells.index)
+        note = self._footnote().replace("* the best of each column", "bold: the best of each "
+                                        "column")
         return (f"<table><thead><tr><th>system</th>{head}</tr></thead><tbody>{body}"
-                f"</tbody></table><p>{html.escape(self._footnote())}</p>")
+                f"</tbody></table><p>{html.escape(note)}</p>")
 
     def _repr_html_(self) -> str:
         return self.to_html()
