@@ -271,3 +271,21 @@ def test_log_records_a_run_that_reproduce_recomputes(capsys: pytest.CaptureFixtu
     code = run_command(reproduce, [run_id, "--tracking-uri", store])
     out, err = capsys.readouterr()
     assert code == 2 and "run 'ance'" in err and "changed since" in err, (out, err)
+
+
+def test_a_reader_that_left_is_no_traceback() -> None:
+    """``harness compare ... | head -1``: the pipe's reader gone, the command stops quietly
+    (exit 0, no BrokenPipeError traceback)."""
+    import os
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)  # nobody will read: every write fails with EPIPE
+    try:
+        proc = subprocess.run([sys.executable, "-m", "harness", "compare", "--qrels",
+                               str(QRELS), str(BM25), str(ANCE), "--resamples", "100"],
+                              stdout=write, stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(write)
+    assert "Traceback" not in proc.stderr and proc.returncode == 0, proc.stderr[-2000:]

@@ -60,3 +60,7 @@ def run_command(main: Callable[[list[str] | None], int],
         return int(main(argv) or OK)
     except (HarnessError, FileNotFoundError) as exc:
         return report_error(exc)
+    except BrokenPipeError:  # the reader left (harness eval ... | head): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's own flush at exit fails silently
+        return OK
