@@ -289,3 +289,8 @@ def test_a_reader_that_left_is_no_traceback() -> None:
     finally:
         os.close(write)
     assert "Traceback" not in proc.stderr and proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_a_repl_shows_the_table(cast: harness.Comparison) -> None:
+    assert repr(cast) == str(cast) == cast.to_string()
+    assert repr(cast).splitlines()[2].split()[:3] == ["(b)", "org_manual_ance", "0.4716*ᵃ"]

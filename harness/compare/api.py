@@ -43,7 +43,7 @@ STATS = ("mean", "delta", "wins", "ties", "losses", "p", "p_adj", "significant")
 _SUP = str.maketrans("abcdefghijklmnoprstuvwxyz", "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖʳˢᵗᵘᵛʷˣʸᶻ")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Comparison:
     """The result of :func:`compare`.
 
@@ -154,6 +154,9 @@ class Comparison:
         return self.to_html()
 
     def __str__(self) -> str:
+        return self.to_string()
+
+    def __repr__(self) -> str:  # a REPL shows the table, not the frames' reprs
         return self.to_string()
 
     def to_dict(self) -> dict[str, Any]:
