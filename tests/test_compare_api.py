@@ -294,3 +294,29 @@ def test_a_reader_that_left_is_no_traceback() -> None:
 def test_a_repl_shows_the_table(cast: harness.Comparison) -> None:
     assert repr(cast) == str(cast) == cast.to_string()
     assert repr(cast).splitlines()[2].split()[:3] == ["(b)", "org_manual_ance", "0.4716*ᵃ"]
+
+
+def test_bootstrap_test_p_equals_scipys_bootstrap_of_the_centred_differences() -> None:
+    """The paired bootstrap (shift method): under H0 the differences are centred on 0; the
+    p-value is the share of resampled means at least |mean| from 0. scipy's own bootstrap
+    distribution of the centred mean gives the same p within Monte-Carlo error."""
+    import numpy as np
+    from scipy import stats
+
+    from harness.compare.resampling import bootstrap_pvalues
+
+    c = harness.compare(QRELS, [BM25, ANCE], ["trec_eval:map", "trec_eval:recip_rank"],
+                        baseline="org_manual_bm25", test="bootstrap", resamples=20_000)
+    for m in c.measures:
+        both = pd.concat([c.per_query["org_manual_ance"][m],
+                          c.per_query["org_manual_bm25"][m]], axis=1).dropna().to_numpy()
+        d = both[:, 0] - both[:, 1]
+        dist = stats.bootstrap(((d - d.mean()),), np.mean, n_resamples=20_000,
+                               rng=np.random.default_rng(7)).bootstrap_distribution
+        theirs = (np.sum(np.abs(dist) >= abs(d.mean())) + 1) / (20_000 + 1)
+        ours = c.table.loc["org_manual_ance", (m, "p")]
+        assert abs(ours - theirs) <= 6 * (max(ours, theirs) / 20_000) ** 0.5, (m, ours, theirs)
+        assert c.table.loc["org_manual_ance", (m, "significant")]
+    # a constant difference is never reached by its centred resamples; a symmetric one always
+    p = bootstrap_pvalues(np.array([[0.1] * 30, [1.0, -1.0] * 15]), resamples=999)
+    assert p.tolist() == [1 / 1000, 1.0]

@@ -89,9 +89,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--family", choices=FAMILIES, default="variant",
                    help="comparisons corrected together: per variant (default), per "
                    "baseline (every variant against one baseline), or all compared")
-    p.add_argument("--test", choices=(*TESTS, "tukey"), default="ttest",
+    p.add_argument("--test", choices=(*TESTS, "bootstrap", "tukey"), default="ttest",
                    help="test whose corrected p-value marks significance (default: ttest); "
-                   "tukey (with --qrels): the randomised Tukey HSD over all runs")
+                   "with --qrels also bootstrap (the paired bootstrap test) and tukey (the "
+                   "randomised Tukey HSD over all runs)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (0.05)")
     p.add_argument("--margin", action="append", default=None, metavar="VARIANT=DELTA",
                    help="non-inferiority margin of a variant, e.g. nDCG@10=0.005: the "

@@ -244,9 +244,11 @@ def compare(qrels: pd.DataFrame | str | Path | None,
     baseline : str, optional
         Compare every other system with this one; default every pair, the first system
         being the reference of :attr:`Comparison.table`'s deltas.
-    test : {'ttest', 'wilcoxon', 'permutation', 'tukey'}, default 'ttest'
+    test : {'ttest', 'wilcoxon', 'permutation', 'bootstrap', 'tukey'}, default 'ttest'
         The paired test whose corrected p-value decides significance (the first three are
-        in :attr:`Comparison.tests`); ``tukey`` is the randomised Tukey HSD over all systems
+        always in :attr:`Comparison.tests`); ``bootstrap`` the paired bootstrap test
+        (:func:`~harness.compare.resampling.bootstrap_pvalues`, columns ``p_bootstrap``);
+        ``tukey`` the randomised Tukey HSD over all systems
         (:func:`~harness.compare.resampling.tukey_pvalues`), family-wise already, so its p
         is not corrected again (columns ``p_tukey``).
     correction : {'holm', 'bh', 'bonferroni'}, default 'holm'
@@ -277,8 +279,9 @@ def compare(qrels: pd.DataFrame | str | Path | None,
         raise CompareError(f"a comparison needs at least two runs; got {len(named)}")
     if baseline is not None and baseline not in named:
         raise InputError(f"baseline {baseline!r} is not among the runs: {', '.join(named)}")
-    if test not in (*TESTS, "tukey"):
-        raise CompareError(f"test must be one of {', '.join(TESTS)}, tukey; got {test!r}")
+    if test not in (*TESTS, "bootstrap", "tukey"):
+        raise CompareError(f"test must be one of {', '.join(TESTS)}, bootstrap, tukey; got "
+                           f"{test!r}")
     if correction not in CORRECTIONS:
         raise CompareError(f"correction must be one of {', '.join(CORRECTIONS)}; got "
                            f"{correction!r}")
@@ -292,10 +295,12 @@ def compare(qrels: pd.DataFrame | str | Path | None,
     per_query = {name: _per_query(name, run, qrels, mlist) for name, run in named.items()}
     measures = [m.display_name for m in mlist]
     tests = compare_table(per_query, measures, baseline=baseline, correction=correction,
-                          alpha=alpha, test="ttest" if test == "tukey" else test, seed=seed,
+                          alpha=alpha, test=test if test in TESTS else "ttest", seed=seed,
                           resamples=resamples)
     if test == "tukey":
         tests = _with_tukey(tests, per_query, measures, alpha, seed, resamples)
+    elif test == "bootstrap":
+        tests = _with_bootstrap(tests, per_query, alpha, correction, seed, resamples)
     reference = baseline if baseline is not None else next(iter(named))
     table = _summary(per_query, tests, measures, reference, test)
     settings = {"baseline": baseline, "reference": reference, "test": test,
@@ -322,6 +327,29 @@ def _with_tukey(tests: pd.DataFrame, per_query: dict[str, pd.DataFrame], measure
                                           tests.loc[rows, "ranker_b"])]
     tests["p_tukey_adj"] = tests["p_tukey"]
     tests["significant"] = tests["p_tukey_adj"] < alpha
+    return tests
+
+
+def _with_bootstrap(tests: pd.DataFrame, per_query: dict[str, pd.DataFrame], alpha: float,
+                    correction: str, seed: int, resamples: int) -> pd.DataFrame:
+    """The paired bootstrap test of each row (:func:`~harness.compare.resampling.
+    bootstrap_pvalues`), corrected within each measure: ``p_bootstrap``,
+    ``p_bootstrap_adj`` and ``significant``."""
+    from harness.compare.resampling import bootstrap_pvalues
+    from harness.compare.stats import adjust_pvalues
+
+    tests = tests.copy()
+    p = []
+    for m, a, b in zip(tests["variant"], tests["ranker_a"], tests["ranker_b"]):
+        both = pd.concat([per_query[a][m], per_query[b][m]], axis=1).dropna().to_numpy()
+        d = (both[:, 0] - both[:, 1])[None, :]
+        p.append(float(bootstrap_pvalues(d, seed=seed, resamples=resamples)[0]))
+    tests["p_bootstrap"] = p
+    tests["p_bootstrap_adj"] = np.nan
+    for _, idx in tests.groupby("variant", sort=False).indices.items():
+        tests.loc[tests.index[idx], "p_bootstrap_adj"] = adjust_pvalues(
+            tests["p_bootstrap"].to_numpy()[idx], correction)
+    tests["significant"] = tests["p_bootstrap_adj"] < alpha
     return tests
 
 
