@@ -54,8 +54,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -173,6 +175,25 @@ def diff_outputs(a: Path, b: Path, label: str) -> str:
 Row = tuple[str, str, str, str, str, str]          # work, harness, trec_eval, ratio, target, met
 
 
+def ratio(a: "Tool", b: "Tool") -> float:
+    """The last round's wall time of ``a`` over ``b``'s."""
+    return a.calls[-1].wall / b.calls[-1].wall
+
+
+def run_rounds(cmds: dict[str, list[str]], tools: dict[str, "Tool"], rounds: int,
+               out: Callable[[str], Path], describe: Callable[[str, Any], str],
+               tail: Callable[[], str] = lambda: "") -> None:
+    """``rounds`` interleaved rounds (each tool once a round, in turn), each call's stdout
+    to ``out(tool)``, one line a round."""
+    for r in range(rounds):
+        parts = []
+        for k, cmd in cmds.items():
+            c = run(cmd, out(k))
+            tools[k].calls.append(c)
+            parts.append(describe(k, c))
+        print(f"round {r + 1}: " + ", ".join(parts) + tail(), flush=True)
+
+
 def bench_cast(args: argparse.Namespace, harness: str, trec: str, out: Path) -> list[Row]:
     cast = shared_data_dir() / "trec_cast_2021"
     qrels, runf = cast / "trec-cast-qrels-docs.2021.qrel", cast / "org_manual_bm25.run"
@@ -185,13 +206,8 @@ def bench_cast(args: argparse.Namespace, harness: str, trec: str, out: Path) -> 
     rounds = args.rounds or 5
     print(f"\n== cast: {runf.name} ({runf.stat().st_size / 1e6:.1f} MB, "
           f"{sum(1 for _ in open(runf)):,} lines), -m all_trec, {rounds} rounds", flush=True)
-    for r in range(rounds):
-        parts = []
-        for k, cmd in cmds.items():
-            c = run(cmd, out / f"out.cast.{k.replace(' ', '_')}.txt")
-            tools[k].calls.append(c)
-            parts.append(f"{k} {c.wall:.3f} s (cpu {c.cpu:.3f})")
-        print(f"round {r + 1}: " + ", ".join(parts), flush=True)
+    run_rounds(cmds, tools, rounds, lambda k: out / f"out.cast.{k.replace(' ', '_')}.txt",
+               lambda k, c: f"{k} {c.wall:.3f} s (cpu {c.cpu:.3f})")
     h, t, n = tools["harness"], tools["trec_eval"], tools["import numpy"]
     speed = [tc.wall / hc.wall for hc, tc in zip(h.calls, t.calls)]
     vs_numpy = [hc.wall / nc.wall for hc, nc in zip(h.calls, n.calls)]
@@ -238,14 +254,9 @@ def bench_size(args: argparse.Namespace, size: str, harness: str, trec: str, bas
     size_bytes = runf.stat().st_size
     print(f"\n== {size}: {n_queries:,} queries x 100 documents ({size_bytes / 1e6:.0f} MB run, "
           f"{qrels.stat().st_size / 1e6:.0f} MB qrels), -m all_trec, {rounds} rounds", flush=True)
-    for r in range(rounds):
-        parts = []
-        for k, cmd in cmds.items():
-            c = run(cmd, folder / f"out.{k}.txt")
-            tools[k].calls.append(c)
-            parts.append(f"{k} {c.wall:.2f} s (cpu {c.cpu:.2f}, {mb(c.maxrss)})")
-        h, t = tools["harness"].calls[-1], tools["trec_eval"].calls[-1]
-        print(f"round {r + 1}: " + ", ".join(parts) + f", {t.wall / h.wall:.2f}x", flush=True)
+    run_rounds(cmds, tools, rounds, lambda k: folder / f"out.{k}.txt",
+               lambda k, c: f"{k} {c.wall:.2f} s (cpu {c.cpu:.2f}, {mb(c.maxrss)})",
+               lambda: f", {ratio(tools['trec_eval'], tools['harness']):.2f}x")
     h, t = tools["harness"], tools["trec_eval"]
     ratios = [tc.wall / hc.wall for hc, tc in zip(h.calls, t.calls)]
     med = statistics.median(ratios)
