@@ -19,7 +19,7 @@ ROOT = Path(harness.__file__).resolve().parent
 ENTRY_PACKAGES = ("sync", "cluster", "scored_run", "eval", "judgments")
 #: Packages (and top-level modules) by layer; a layer imports only the layers below it.
 LAYERS = (
-    ("errors", "paths", "version", "progress", "allocator"),
+    ("errors", "paths", "version", "progress", "allocator", "lazy"),
     ("metrics", "data"),
     ("engines", "datasets", "explain", "reporting", "tracking"),
     ("rankers",),

@@ -238,32 +238,41 @@ def test_help_lists_the_flags(capsys: pytest.CaptureFixture[str]) -> None:
     assert os.path.basename("harness eval") in text
 
 
+@pytest.mark.parametrize("flags", [[], ["-J"]], ids=["arrays", "frames"])
 def test_a_run_memory_cannot_hold_is_one_line_naming_harness_cluster(
-        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    """A MemoryError while evaluating (numpy's, Arrow's) becomes one line and exit 2."""
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        flags: list[str]) -> None:
+    """A MemoryError while evaluating (numpy's, Arrow's) becomes one line and exit 2, on
+    the quick path (column arrays) and on the DataFrame path (-J takes it)."""
+    import harness.metrics.trec_eval_arrays as arrays
     import harness.metrics.trec_eval_compute as compute
 
     def no_memory(*args: object, **kwargs: object) -> None:
         raise MemoryError("Unable to allocate 7.63 MiB")
 
     monkeypatch.setattr(compute, "evaluate_trec", no_memory)
-    code, out, err = run_eval(capsys, _argv(["qrels.test", "results.test"]))
+    monkeypatch.setattr(arrays, "evaluate_arrays", no_memory)
+    code, out, err = run_eval(capsys, flags + _argv(["qrels.test", "results.test"]))
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1
     assert "needs more memory" in err and "harness cluster" in err and "results.test" in err
 
 
+@pytest.mark.parametrize("flags", [[], ["-J"]], ids=["arrays", "frames"])
 def test_qrels_memory_cannot_hold_is_one_line(capsys: pytest.CaptureFixture[str],
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+                                               monkeypatch: pytest.MonkeyPatch,
+                                               flags: list[str]) -> None:
     import pyarrow as pa
 
     import harness.data.eval_inputs as inputs
+    import harness.data.trec_arrays as trec_arrays
 
     def no_memory(*args: object, **kwargs: object) -> None:
         raise pa.ArrowMemoryError("malloc of size 932096 failed")
 
     monkeypatch.setattr(inputs, "_read_eval_qrels", no_memory)
-    code, out, err = run_eval(capsys, _argv(["qrels.test", "results.test"]))
+    monkeypatch.setattr(trec_arrays, "read_columns", no_memory)
+    code, out, err = run_eval(capsys, flags + _argv(["qrels.test", "results.test"]))
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "QRELS" in err and "qrels.test" in err and "does not fit" in err
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness.commands.base import OK
 from harness.errors import InputError, MetricDefinitionError
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 EPILOG = """\
@@ -125,22 +126,30 @@ def _named(names: list[str]) -> list[tuple[str, object]]:
     return out
 
 
-def _whole_labels(qrels: pd.DataFrame, path: str) -> pd.DataFrame:
-    """The qrels with labels truncated toward zero, as trec_eval reads them (``atol``),
-    and a note on stderr when any changed."""
+def _whole(label: np.ndarray, qid: Any, docid: Any, path: str) -> np.ndarray | None:
+    """The labels truncated toward zero, as trec_eval reads them (``atol``), with a note
+    on stderr naming the first that changed; None when all are whole."""
+    import numpy as np
+
+    whole = np.trunc(label)
+    frac = np.flatnonzero(whole != label)
+    if not len(frac):
+        return None
+    i = int(frac[0])
+    print(f"harness eval: QRELS {path}: {len(frac)} label(s) are not integers (first: "
+          f"query {str(qid[i])!r}, document {str(docid[i])!r}, {label[i]:g}); truncated "
+          f"toward zero, as trec_eval reads them", file=sys.stderr)
+    return whole
+
+
+def _whole_labels(qrels: pd.DataFrame, path: str, note: bool = True) -> pd.DataFrame:
+    """The qrels with labels truncated toward zero (a note on stderr when any changed)."""
     import numpy as np
 
     label = qrels["label"].to_numpy(dtype=np.float64)
-    whole = np.trunc(label)
-    frac = np.flatnonzero(whole != label)
-    if len(frac):
-        i = int(frac[0])
-        print(f"harness eval: QRELS {path}: {len(frac)} label(s) are not integers (first: "
-              f"query {qrels['qid'].iloc[i]!r}, document {qrels['docid'].iloc[i]!r}, "
-              f"{label[i]:g}); truncated toward zero, as trec_eval reads them",
-              file=sys.stderr)
-        qrels = qrels.assign(label=whole)
-    return qrels
+    whole = _whole(label, qrels["qid"].to_numpy(), qrels["docid"].to_numpy(),
+                   path) if note else np.trunc(label)
+    return qrels if whole is None else qrels.assign(label=whole)
 
 
 def _out_of_memory(path: str) -> InputError:
@@ -155,13 +164,18 @@ def _out_of_memory(path: str) -> InputError:
         f"or a study with dataset=parquet_run")
 
 
-def _note_skipped(qrels: pd.DataFrame, run: pd.DataFrame, path: str) -> None:
-    """One stderr line naming the judged queries a run lacks: they are skipped without
-    ``-c`` (trec_eval 9.x's behaviour; 10.0 stops with exit 4 instead)."""
+def _lacking(qrels: pd.DataFrame, run: pd.DataFrame) -> list[str]:
+    """The judged queries a run lacks, sorted."""
     import pandas as pd
 
-    lacking = pd.Index(pd.unique(qrels["qid"])).difference(pd.Index(pd.unique(run["qid"])))
-    if len(lacking):
+    qids = pd.Index(pd.unique(qrels["qid"])).difference(pd.Index(pd.unique(run["qid"])))
+    return [str(q) for q in qids]
+
+
+def _note_skipped(lacking: list[str], path: str) -> None:
+    """One stderr line naming the judged queries a run lacks: they are skipped without
+    ``-c`` (trec_eval 9.x's behaviour; 10.0 stops with exit 4 instead)."""
+    if lacking:
         shown = ", ".join(repr(q) for q in lacking[:5]) + (", ..." if len(lacking) > 5 else "")
         print(f"harness eval: RUN {path} has no results for {len(lacking)} judged "
               f"quer{'y' if len(lacking) == 1 else 'ies'} ({shown}): skipped, as trec_eval "
@@ -170,9 +184,6 @@ def _note_skipped(qrels: pd.DataFrame, run: pd.DataFrame, path: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_intermixed_args(argv)
-    from harness.data.eval_inputs import (read_eval_qrels, read_eval_run, read_prefs,
-                                          read_zscores)
-    from harness.metrics.trec_eval_compute import evaluate_trec
     from harness.metrics.tool_names.trec_eval_measures import expand, select
     from harness.reporting.trec_eval_output import render
 
@@ -184,7 +195,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.Number_docs_in_coll < 0:
         raise InputError(f"-N: the number of documents must be >= 0, got "
                          f"{args.Number_docs_in_coll}")
-    convention = "trec_eval9" if args.compat == "9" else "trec_eval"
     extra = _named(names)
     try:
         families = select(args.measure or (["official"] if not extra else ["runid", "num_q"]),
@@ -194,36 +204,14 @@ def main(argv: list[str] | None = None) -> int:
                    if args.query_eval_wanted or c.family.summary]
     except MetricDefinitionError as exc:
         raise InputError(str(exc)) from None
-    prefs = None
-    fmt = args.Rel_info_format
-    if fmt == "prefs":
-        prefs = read_prefs(qrels_path)
-        qrels = prefs.rename(columns={"jg": "iter"})[["qid", "iter", "docid", "label"]]
-        prefs = prefs.rename(columns={"label": "rel"})
-    else:
-        qrels = _whole_labels(read_eval_qrels(qrels_path), qrels_path)
-        if fmt == "qrels_prefs":
-            prefs = qrels  # harness.metrics.prefs reads the preferences they imply
-    zscores = read_zscores(args.Zscore) if args.Zscore else None
+    zscores = _zscores(args.Zscore) if args.Zscore else None
+    inputs = _Inputs(args, qrels_path, columns, extra, zscores)
     evaluations = []
     for path in run_paths:
-        run, runid = read_eval_run(path)
-        try:
-            ev = evaluate_trec(run, qrels, columns, extra, level=args.level_for_rel,
-                               depth=args.Max_retrieved_per_topic,
-                               judged_only=args.Judged_docs_only,
-                               complete=args.complete_rel_info_wanted, zscores=zscores,
-                               prefs=prefs, runid=runid, convention=convention,
-                               collection_size=args.Number_docs_in_coll)
-        except MemoryError:  # numpy's and Arrow's too
-            del run
-            raise _out_of_memory(path) from None
-        ev.path = path
+        ev = inputs.evaluate(path)
         if not ev.qids:
             raise InputError(f"RUN {path}: no query has both results and judgments in "
                              f"QRELS {qrels_path}")
-        if not args.complete_rel_info_wanted and fmt != "prefs":
-            _note_skipped(qrels, run, path)
         if ev.unavailable:
             print(f"harness eval: not computed ({len(ev.unavailable)} lines; no such measure "
                   f"in the registry yet): {', '.join(ev.unavailable)}", file=sys.stderr)
@@ -232,3 +220,139 @@ def main(argv: list[str] | None = None) -> int:
                   z=zscores is not None, summary=not args.nosummary)
     sys.stdout.write(text)
     return OK
+
+
+def _zscores(path: str) -> dict[tuple[str, str], tuple[float, float]]:
+    from harness.data.eval_inputs import read_zscores
+
+    return read_zscores(path)
+
+
+#: Runs larger than this are evaluated block by block, blocks of about ``BLOCK`` bytes.
+STREAM_FROM = 256 << 20
+BLOCK = 96 << 20
+
+
+class _Inputs:
+    """The qrels read once, as column arrays for the quick path
+    (:mod:`harness.metrics.trec_eval_arrays`, no pandas) and as a DataFrame when a run
+    needs the DataFrame path (:func:`~harness.metrics.trec_eval_compute.evaluate_trec`);
+    each run evaluated by the first that takes it."""
+
+    def __init__(self, args: argparse.Namespace, qrels_path: str, columns: list[Any],
+                 extra: list[tuple[str, object]], zscores: Any) -> None:
+        from harness.metrics.trec_eval_arrays import quick_path
+
+        self.args, self.path, self.columns, self.extra = args, qrels_path, columns, extra
+        self.zscores = zscores
+        self.convention = "trec_eval9" if args.compat == "9" else "trec_eval"
+        self.frame: pd.DataFrame | None = None
+        self.prefs: pd.DataFrame | None = None
+        self.arrays: Any = None
+        self.noted = False  # the note on fractional labels is printed
+        if quick_path(columns, extra, judged_only=args.Judged_docs_only,
+                      rel_format=args.Rel_info_format):
+            from harness.data.trec_arrays import read_columns
+
+            self.arrays = _or_memory(lambda: read_columns(qrels_path, "qrels"), qrels_path,
+                                     "qrels")
+            if self.arrays is not None:
+                whole = _whole(self.arrays.number, self.arrays.text[0], self.arrays.text[2],
+                               qrels_path)
+                self.noted = True
+                if whole is not None:
+                    self.arrays.number = whole
+
+    def evaluate(self, path: str) -> Any:
+        a = self.args
+        options = dict(level=a.level_for_rel, depth=a.Max_retrieved_per_topic,
+                       complete=a.complete_rel_info_wanted, zscores=self.zscores,
+                       convention=self.convention, collection_size=a.Number_docs_in_coll)
+        if self.arrays is not None:
+            from harness.data.trec_arrays import read_columns
+            from harness.metrics.trec_eval_arrays import evaluate_arrays
+
+            streamed = self._blocks(path, options)
+            if streamed is not None:
+                return streamed
+            run = _or_memory(lambda: read_columns(path, "run"), path, "run")
+            if run is not None:
+                runid = run.text[5][-1]
+                try:
+                    done = evaluate_arrays(run, self.arrays, self.columns,
+                                           runid=str(runid), **options)
+                except MemoryError:
+                    del run
+                    raise _out_of_memory(path) from None
+                if done is not None:
+                    ev, lacking = done
+                    ev.path = path
+                    if not a.complete_rel_info_wanted:
+                        _note_skipped(lacking, path)
+                    return ev
+        return self._frames(path, options)
+
+    def _blocks(self, path: str, options: dict[str, Any]) -> Any:
+        """A run of more than ``STREAM_FROM`` bytes evaluated block by block (memory
+        follows a block: :mod:`harness.metrics.trec_eval_blocks`); None when it is smaller,
+        or not grouped by query, or not plain: it is read whole."""
+        from harness.data.trec_arrays import run_blocks
+        from harness.metrics.trec_eval_blocks import evaluate_blocks
+
+        if Path(path).stat().st_size <= STREAM_FROM or Path(path).suffix == ".parquet":
+            return None
+        try:
+            done = evaluate_blocks(run_blocks(path, BLOCK), self.arrays, self.columns,
+                                   **options)
+        except MemoryError:
+            raise _out_of_memory(path) from None
+        if done is None:
+            return None
+        ev, lacking = done
+        ev.path = path
+        if not self.args.complete_rel_info_wanted:
+            _note_skipped(lacking, path)
+        return ev
+
+    def _frames(self, path: str, options: dict[str, Any]) -> Any:
+        from harness.data.eval_inputs import read_eval_qrels, read_eval_run, read_prefs
+        from harness.metrics.trec_eval_compute import evaluate_trec
+
+        fmt = self.args.Rel_info_format
+        if self.frame is None:
+            if fmt == "prefs":
+                prefs = read_prefs(self.path)
+                self.frame = prefs.rename(columns={"jg": "iter"})[
+                    ["qid", "iter", "docid", "label"]]
+                self.prefs = prefs.rename(columns={"label": "rel"})
+            else:
+                self.frame = _whole_labels(read_eval_qrels(self.path), self.path,
+                                           note=not self.noted)
+                if fmt == "qrels_prefs":
+                    self.prefs = self.frame  # harness.metrics.prefs reads what they imply
+        run, runid = read_eval_run(path)
+        try:
+            ev = evaluate_trec(run, self.frame, self.columns, self.extra,
+                               judged_only=self.args.Judged_docs_only, prefs=self.prefs,
+                               runid=runid, **options)
+        except MemoryError:  # numpy's and Arrow's too
+            del run
+            raise _out_of_memory(path) from None
+        ev.path = path
+        if not self.args.complete_rel_info_wanted and fmt != "prefs":
+            _note_skipped(_lacking(self.frame, run), path)
+        return ev
+
+
+def _or_memory(read: Any, path: str, kind: str) -> Any:
+    """``read()``, its MemoryError the one-line error naming the file."""
+    try:
+        return read()
+    except MemoryError:
+        if kind == "run":
+            raise _out_of_memory(path) from None
+        size = Path(path).stat().st_size / 2 ** 30
+        raise InputError(f"QRELS {path} ({size:.2f} GiB) does not fit in the memory this "
+                         "process may use; run harness eval where more memory is free, or "
+                         "evaluate the run in blocks of queries: harness cluster RUN "
+                         "RUN.parquet, then harness.evaluate_parquet") from None

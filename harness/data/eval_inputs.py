@@ -11,18 +11,18 @@ line (``qrels.txt line 12 has 5 fields, expected 4 ...``).
 
 from __future__ import annotations
 
-import codecs
-import gzip
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from harness.data.trec import read_prefs as read_text_prefs
+from harness.data.trec_arrays import fast_columns, memory_limited
 from harness.data.trec import out_of_memory, trec_fields
 from harness.errors import InputError
 
-__all__ = ["read_eval_qrels", "read_eval_run", "read_prefs", "read_zscores", "is_table"]
+__all__ = ["read_eval_qrels", "read_eval_run", "read_prefs", "read_zscores", "is_table",
+           "memory_limited"]
 
 
 def is_table(path: str | Path) -> bool:
@@ -30,95 +30,16 @@ def is_table(path: str | Path) -> bool:
     return Path(path).suffix.lower() in (".parquet", ".pq")
 
 
-def _without_comments(data: bytes) -> bytes:
-    """``data`` with each line that starts with ``#`` emptied (LF or CRLF line ends; the
-    empty lines left are skipped as blank ones): a few searches, not a pass per line."""
-    parts, pos = [], 0
-    if data.startswith(b"#"):
-        pos = data.find(b"\n") if b"\n" in data else len(data)
-    while True:
-        hit = data.find(b"\n#", pos)
-        if hit < 0:
-            parts.append(data[pos:])
-            return b"".join(parts)
-        parts.append(data[pos:hit + 1])
-        end = data.find(b"\n", hit + 1)
-        pos = len(data) if end < 0 else end
-
-
-def memory_limited() -> bool:
-    """Whether this process runs under a memory limit (``ulimit -v``, a cgroup's
-    ``memory.max``). Arrow's threaded CSV reader aborts the process when an allocation fails
-    (``ValueOrDie``), where the single-threaded one raises ``ArrowMemoryError``, which
-    becomes a one-line error: under a limit, files are read on one thread (about 15%
-    slower)."""
-    import resource
-
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    if soft != resource.RLIM_INFINITY:
-        return True
-    try:
-        return Path("/sys/fs/cgroup/memory.max").read_text().strip() != "max"
-    except OSError:
-        return False
-
-
 def _fast_columns(path: Path, n_fields: int, number: int, keep: tuple[int, ...]
                   ) -> dict[int, pd.Series] | None:
-    """The file's columns ``keep`` (of ``n_fields``) as string Series (``number``: float),
-    read by Arrow's CSV reader, when the file is plain (UTF-8, one separator character,
-    exactly ``n_fields`` non-empty fields a line, comment lines removed first; any of
-    ``\n``, ``\r\n``, ``\r`` ending lines, as Arrow reads them); None otherwise, and the
-    line-by-line reader takes over (it names the line of any fault).
-
-    The checks are byte searches (most ``memchr``, a few ms on 50 MB): a repeated separator
-    is searched for; a leading or trailing one makes an extra field, which Arrow's count of
-    fields refuses, or, with a field missing, an empty one, which the check of the columns
-    read refuses; blank lines Arrow skips, as trec_eval does."""
-    import io
-
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.csv as pcsv
-
-    if not path.is_file():
+    """:func:`harness.data.trec_arrays.fast_columns` (Arrow's CSV reader on a plain file)
+    as Series: text columns of str, the number column ``number`` of floats; None when the
+    file is not plain and the line-by-line reader must name its fault."""
+    cols = fast_columns(path, n_fields, number, keep)
+    if cols is None:
         return None
-    try:
-        with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as fh:
-            data = fh.read()
-    except (OSError, EOFError):
-        return None
-    if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8):]
-    if not data or b"\r#" in data:
-        return None
-    if b"#" in data and (data.startswith(b"#") or b"\n#" in data):
-        data = _without_comments(data)
-    has_tab, has_space = b"\t" in data, b" " in data
-    if has_tab == has_space or (b"\t\t" if has_tab else b"  ") in data:
-        return None  # mixed or repeated separators: trec_eval's whitespace rule, line by line
-    names = [f"c{i}" for i in range(n_fields)]
-    types = {names[i]: pa.string() for i in keep}
-    types[names[number]] = pa.float64()  # a bad number: Arrow refuses, the slow path names it
-    try:
-        table = pcsv.read_csv(
-            io.BytesIO(data), read_options=pcsv.ReadOptions(column_names=names,
-                                                             use_threads=not memory_limited()),
-            parse_options=pcsv.ParseOptions(delimiter="\t" if has_tab else " ",
-                                            quote_char=False, double_quote=False),
-            convert_options=pcsv.ConvertOptions(
-                column_types=types, include_columns=[names[i] for i in keep],
-                strings_can_be_null=False, quoted_strings_can_be_null=False))
-    except (pa.ArrowInvalid, UnicodeDecodeError):
-        return None
-    if table.column(names[number]).null_count:
-        return None
-    out = {}
-    for i in keep:
-        column = table.column(names[i])
-        if i != number and len(column) and pc.min(pc.binary_length(column)).as_py() == 0:
-            return None  # an empty field: a separator at the start or end of a line
-        out[i] = column.to_pandas()
+    out = {i: column.to_pandas() for i, column in cols.text.items()}
+    out[number] = pd.Series(cols.number)
     return out
 
 

@@ -22,6 +22,8 @@ file and line.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import codecs
 import gzip
 import logging
@@ -31,9 +33,11 @@ from os import PathLike
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from harness.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["read_qrels", "read_run", "read_prefs", "trec_fields", "warn_on_few_judged",
            "FIELDS", "LAYOUTS"]
@@ -110,6 +114,8 @@ def trec_fields(path: str | PathLike[str], n_fields: int, kind: str, *,
 
 def _to_number(df: pd.DataFrame, column: str, path: str | PathLike[str], kind: str,
                integer: bool) -> None:
+    import pandas as pd
+
     values = pd.to_numeric(df[column], errors="coerce")
     bad = values.isna()
     if bad.any():
@@ -124,6 +130,8 @@ def read_qrels(path: str | PathLike[str]) -> pd.DataFrame:
 
     ``qid`` and ``docid`` are strings; ``label`` is int64 (float64 if a grade is fractional).
     """
+    import pandas as pd
+
     rows, _ = trec_fields(path, 4, "qrels")
     df = pd.DataFrame(rows, columns=["qid", "iter", "docid", "label"]).drop(columns="iter")
     _to_number(df, "label", path, "qrels", integer=True)
@@ -145,6 +153,8 @@ def out_of_memory(path: str | PathLike[str], kind: str) -> InputError:
 def read_run(path: str | PathLike[str]) -> pd.DataFrame:
     """Read a TREC run file into a DataFrame with columns ``qid``, ``docid``, ``score``,
     ``rank`` and ``run_id``. Scores are float64."""
+    import pandas as pd
+
     try:
         rows, _ = trec_fields(path, 6, "run", more=True)
     except MemoryError:
@@ -173,6 +183,8 @@ def read_prefs(path: str | PathLike[str]) -> pd.DataFrame:
         A missing file, a line with another number of fields or a level that is not a
         number; the message names the file (``table``) and the 1-based line (``row``).
     """
+    import pandas as pd
+
     p = Path(path)
     rows, linenos = trec_fields(p, 5, "prefs")
     for fields, lineno in zip(rows, linenos):

@@ -1,7 +1,20 @@
-"""The metric engine: definitions, validation, vectorised kernels and aggregation."""
+"""The metric engine: definitions, validation, vectorised kernels and aggregation.
 
-from harness.metrics.definition import CONVENTIONS, METRIC_NAMES, TIE_MODES, Metric, parse_metric
-from harness.metrics.evaluate import aggregate, evaluate, evaluate_dense, tie_interval
+The public names are imported on first use (PEP 562): ``harness eval`` reads its measures'
+definitions and kernels without importing pandas, which the per-query tables need."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.lazy import lazy_names
+
+_LAZY = {
+    **dict.fromkeys(("CONVENTIONS", "METRIC_NAMES", "TIE_MODES", "Metric", "parse_metric"),
+                    "harness.metrics.definition"),
+    **dict.fromkeys(("aggregate", "evaluate", "evaluate_dense", "tie_interval"),
+                    "harness.metrics.evaluate"),
+}
 
 __all__ = [
     "CONVENTIONS",
@@ -14,3 +27,11 @@ __all__ = [
     "parse_metric",
     "tie_interval",
 ]
+
+if TYPE_CHECKING:
+    from harness.metrics.definition import (CONVENTIONS, METRIC_NAMES, TIE_MODES, Metric,
+                                            parse_metric)
+    from harness.metrics.evaluate import aggregate, evaluate, evaluate_dense, tie_interval
+
+
+__getattr__ = lazy_names(__name__, _LAZY, globals())

@@ -11,9 +11,10 @@ from collections.abc import Iterable
 import pandas as pd
 
 from harness.metrics import blocked
-from harness.metrics.evaluate import (MetricLike, _check_top_label, _full_rankings,
+from harness.metrics.evaluate import (MetricLike, _check_top_label,
                                       _refuse_fractional_labels_for_ranx, _table, as_metrics,
                                       evaluate, negative_policy)
+from harness.metrics.kernels import full_rankings
 from harness.metrics.prepare import checked_scores, prepare
 
 __all__ = ["evaluate_columns", "score_column"]
@@ -54,7 +55,7 @@ def evaluate_columns(run: pd.DataFrame, qrels: pd.DataFrame | None,
     level = levels.pop() if len(levels) == 1 else 1
     prep = prepare(score_column(run, scores[0], scores), qrels, level=level,
                    nan_scores=nan_scores, missing=missing, negative_labels=negative,
-                   max_label=top_label, rankings=lambda p: _full_rankings(mlist, p))
+                   max_label=top_label, rankings=lambda p: full_rankings(mlist, p))
     _refuse_fractional_labels_for_ranx(prep, mlist)
     tables = [timed(_table(prep, mlist, level, missing))]
     for s in scores[1:]:

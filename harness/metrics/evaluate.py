@@ -13,7 +13,7 @@ from harness.metrics.blocked import evaluate_blocked
 from harness.metrics.conventions import TREC_EVAL_CONVENTIONS, negative_policy
 from harness.metrics.definition import Metric, parse_metric
 from harness.metrics.dense import dense_array
-from harness.metrics.kernels import Cache, compute
+from harness.metrics.kernels import full_rankings, measure_columns
 from harness.metrics.prepare import prepare
 from harness.metrics.weighting import empty_mask, record_empty, summary
 
@@ -129,33 +129,20 @@ def _evaluate_whole(run: pd.DataFrame, qrels: pd.DataFrame | None, mlist: list[M
     level = levels.pop() if len(levels) == 1 else 1
     prep = prepare(run, qrels, level=level, nan_scores=nan_scores, missing=missing,
                    negative_labels=negative_labels, max_label=top_label,
-                   rankings=lambda p: _full_rankings(mlist, p))
+                   rankings=lambda p: full_rankings(mlist, p))
     _refuse_fractional_labels_for_ranx(prep, mlist)
     return _table(prep, mlist, level, missing)
 
 
 def _table(prep: Any, mlist: list[Metric], level: float, missing: str) -> pd.DataFrame:
     """The per-query table of the metrics on prepared rows."""
-    cache = Cache()
     columns: dict[str, Any] = {
         "n_docs": prep.n_docs,
         "n_judged": prep.n_judged,
         "n_relevant": prep.relevant_counts(level),
     }
-    empties = {}
-    # judged queries the run did not retrieve (missing='zero'): 0 for every measure, whatever
-    # its empty policy, as trec_eval -c scores them and as the stream and Dask engines do
-    absent = prep.n_docs == 0
-    try:
-        tops = _contender_limits(mlist, prep)
-        for m in mlist:
-            values, empty = compute(prep, m, cache, top=tops.get((m.ties, m.seed)))
-            if absent.any():
-                values, empty = np.where(absent, 0.0, values), empty & ~absent
-            columns[m.display_name] = _apply_empty(values, empty, m.empty)
-            empties[m] = empty
-    finally:
-        prep.wait()  # the input's duplicate check, run meanwhile: bad input wins
+    values, empties = measure_columns(prep, mlist)
+    columns.update(values)
     out = pd.DataFrame(columns, index=prep.qids)
     for m, empty in empties.items():
         record_empty(out, m.display_name, empty, m.empty_weight)
@@ -179,37 +166,6 @@ def _refuse_fractional_labels_for_ranx(prep: Any, metrics: list[Metric]) -> None
                 f"an integer; {m.convention.rstrip('9')} truncates labels toward zero, so its "
                 "numbers would not be reproduced. Round or truncate the labels yourself, or "
                 "choose another convention", column="label", qid=prep.qids[q[i]])
-
-
-def _full_rankings(metrics: list[Metric], prep: Any) -> list[tuple[str, int]]:
-    """The (tie rule, seed) of every ranking of all rows the metrics will ask for (those
-    not limited to the contenders of a top k). A metric that does not read unjudged rows as
-    non-relevant ranks rows of its own (:attr:`Prepared.condensed`, :meth:`Prepared.relevant`)
-    wherever a row is unjudged, which is not known yet: these rows' ranking is not started
-    for it."""
-    tops = _contender_limits(metrics, prep)
-    return [(m.ties, m.seed) for m in metrics if m.unjudged == "nonrelevant"
-            and ((m.ties, m.seed) not in tops or m.measure.reads_judged)]
-
-
-def _contender_limits(metrics: list[Metric], prep: Any) -> dict[tuple[str, int], int]:
-    """Per tie rule, the largest cut-off when every metric using it has one that is short
-    next to the lists: those metrics then rank only the rows that can reach it."""
-    limits: dict[tuple[str, int], int | None] = {}
-    for m in metrics:
-        key = (m.ties, m.seed)
-        current = limits.get(key, 0)
-        limits[key] = None if m.k is None or current is None else max(current, m.k)
-    mean_len = float(prep.n_docs.mean()) if prep.n_queries else 0.0
-    return {key: k for key, k in limits.items() if k is not None and 4 * k <= mean_len}
-
-
-def _apply_empty(values: np.ndarray, empty: np.ndarray, policy: str) -> np.ndarray:
-    if not empty.any():
-        return values
-    out = values.copy()
-    out[empty] = {"zero": 0.0, "one": 1.0, "exclude": np.nan, "nan": np.nan}[policy]
-    return out
 
 
 def _weights_for(index: pd.Index, weights: Mapping[Any, float] | pd.Series) -> np.ndarray:

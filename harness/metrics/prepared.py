@@ -7,14 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from harness.metrics import background
 from harness.metrics.ranking import QUICKSORT_RULES, Ranking, rank
 from harness.metrics.segments import Layout
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Prepared", "Ideal", "Judgments", "level_counts", "whole_grades", "MAX_LEVELS"]
 
@@ -281,6 +283,8 @@ class Prepared:
     def _judged_too(self, new: np.ndarray, grade: float) -> Judgments | None:
         """The qrels as given plus the grouped rows ``new`` judged with ``grade``, after
         them (for the measures that read the qrels whole)."""
+        import pandas as pd
+
         j = self.judgments
         if j is None:
             return None

@@ -8,19 +8,21 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from harness.metrics.quicksort_ties import RULES as QUICKSORT_RULES
 from harness.metrics.quicksort_ties import quicksort_ties_perm
 from harness.metrics.segments import segment_argsort, segment_sort
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from harness.metrics.prepared import Prepared
 
-__all__ = ["Ranking", "rank", "rank_docid", "QUICKSORT_RULES", "DOCID_RULES"]
+__all__ = ["Ranking", "rank", "rank_docid", "trec_order_rows", "QUICKSORT_RULES",
+           "DOCID_RULES"]
 
 @dataclass
 class Ranking:
@@ -235,21 +237,62 @@ def rank_docid(prep: Prepared, *, descending: bool = True) -> Ranking:
         return Ranking(perm=base.perm, q=prep.q, pos=prep.pos, grouped_label=prep.label,
                        n=prep.n_docs)
     tied = base.tied()[0]  # positions, group by group
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    docids = prep.docid.take(prep.row[base.perm[tied]])
-    if not isinstance(docids.dtype, pd.StringDtype):
-        docids = docids.astype(str)
-    # within each group, docid descending as strings (UTF-8 bytes order as code points)
-    table = pa.table({"group": base.gid[tied], "docid": pa.array(docids)})
-    direction = "descending" if descending else "ascending"
-    order = pc.sort_indices(table, sort_keys=[("group", "ascending"),
-                                              ("docid", direction)]).to_numpy()
+    docids = take_docids(prep.docid, prep.row[base.perm[tied]])
+    order = docid_order(base.gid[tied], docids, descending=descending)
     perm = base.perm.copy()
     perm[tied] = base.perm[tied[order]]
     return Ranking(perm=perm, q=prep.q, pos=prep.pos, grouped_label=prep.label,
                    n=prep.n_docs)
+
+
+def take_docids(docid: Any, rows: np.ndarray) -> Any:
+    """The docids of ``rows`` of a run's docid column: a numpy array of str (``harness
+    eval``'s column arrays), an Arrow array, or a pandas Series (as an Arrow array)."""
+    if isinstance(docid, np.ndarray):
+        return docid[rows]
+    import pyarrow as pa
+
+    if isinstance(docid, (pa.Array, pa.ChunkedArray)):
+        return docid.take(pa.array(rows))
+    import pandas as pd
+
+    taken = docid.take(rows)
+    return pa.array(taken if isinstance(taken.dtype, pd.StringDtype) else taken.astype(str))
+
+
+def docid_order(group: np.ndarray, docids: Any, *, descending: bool = True) -> np.ndarray:
+    """The order of rows by ``group`` ascending, then docid descending (or ascending) as
+    strings, in code point order (UTF-8 bytes order): numpy's sort of the distinct
+    strings for a numpy array of str, Arrow's for an Arrow array."""
+    if isinstance(docids, np.ndarray):
+        codes = np.unique(docids.astype(str), return_inverse=True)[1].reshape(-1)
+        return np.lexsort((-codes if descending else codes, group))
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = pa.table({"group": group, "docid": docids})
+    direction = "descending" if descending else "ascending"
+    return pc.sort_indices(table, sort_keys=[("group", "ascending"),
+                                             ("docid", direction)]).to_numpy()
+
+
+def trec_order_rows(qcode: np.ndarray, score: np.ndarray, docid: Any) -> np.ndarray:
+    """The permutation of rows into trec_eval's order: query code ascending, score
+    descending, docid descending (``docid``: the run's column, of any kind
+    :func:`harness.metrics.ranking.take_docids` reads)."""
+    neg = -score
+    order = np.lexsort((neg, qcode))  # stable: equal keys keep the run's order
+    q, s = qcode[order], neg[order]
+    tied = np.zeros(len(order), dtype=bool)
+    same = (q[1:] == q[:-1]) & (s[1:] == s[:-1])
+    tied[1:] |= same
+    tied[:-1] |= same
+    if tied.any():
+        rows = np.flatnonzero(tied)
+        group = np.cumsum(~np.concatenate(([False], same)))[rows]  # tie group per row
+        within = docid_order(group, take_docids(docid, order[rows]))
+        order[rows] = order[rows[within]]
+    return order
 
 
 def _label_codes(labels: np.ndarray) -> np.ndarray:
@@ -269,6 +312,8 @@ def _seeded_hash(qid: pd.Series, docid: pd.Series, seed: int) -> np.ndarray:
     a uniform shuffle, a different one per query and per seed (a plain XOR of the query's
     hash would flip the same bits of every key in the query, so only a few orders could
     occur)."""
+    import pandas as pd
+
     hash_key = hashlib.sha256(f"harness-ties-{seed}".encode()).hexdigest()[:16]
     hq = pd.util.hash_array(np.asarray(qid, dtype=object), hash_key=hash_key)
     hd = pd.util.hash_array(np.asarray(docid, dtype=object), hash_key=hash_key)

@@ -10,19 +10,24 @@ registry does not have is reported in ``Evaluation.unavailable``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from harness.errors import MetricDefinitionError
 from harness.metrics.registry import GMEAN_FLOOR
 from harness.metrics.weighting import summary
 from harness.metrics.tool_names.trec_eval_measures import Column
 
-__all__ = ["Evaluation", "Line", "evaluate_trec", "trec_order", "MISSING_ZSCORE"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Evaluation", "Line", "evaluate_trec", "trec_order", "plan_lines", "finish",
+           "relstring_chars", "MISSING_ZSCORE"]
 
 #: What trec_eval prints for a query or measure the -Z file does not have.
 MISSING_ZSCORE = -1000000.0
@@ -64,31 +69,22 @@ def trec_order(run: pd.DataFrame, *, float32: bool = False) -> pd.DataFrame:
     One integer sort on (query, score); only the rows of tied scores are then ordered by
     docno, by Arrow's string sort (a sort of every row on the three keys took a second on
     a 1M-line run). Rows equal on all three keep their order."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    import pandas as pd
+
+    from harness.metrics.ranking import trec_order_rows
 
     if len(run) == 0:
         return run
     qcode = pd.factorize(run["qid"], sort=True)[0]
-    neg = -run["score"].to_numpy(dtype=np.float32 if float32 else np.float64)
-    order = np.lexsort((neg, qcode))  # stable: equal keys keep the run's order
-    q, s = qcode[order], neg[order]
-    tied = np.zeros(len(order), dtype=bool)
-    same = (q[1:] == q[:-1]) & (s[1:] == s[:-1])
-    tied[1:] |= same
-    tied[:-1] |= same
-    if tied.any():
-        rows = np.flatnonzero(tied)
-        group = np.cumsum(~np.concatenate(([False], same)))[rows]  # tie group per row
-        docids = pa.array(run["docid"]).take(pa.array(order[rows]))
-        within = pc.sort_indices(pa.table({"g": group, "d": docids}),
-                                 sort_keys=[("g", "ascending"), ("d", "descending")])
-        order[rows] = order[rows[within.to_numpy()]]
+    score = run["score"].to_numpy(dtype=np.float32 if float32 else np.float64)
+    order = trec_order_rows(qcode, score, run["docid"])
     return run.take(order)
 
 
 def _qid_set(qid: pd.Series) -> set[str]:
     """The distinct qids of a column (one hash pass; no Python loop over its rows)."""
+    import pandas as pd
+
     return set(np.asarray(pd.unique(qid), dtype=object).tolist())
 
 
@@ -128,6 +124,8 @@ def _relstring(ranked: pd.DataFrame, qrels: pd.DataFrame, qids: list[str],
                length: int) -> list[str]:
     """Per query, the labels of its first ``length`` ranked documents as one character
     each: the grade, ``>`` above 9, ``.`` negative, ``-`` unjudged (trec_eval's relstring)."""
+    import pandas as pd
+
     qcode = pd.factorize(ranked["qid"])[0]  # rows come grouped by query, in trec order
     start = np.flatnonzero(np.concatenate(([True], qcode[1:] != qcode[:-1])))
     rank = np.arange(len(qcode)) - np.repeat(start, np.diff(np.append(start, len(qcode))))
@@ -136,13 +134,7 @@ def _relstring(ranked: pd.DataFrame, qrels: pd.DataFrame, qids: list[str],
     # a document judged twice (judge groups) reads its first judgment
     head = head.merge(qrels[["qid", "docid", "label"]], on=["qid", "docid"], how="left",
                       sort=False).drop_duplicates("_row")
-    rel = head["label"].to_numpy(dtype=np.float64)
-    chars = np.full(len(rel), "-", dtype="<U1")
-    known = ~np.isnan(rel)
-    chars[known & (rel < 0)] = "."
-    chars[known & (rel > 9)] = ">"
-    digit = known & (rel >= 0) & (rel <= 9)
-    chars[digit] = rel[digit].astype(np.int64).astype("<U1")
+    chars = relstring_chars(head["label"].to_numpy(dtype=np.float64))
     hq = head["qid"].to_numpy(dtype=object)
     first = np.flatnonzero(np.concatenate(([True], hq[1:] != hq[:-1]))) if len(hq) else []
     ends = np.append(first[1:], len(hq)) if len(hq) else []
@@ -150,10 +142,24 @@ def _relstring(ranked: pd.DataFrame, qrels: pd.DataFrame, qids: list[str],
     return ["'" + joined.get(q, "") + "'" for q in qids]
 
 
+def relstring_chars(rel: np.ndarray) -> np.ndarray:
+    """trec_eval's relstring character of each judgment: the grade, ``>`` above 9, ``.``
+    negative, ``-`` unjudged (NaN)."""
+    chars = np.full(len(rel), "-", dtype="<U1")
+    known = ~np.isnan(rel)
+    chars[known & (rel < 0)] = "."
+    chars[known & (rel > 9)] = ">"
+    digit = known & (rel >= 0) & (rel <= 9)
+    chars[digit] = rel[digit].astype(np.int64).astype("<U1")
+    return chars
+
+
 def _judge_groups(run: pd.DataFrame, qrels: pd.DataFrame, metric: Any,
                   qids: list[str]) -> np.ndarray:
     """Per query, the metric averaged over the judge groups (the qrels' ``iter``) that
     judged it (trec_eval's ``*_avgjg``); a query the run lacks scores 0."""
+    import pandas as pd
+
     from harness.metrics.evaluate import evaluate
 
     total = pd.Series(0.0, index=qids)
@@ -184,6 +190,8 @@ def evaluate_trec(run: pd.DataFrame, qrels: pd.DataFrame, columns: list[Column],
     tools' spellings. ``prefs`` is the preference input (``-R prefs``), handed to
     :mod:`harness.metrics.prefs`.
     """
+    import pandas as pd
+
     from harness.metrics.evaluate import evaluate
 
     qrels_q, run_q = _qid_set(qrels["qid"]), _qid_set(run["qid"])
@@ -218,27 +226,7 @@ def evaluate_trec(run: pd.DataFrame, qrels: pd.DataFrame, columns: list[Column],
     ev = Evaluation(runid, qids, [])
     if complete and convention == "trec_eval9":  # 9.x averages them in, prints none
         ev.unprinted = sorted(set(qids) - _qid_set(run["qid"]))
-    wanted: list[tuple[Line, Column | None]] = []
-    for col in columns:
-        fam = col.family
-        line = Line(col.name, "text" if fam.name in ("runid", "relstring") else
-                    "int" if fam.integer else "float",
-                    "count" if fam.name == "num_q" else "sum" if fam.integer else
-                    "gmean" if fam.name.startswith("gm_") else "mean",
-                    fam.per_query, fam.summary)
-        # num_q is counted here, not computed (its measure is what parse_metric reads)
-        if fam.measure is not None and fam.source != "prefs" and fam.name != "num_q":
-            try:
-                line.metric = _metric(col, level, convention, collection_size)
-                line.aggregate = "count" if fam.name == "num_q" else _aggregate_of(line.metric)
-            except MetricDefinitionError as exc:
-                ev.unavailable[col.name] = str(exc).splitlines()[0]
-                continue
-        wanted.append((line, col))
-    for name, metric in extra:
-        wanted.append((Line(name, aggregate=_aggregate_of(metric), metric=metric), None))
-    ev.lines = [line for line, _ in wanted]
-
+    wanted = plan_lines(ev, columns, extra, level, convention, collection_size)
     plain = [ln.metric for ln, col in wanted
              if ln.metric is not None and (col is None or col.family.source == "qrels")]
     per_query = pd.DataFrame(0.0, index=qids, columns=[m.display_name for m in plain])
@@ -279,17 +267,53 @@ def evaluate_trec(run: pd.DataFrame, qrels: pd.DataFrame, columns: list[Column],
             if emptied and "recall_cutoff" in line.metric.measure.options:
                 vals = _emptied_recall_levels(vals, qids, emptied, line.metric, plain_qrels)
         ev.values[line.name] = list(vals)
+    finish(ev, wanted, zscores, _complete_num_rel(qrels) if complete else None)
+    return ev
+
+
+def plan_lines(ev: Evaluation, columns: list[Column], extra: Any, level: int,
+               convention: str, collection_size: int) -> list[tuple[Line, Column | None]]:
+    """The printed lines of ``columns`` (the expanded ``-m`` families) and ``extra`` (other
+    tools' names), each with the Metric that computes it; ``ev.lines`` set to them and
+    ``ev.unavailable`` to the lines no registered measure computes."""
+    wanted: list[tuple[Line, Column | None]] = []
+    for col in columns:
+        fam = col.family
+        line = Line(col.name, "text" if fam.name in ("runid", "relstring") else
+                    "int" if fam.integer else "float",
+                    "count" if fam.name == "num_q" else "sum" if fam.integer else
+                    "gmean" if fam.name.startswith("gm_") else "mean",
+                    fam.per_query, fam.summary)
+        # num_q is counted here, not computed (its measure is what parse_metric reads)
+        if fam.measure is not None and fam.source != "prefs" and fam.name != "num_q":
+            try:
+                line.metric = _metric(col, level, convention, collection_size)
+                line.aggregate = "count" if fam.name == "num_q" else _aggregate_of(line.metric)
+            except MetricDefinitionError as exc:
+                ev.unavailable[col.name] = str(exc).splitlines()[0]
+                continue
+        wanted.append((line, col))
+    for name, metric in extra:
+        wanted.append((Line(name, aggregate=_aggregate_of(metric), metric=metric), None))
+    ev.lines = [line for line, _ in wanted]
+    return wanted
+
+
+def finish(ev: Evaluation, wanted: list[tuple[Line, Column | None]],
+           zscores: dict[tuple[str, str], tuple[float, float]] | None,
+           complete_num_rel: int | None) -> None:
+    """Z-scores (``-Z``), then each line's summary; under ``-c`` the summary of ``num_rel``
+    is ``complete_num_rel`` (:func:`_complete_num_rel`)."""
     if zscores is not None:
         _to_zscores(ev, zscores)
     for line in ev.lines:
         if line.name in ev.values and line.kind != "text":
             ev.summary[line.name] = _summarise(np.asarray(ev.values[line.name], float),
                                                line.aggregate)
-    if complete:
+    if complete_num_rel is not None:
         for line, col in wanted:
             if col is not None and col.family.judged_count and line.name in ev.summary:
-                ev.summary[line.name] = _complete_num_rel(qrels)
-    return ev
+                ev.summary[line.name] = complete_num_rel
 
 
 def _complete_num_rel(qrels: pd.DataFrame) -> int:
@@ -305,6 +329,8 @@ def _emptied_recall_levels(vals: np.ndarray, qids: list[str], emptied: list[str]
     NaN at the recall levels that need no relevant document (trec_eval starts from the
     precision 0 / 0 there), as :func:`harness.metrics.measures.recall_levels.interpolated_at`
     computes it for ``unjudged='condensed'``; their other levels stay 0."""
+    import pandas as pd
+
     from harness.metrics.ranked import recall_count
 
     rel = qrels.loc[qrels["label"] >= metric.level].groupby("qid").size()

@@ -19,13 +19,15 @@ when its weights are not all 1, rather than averaged under the wrong rule.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from harness.errors import InputError
 from harness.metrics.registry import GMEAN_FLOOR
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["EMPTY_ATTR", "empty_mask", "summary", "weighted_mean"]
 

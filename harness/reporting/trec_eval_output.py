@@ -118,7 +118,8 @@ def table_rows(evs: Iterable[Evaluation], *, per_query: bool) -> tuple[list[str]
                 row: dict[str, Any] = {"run": ev.runid, "file": ev.path, "qid": qid}
                 for name in names:
                     vals = ev.values.get(name)
-                    row[name] = _cell(kinds.get(name, "float"), vals[i]) if vals else None
+                    row[name] = (_cell(kinds.get(name, "float"), vals[i])
+                                 if vals is not None and len(vals) else None)
                 rows.append(row)
         row = {"run": ev.runid, "file": ev.path, "qid": "all"}
         for name in names:

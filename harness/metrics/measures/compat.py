@@ -23,7 +23,6 @@ the exact expectation over the orders of the group (the ideal ranking does not m
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from harness.metrics.ranked import ratio
 from harness.metrics.registry import MeasureInput, register_measure
@@ -34,6 +33,8 @@ __all__: list[str] = []
 def _ideal_ranks(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     """Per grouped row of ``x.prep``, its 1-based rank in the ideal ranking (0: not in
     it); per query, the length ``R`` of the ideal ranking."""
+    import pandas as pd
+
     prep = x.prep
     nq = prep.n_queries
     j = prep.judgments

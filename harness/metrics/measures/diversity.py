@@ -24,7 +24,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from harness.errors import InputError
 from harness.metrics.measures import diversity_ndeval as nd
@@ -42,6 +41,8 @@ _REL = "$r_{i,s} = [label_{d_i, s} \\ge level]$, $N$ subtopics with a relevant d
 def _judgments(x: MeasureInput) -> tuple[list[nd.QueryJudgments | None], np.ndarray]:
     """Per query, its subtopic judgments (None: no subtopic judged); per grouped row, the
     row of its document in its query's matrix (-1: no subtopic judgment). Cached."""
+    import pandas as pd
+
     prep, metric = x.prep, x.metric
     subs = None if prep.judgments is None else prep.judgments.subtopics
     if subs is None:

@@ -1,0 +1,220 @@
+"""TREC text files as column arrays, without pandas: ``harness eval``'s quick path.
+
+A file is read as :mod:`harness.data.eval_inputs` reads it (the same rules, the same
+messages), into :class:`Columns`: each text column a list of ``str`` (small files, split
+in Python: no Arrow to import) or an Arrow string array (large files, Arrow's CSV reader on
+both cores), numbers as float64 arrays. ``None`` means the file is not plain (mixed or
+repeated separators, ``\\r`` before a comment, an empty field, a bad number): the caller
+takes the DataFrame path, which names the line at fault.
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.data.trec import trec_fields
+
+__all__ = ["Columns", "SMALL_FILE", "fast_columns", "read_columns", "run_blocks",
+           "without_comments"]
+
+#: Text files up to this size are split in Python (importing Arrow costs more than that).
+SMALL_FILE = 4 << 20
+
+
+@dataclass
+class Columns:
+    """Some columns of a TREC file: text columns as lists of str or Arrow arrays, the
+    number column as float64; ``arrow`` says which."""
+
+    text: dict[int, Any]
+    number: np.ndarray
+    arrow: bool
+
+    def __len__(self) -> int:
+        return len(self.number)
+
+
+def without_comments(data: bytes) -> bytes:
+    """``data`` with each line that starts with ``#`` emptied (LF or CRLF line ends; the
+    empty lines left are skipped as blank ones): a few searches, not a pass per line."""
+    parts, pos = [], 0
+    if data.startswith(b"#"):
+        pos = data.find(b"\n") if b"\n" in data else len(data)
+    while True:
+        hit = data.find(b"\n#", pos)
+        if hit < 0:
+            parts.append(data[pos:])
+            return b"".join(parts)
+        parts.append(data[pos:hit + 1])
+        end = data.find(b"\n", hit + 1)
+        pos = len(data) if end < 0 else end
+
+
+def memory_limited() -> bool:
+    """Whether this process runs under a memory limit (``ulimit -v``, a cgroup's
+    ``memory.max``). Arrow's threaded CSV reader aborts the process when an allocation fails
+    (``ValueOrDie``), where the single-threaded one raises ``ArrowMemoryError``, which
+    becomes a one-line error: under a limit, files are read on one thread (about 15%
+    slower)."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        return True
+    try:
+        return Path("/sys/fs/cgroup/memory.max").read_text().strip() != "max"
+    except OSError:
+        return False
+
+
+def _plain_bytes(path: Path) -> tuple[bytes, bytes] | None:
+    """The file's bytes (BOM and comment lines removed) and its one separator, when the
+    file is plain; None otherwise."""
+    if not path.is_file():
+        return None
+    try:
+        with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as fh:
+            data = fh.read()
+    except (OSError, EOFError):
+        return None
+    return _plain(data)
+
+
+def _plain(data: bytes) -> tuple[bytes, bytes] | None:
+    """``data`` without its BOM and comment lines, and its one separator; None when it is
+    not plain. The checks are byte searches (most ``memchr``, a few ms on 50 MB)."""
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    if not data or b"\r#" in data:
+        return None
+    if b"#" in data and (data.startswith(b"#") or b"\n#" in data):
+        data = without_comments(data)
+    has_tab, has_space = b"\t" in data, b" " in data
+    if has_tab == has_space or (b"\t\t" if has_tab else b"  ") in data:
+        return None  # mixed or repeated separators: trec_eval's whitespace rule, line by line
+    return data, b"\t" if has_tab else b" "
+
+
+def fast_columns(path: Path, n_fields: int, number: int, keep: tuple[int, ...]
+                 ) -> Columns | None:
+    """The file's columns ``keep`` (of ``n_fields``; ``number``: float) read by Arrow's CSV
+    reader when the file is plain (UTF-8, one separator character, exactly ``n_fields``
+    non-empty fields a line); None otherwise."""
+    plain = _plain_bytes(path)
+    return None if plain is None else _arrow_columns(*plain, n_fields, number, keep)
+
+
+def _arrow_columns(data: bytes, sep: bytes, n_fields: int, number: int,
+                   keep: tuple[int, ...]) -> Columns | None:
+    """Plain bytes' columns by Arrow's CSV reader. A leading or trailing separator makes an
+    extra field, which Arrow's count of fields refuses, or, with a field missing, an empty
+    one, which the check of the columns read refuses; blank lines Arrow skips, as
+    trec_eval does."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+
+    names = [f"c{i}" for i in range(n_fields)]
+    types = {names[i]: pa.string() for i in keep}
+    types[names[number]] = pa.float64()  # a bad number: Arrow refuses, the slow path names it
+    try:
+        table = pcsv.read_csv(
+            io.BytesIO(data), read_options=pcsv.ReadOptions(column_names=names,
+                                                             use_threads=not memory_limited()),
+            parse_options=pcsv.ParseOptions(delimiter=sep.decode(), quote_char=False,
+                                            double_quote=False),
+            convert_options=pcsv.ConvertOptions(
+                column_types=types, include_columns=[names[i] for i in keep],
+                strings_can_be_null=False, quoted_strings_can_be_null=False))
+    except (pa.ArrowInvalid, UnicodeDecodeError):
+        return None
+    del data
+    values = table.column(names[number])
+    if values.null_count:
+        return None
+    text = {}
+    for i in keep:
+        if i == number:
+            continue
+        column = table.column(names[i]).combine_chunks()
+        if len(column) and pc.min(pc.binary_length(column)).as_py() == 0:
+            return None  # an empty field: a separator at the start or end of a line
+        text[i] = column
+    out = values.to_numpy()
+    if not np.isfinite(out).all():
+        return None
+    return Columns(text, out, True)
+
+
+def run_blocks(path: str | Path, block: int) -> Iterator[Columns | None]:
+    """A large run's columns, block by block: about ``block`` bytes each, cut at line
+    ends, each read as :func:`fast_columns` reads a file (a block that is not plain is
+    None: the caller reads the file whole instead)."""
+    p = Path(path)
+    with (gzip.open if p.suffix == ".gz" else open)(p, "rb") as fh:
+        carry = b""
+        while True:
+            data = fh.read(block)
+            if not data and not carry:
+                return
+            data, carry = carry + data, b""
+            cut = data.rfind(b"\n") + 1
+            if 0 < cut < len(data) and len(data) >= block:
+                data, carry = data[:cut], data[cut:]
+            plain = _plain(data)
+            yield None if plain is None else _arrow_columns(*plain, 6, 4, (0, 2, 4, 5))
+
+
+def _small_columns(path: Path, n_fields: int, number: int, keep: tuple[int, ...],
+                   kind: str, more: bool) -> Columns | None:
+    """A small file's columns, split in Python: a plain file (:func:`_plain_bytes`) by its
+    one separator, any other by trec_eval's rules, line by line
+    (:func:`harness.data.trec.trec_fields`, which names a bad line)."""
+    plain = _plain_bytes(path)
+    rows: list[Any] = []
+    if plain is not None:
+        data, sep = plain
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        rows = [line.split(sep.decode()) for line in text.split("\n") if line]
+    if not rows or any(len(r) != n_fields for r in rows):
+        rows = trec_fields(path, n_fields, kind, more=more)[0]
+    cols = list(zip(*rows))
+    if any("" in cols[i] for i in keep):
+        return None  # an empty field: the line reader names the line
+    try:
+        out = np.array(cols[number], dtype=np.float64)
+    except ValueError:
+        return None
+    if not np.isfinite(out).all() or any("_" in v for v in cols[number]):
+        return None  # the DataFrame path names the line
+    return Columns({i: list(cols[i]) for i in keep if i != number}, out, False)
+
+
+def read_columns(path: str | Path, kind: str) -> Columns | None:
+    """A qrels (``kind='qrels'``: qid, iter, docno; rel) or run (``'run'``: qid, docno,
+    runid; score) text file's columns, or None where the DataFrame path must read it
+    (parquet, a file that is not plain, a bad line: its message names the line)."""
+    p = Path(path)
+    if p.suffix.lower() in (".parquet", ".pq") or not p.is_file():
+        return None
+    n_fields, number, keep = ((4, 3, (0, 1, 2, 3)) if kind == "qrels" else
+                              (6, 4, (0, 2, 4, 5)))
+    if p.suffix != ".gz" and p.stat().st_size <= SMALL_FILE:
+        try:
+            return _small_columns(p, n_fields, number, keep, kind, kind == "run")
+        except Exception:  # any fault: the DataFrame path reads it and names it
+            return None
+    return fast_columns(p, n_fields, number, keep)

@@ -1,0 +1,131 @@
+"""``harness eval``'s two paths print the same lines: the quick one (column arrays, no
+pandas: :mod:`harness.metrics.trec_eval_arrays`) and the DataFrame one
+(:func:`harness.metrics.trec_eval_compute.evaluate_trec`), whose output trec_eval 10.0's
+own files check (tests/test_trec_eval10_edges.py, tests/test_eval_command.py).
+
+Seeded random files with what trips evaluations: tied scores (two decimals), unjudged and
+never-retrieved documents, negative and graded labels, queries only in the run or only in
+the qrels, ids of 10-16 characters, a query whose judgments are all negative; each read
+both ways (split in Python, and by Arrow's reader as large files are)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import harness.data.trec_arrays as trec_arrays
+import harness.metrics.trec_eval_arrays as arrays
+from harness.commands.base import run_command
+from harness.commands.eval import main
+
+FLAGS = [[], ["-c"], ["-M", "7"], ["-l", "2"], ["-c", "-M", "4", "-l", "2"],
+         ["--compat", "9"], ["--compat", "9", "-c", "-M", "5"], ["-N", "300", "-c"]]
+
+
+def _files(tmp: Path, seed: int) -> tuple[Path, Path]:
+    rng = np.random.default_rng(seed)
+    qrels, run = [], []
+    for q in range(30):
+        qid = f"topic-{q:03d}-{rng.integers(10**6):06d}"
+        docs = [f"doc{rng.integers(10**9):010d}" for _ in range(25)]
+        if q % 10 != 3:  # some queries only in the run
+            for d in docs[:12] + [f"unretrieved{q:05d}"]:
+                label = 0 if q == 7 else rng.choice([-1, 0, 0, 1, 2, 3])
+                qrels.append(f"{qid} 0 {d} {label if q != 8 else -1}")
+        if q % 10 != 5:  # some queries only in the qrels
+            n = int(rng.integers(1, 25))
+            scores = np.round(rng.random(n), 2)
+            for rank, (d, s) in enumerate(zip(docs[5:5 + n], scores), start=1):
+                run.append(f"{qid} Q0 {d} {rank} {s} run-{seed}")
+    order = rng.permutation(len(run))  # a run need not be grouped by query
+    qp, rp = tmp / f"qrels{seed}.txt", tmp / f"run{seed}.txt"
+    qp.write_text("\n".join(qrels) + "\n")
+    rp.write_text("\n".join(run[i] for i in order) + "\n")
+    return qp, rp
+
+
+def _printed(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str, str]:
+    code = run_command(main, argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("flags", FLAGS, ids=" ".join)
+def test_the_quick_path_prints_what_the_dataframe_path_prints(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        seed: int, flags: list[str]) -> None:
+    qrels, run = _files(tmp_path, seed)
+    argv = ["-q", "-m", "all_trec", *flags, str(qrels), str(run)]
+    calls = []
+    real = arrays.evaluate_arrays
+    monkeypatch.setattr(arrays, "evaluate_arrays",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    quick = _printed(capsys, argv)
+    assert calls, "the quick path was not taken"
+    monkeypatch.setattr(trec_arrays, "SMALL_FILE", 0)  # Arrow's reader, as for large files
+    arrow = _printed(capsys, argv)
+    monkeypatch.setattr(arrays, "quick_path", lambda *a, **k: False)
+    frames = _printed(capsys, argv)
+    assert quick[0] == 0 and len(calls) == 2
+    assert quick == frames
+    assert arrow == frames
+
+
+@pytest.mark.parametrize("flags", [["-q"], ["-q", "-c", "-M", "5"], ["-c", "--compat", "9"],
+                                   ["-q", "-l", "2", "-N", "50"]], ids=" ".join)
+def test_a_run_read_block_by_block_prints_what_the_whole_run_prints(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        flags: list[str]) -> None:
+    """Large runs are evaluated a block of lines at a time (memory follows the block):
+    here blocks of 1,500 bytes, so queries straddle blocks. A run not grouped by query
+    (the seeded one) is read whole instead, with the same output."""
+    import harness.commands.eval as command
+    import harness.metrics.trec_eval_blocks as blocks
+
+    qrels, shuffled = _files(tmp_path, 5)
+    lines = shuffled.read_text().splitlines()
+    grouped = tmp_path / "grouped.txt"
+    grouped.write_text("\n".join(sorted(lines, key=lambda ln: ln.split()[0][::-1])) + "\n")
+    whole = {run: _printed(capsys, ["-m", "all_trec", *flags, str(qrels), str(run)])
+             for run in (grouped, shuffled)}
+    calls = []
+    real = blocks.evaluate_blocks
+    monkeypatch.setattr(blocks, "evaluate_blocks",
+                        lambda *a, **k: calls.append(r := real(*a, **k)) or r)
+    monkeypatch.setattr(command, "STREAM_FROM", 0)
+    monkeypatch.setattr(command, "BLOCK", 1500)
+    for run in (grouped, shuffled):
+        assert _printed(capsys, ["-m", "all_trec", *flags, str(qrels), str(run)]) == whole[run]
+    assert calls[0] is not None and calls[1] is None  # grouped: in blocks; shuffled: whole
+    assert whole[grouped][0] == 0 and "map" in whole[grouped][1]
+
+
+def test_a_document_twice_takes_the_dataframe_path_which_names_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    qrels, run = _files(tmp_path, 3)
+    lines = run.read_text().splitlines()
+    run.write_text("\n".join(lines + [lines[0]]) + "\n")
+    code, out, err = _printed(capsys, [str(qrels), str(run)])
+    assert code == 2 and out == ""
+    qid, _, docid = lines[0].split()[:3]
+    assert "more than once" in err and docid in err and qid in err
+
+
+def test_harness_eval_on_plain_files_imports_no_pandas(tmp_path: Path) -> None:
+    """The quick path's point: the start of a process (pandas' import alone is several
+    times numpy's)."""
+    qrels, run = _files(tmp_path, 4)
+    code = ("import sys, runpy; sys.argv = ['harness', 'eval', '-m', 'all_trec', "
+            f"{str(qrels)!r}, {str(run)!r}]\n"
+            "try:\n    runpy.run_module('harness', run_name='__main__')\n"
+            "except SystemExit as e:\n    assert not e.code, e.code\n"
+            "print('pandas' in sys.modules, 'pyarrow' in sys.modules, file=sys.stderr)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("runid") and res.stderr.split()[-2:] == ["False", "False"]
