@@ -58,8 +58,9 @@ class Comparison:
     per_query : dict of system -> DataFrame
         Each system's per-query values (qid index, one column per measure).
     tests : DataFrame
-        Every pair compared, every test (:func:`~harness.compare.stats.compare_table`):
-        t, Wilcoxon and permutation p-values, corrected, the bootstrap interval, d_z.
+        Every pair compared (:func:`~harness.compare.stats.compare_table`): means, W/T/L,
+        d_z, and the p-values of the test asked for only (``p_<test>``, corrected
+        ``p_<test>_adj``; with ``bootstrap`` and ``tukey`` also the t-test's).
     measures : list of str
         The measures' display names, in the order asked.
     settings : dict
@@ -245,8 +246,8 @@ def compare(qrels: pd.DataFrame | str | Path | None,
         Compare every other system with this one; default every pair, the first system
         being the reference of :attr:`Comparison.table`'s deltas.
     test : {'ttest', 'wilcoxon', 'permutation', 'bootstrap', 'tukey'}, default 'ttest'
-        The paired test whose corrected p-value decides significance (the first three are
-        always in :attr:`Comparison.tests`); ``bootstrap`` the paired bootstrap test
+        The paired test whose corrected p-value decides significance, the only one
+        computed; ``bootstrap`` the paired bootstrap test
         (:func:`~harness.compare.resampling.bootstrap_pvalues`, columns ``p_bootstrap``);
         ``tukey`` the randomised Tukey HSD over all systems
         (:func:`~harness.compare.resampling.tukey_pvalues`), family-wise already, so its p
@@ -294,9 +295,10 @@ def compare(qrels: pd.DataFrame | str | Path | None,
         qrels = read_eval_qrels(qrels)[["qid", "docid", "label"]]
     per_query = {name: _per_query(name, run, qrels, mlist) for name, run in named.items()}
     measures = [m.display_name for m in mlist]
+    first = test if test in TESTS else "ttest"
     tests = compare_table(per_query, measures, baseline=baseline, correction=correction,
-                          alpha=alpha, test=test if test in TESTS else "ttest", seed=seed,
-                          resamples=resamples)
+                          alpha=alpha, test=first, seed=seed, resamples=resamples,
+                          tests=[first], intervals=False)
     if test == "tukey":
         tests = _with_tukey(tests, per_query, measures, alpha, seed, resamples)
     elif test == "bootstrap":
@@ -361,26 +363,35 @@ def _summary(per_query: dict[str, pd.DataFrame], tests: pd.DataFrame, measures: 
     table = pd.DataFrame(index=list(per_query), columns=columns, dtype=object)
     for m in measures:
         rows = tests[tests["variant"] == m]
-        for s in per_query:
-            pair = rows[(rows["ranker_a"] == s) & (rows["ranker_b"] == reference)]
-            flip = rows[(rows["ranker_b"] == s) & (rows["ranker_a"] == reference)]
-            values: dict[str, Any] = dict.fromkeys(STATS, np.nan)
-            if len(pair) or len(flip):
-                r = (pair if len(pair) else flip).iloc[0]
-                sign = 1 if len(pair) else -1
-                values.update(mean=r["mean_a"] if sign > 0 else r["mean_b"],
-                              delta=sign * r["mean_diff"],
-                              wins=int(r["wins"] if sign > 0 else r["losses"]),
-                              ties=int(r["ties"]),
-                              losses=int(r["losses"] if sign > 0 else r["wins"]),
-                              p=r[f"p_{test}"], p_adj=r[f"p_{test}_adj"],
-                              significant=bool(r["significant"]))
-            else:  # the reference itself: its mean over the queries it shares
-                other = rows[(rows["ranker_a"] == s) | (rows["ranker_b"] == s)].iloc[0]
-                values["mean"] = other["mean_a"] if other["ranker_a"] == s else \
-                    other["mean_b"]
-            for k, v in values.items():
-                table.loc[s, (m, k)] = v
+        a, b = rows["ranker_a"].to_numpy(), rows["ranker_b"].to_numpy()
+        pair = pd.DataFrame({"s": a, "mean": rows["mean_a"].to_numpy(),
+                             "delta": rows["mean_diff"].to_numpy(),
+                             "wins": rows["wins"].to_numpy(), "losses": rows["losses"].to_numpy(),
+                             "ok": b == reference})
+        flip = pd.DataFrame({"s": b, "mean": rows["mean_b"].to_numpy(),
+                             "delta": -rows["mean_diff"].to_numpy(),
+                             "wins": rows["losses"].to_numpy(), "losses": rows["wins"].to_numpy(),
+                             "ok": a == reference})
+        common = {"ties": rows["ties"].to_numpy(), "p": rows[f"p_{test}"].to_numpy(),
+                  "p_adj": rows[f"p_{test}_adj"].to_numpy(),
+                  "significant": rows["significant"].to_numpy(dtype=bool)}
+        order = np.arange(len(rows))
+        both = pd.concat([pair.assign(**common, pos=order), flip.assign(**common, pos=order)],
+                         ignore_index=True).sort_values("pos", kind="stable")
+        against = both[both["ok"]].drop_duplicates("s").set_index("s")
+        # the reference itself: its mean over the queries it shares with the first other
+        means = both.drop_duplicates("s").set_index("s")["mean"]
+        for k in STATS:
+            values = against[k] if k in against.columns else pd.Series(dtype=object)
+            column = values.reindex(table.index).astype(object)
+            if k == "mean":
+                column = column.where(column.notna(), means.reindex(table.index))
+            table[(m, k)] = column.to_numpy()
+        for k in ("wins", "ties", "losses"):
+            table[(m, k)] = np.array([np.nan if v != v else int(v) for v in table[(m, k)]],
+                                     dtype=object)
+        table[(m, "significant")] = np.array([np.nan if v != v else bool(v)
+                                              for v in table[(m, "significant")]], dtype=object)
     for m in measures:
         table[(m, "mean")] = table[(m, "mean")].astype(float)
         table[(m, "delta")] = table[(m, "delta")].astype(float)

@@ -18,12 +18,8 @@ from scipy import stats
 
 from harness.errors import CompareError, NoOverlap, TooFewRankers, UnknownName
 from harness.metrics.evaluate import metric_columns
-from harness.reporting.summary import normal_interval
-from harness.compare.resampling import (
-    bootstrap_intervals,
-    normal_pvalues,
-    permutation_pvalues,
-)
+from harness.compare.pairs import align
+from harness.compare.resampling import bootstrap_intervals, permutation_pvalues
 
 __all__ = ["CORRECTIONS", "FAMILIES", "TESTS", "TIE_TOLERANCE", "holm", "adjust_pvalues",
            "align_pair", "paired_comparison", "compare_table", "per_query_frame"]
@@ -133,25 +129,8 @@ def align_pair(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray, int,
     >>> why
     '3 queries: 1 only in a, 1 only in b, 1 without a value (NaN) in a or b'
     """
-    _, x, y, n_dropped, dropped = _align(a, b)
+    _, x, y, n_dropped, dropped = align(a, b)
     return x, y, n_dropped, dropped
-
-
-def _align(a: pd.Series, b: pd.Series) -> tuple[pd.Index, np.ndarray, np.ndarray, int, str]:
-    if not a.index.is_unique or not b.index.is_unique:
-        raise CompareError("per-query values must have one row per query id")
-    only_a = a.index.difference(b.index)
-    only_b = b.index.difference(a.index)
-    common = a.index.intersection(b.index, sort=False)
-    x = a.loc[common].to_numpy(dtype=np.float64)
-    y = b.loc[common].to_numpy(dtype=np.float64)
-    missing = np.isnan(x) | np.isnan(y)
-    counts = ((len(only_a), "only in a"), (len(only_b), "only in b"),
-              (int(missing.sum()), "without a value (NaN) in a or b"))
-    n_dropped = sum(n for n, _ in counts)
-    dropped = (f"{n_dropped} queries: " + ", ".join(f"{n} {why}" for n, why in counts if n)
-               if n_dropped else "")
-    return common[~missing], x[~missing], y[~missing], n_dropped, dropped
 
 
 def paired_comparison(a: pd.Series, b: pd.Series, *, seed: int = 0, resamples: int = 10_000,
@@ -250,45 +229,12 @@ def per_query_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _compare_pairs(frames: Mapping[str, pd.DataFrame],
-                   pairs: Mapping[tuple[str, str], Sequence[str]], *, seed: int,
-                   resamples: int, confidence: float, max_queries: int | None = None
-                   ) -> dict[tuple[str, str, str], dict[str, Any]]:
-    """Every variant of every ranker pair. The permutation test and the bootstrap run once
-    per set of aligned queries, over the rows of every pair and variant aligned on it (their
-    normal approximations above ``max_queries`` queries), so the resamples are drawn once."""
-    aligned, groups = {}, {}
-    for (ra, rb), variants in pairs.items():
-        for variant in variants:
-            kept, x, y, n_dropped, dropped = _align(frames[ra][variant], frames[rb][variant])
-            if not len(x):
-                raise NoOverlap(f"{ra} vs {rb} under {variant}: no query has a value for "
-                                f"both ({dropped or 'both are empty'}); compare rankers "
-                                "evaluated on the same queries")
-            aligned[(variant, ra, rb)] = (x, y, _differences(x, y), n_dropped, dropped)
-            groups.setdefault(tuple(kept), []).append((variant, ra, rb))
-    out = {}
-    for members in groups.values():
-        d = np.vstack([aligned[m][2] for m in members])
-        if max_queries is not None and d.shape[1] > max_queries:
-            pvalues = normal_pvalues(d)
-            note = (f"{d.shape[1]:,} queries > max_queries {max_queries:,}: normal "
-                    "approximations for the permutation p-value and the interval")
-            intervals = zip(*normal_interval(d, confidence), [note] * len(members))
-        else:
-            pvalues = permutation_pvalues(d, seed=seed, resamples=resamples)
-            intervals = zip(*bootstrap_intervals(d, seed=seed, resamples=resamples,
-                                                 confidence=confidence))
-        for m, p, interval in zip(members, pvalues, intervals):
-            out[m] = _aligned_comparison(*aligned[m], p, interval)
-    return out
-
-
 def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str] | None = None,
                   baseline: str | Sequence[str] | None = None, *, correction: str = "holm",
                   alpha: float = 0.05, test: str = "ttest", seed: int = 0,
                   resamples: int = 10_000, confidence: float = 0.95,
-                  family: str = "variant", max_queries: int | None = 20_000) -> pd.DataFrame:
+                  family: str = "variant", max_queries: int | None = 20_000,
+                  tests: Sequence[str] | None = None, intervals: bool = True) -> pd.DataFrame:
     """Every ranker pair (or every ranker vs ``baseline``) under every variant.
 
     Parameters
@@ -319,6 +265,11 @@ def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str]
         are replaced by their normal approximations (:func:`normal_pvalues`,
         :func:`harness.reporting.summary.normal_interval`); the row's note says so.
         None: never.
+    tests : sequence of str, optional
+        The tests computed (default all of ``TESTS``; ``test`` must be among them): the
+        columns ``p_<test>`` and ``p_<test>_adj`` of the others are left out.
+    intervals : bool, default True
+        Compute the bootstrap interval of each mean difference (``ci_low``, ``ci_high``).
 
     Returns
     -------
@@ -338,6 +289,10 @@ def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str]
             raise CompareError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
     if not 0 < alpha < 1:
         raise CompareError(f"alpha must lie in (0, 1); got {alpha}")
+    tests = list(TESTS if tests is None else tests)
+    if test not in tests:
+        raise CompareError(f"test {test!r} decides significance: compute it (tests="
+                           f"{tests!r})")
     if int(resamples) < 1:
         raise CompareError(f"resamples must be >= 1; got {resamples}")
     frames = {label: per_query_frame(f) for label, f in per_query.items()}
@@ -369,14 +324,18 @@ def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str]
             pairs.setdefault(pair, []).append(variant)
     if not pairs:
         raise TooFewRankers("no variant was computed for two rankers: " + "; ".join(notes))
-    results = _compare_pairs(frames, pairs, seed=seed, resamples=int(resamples),
-                             confidence=confidence, max_queries=max_queries)
-    rows = [{"variant": v, "ranker_a": ra, "ranker_b": rb} | results[(v, ra, rb)]
-            for v in variants for (ra, rb), vs in pairs.items() if v in vs]
-    table = pd.DataFrame(rows)
+    from harness.compare.pairs import pairwise
+
+    keys = [(v, ra, rb) for v in variants for (ra, rb), vs in pairs.items() if v in vs]
+    columns = pairwise(frames, pairs, variants, tests=[t for t in TESTS if t in tests],
+                       intervals=intervals, seed=seed, resamples=int(resamples),
+                       confidence=confidence, max_queries=max_queries,
+                       tie_tolerance=TIE_TOLERANCE)
+    table = pd.DataFrame({"variant": [k[0] for k in keys], "ranker_a": [k[1] for k in keys],
+                          "ranker_b": [k[2] for k in keys]} | columns)
     groups = [np.arange(len(table))] if family == "all" else list(table.groupby(
         "variant" if family == "variant" else "ranker_b", sort=False).indices.values())
-    for t in TESTS:
+    for t in (t for t in TESTS if t in tests):
         adjusted = np.empty(len(table))
         for idx in groups:
             adjusted[idx] = adjust_pvalues(table[f"p_{t}"].to_numpy()[idx], correction)
@@ -387,7 +346,7 @@ def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str]
         notes.append(f"permutation p-values cannot fall below 1/(resamples + 1); with Holm "
                      f"over {largest} comparisons no result can reach alpha {alpha}: raise "
                      "resamples")
-    table = table[COLUMNS]
+    table = table[[c for c in COLUMNS if c in table.columns]]
     table.attrs = {"correction": correction, "alpha": alpha, "test": test, "seed": seed,
                    "resamples": int(resamples), "confidence": confidence, "family": family,
                    "max_queries": max_queries,
