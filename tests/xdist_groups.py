@@ -1,0 +1,83 @@
+"""pytest plugin: how ``pytest -n`` shares the suite's expensive setup between its workers.
+
+``make test`` runs ``--dist loadgroup`` (pyproject.toml). Under plain ``--dist load``,
+xdist hands tests to the workers one by one, so the tests of one module fixture (the
+README's commands, benchmarks/bench_scale.py, the small sweep of tests/test_compare.py, ...)
+land on both workers and each worker builds that fixture: a minute of CPU paid twice.
+
+Here every test that uses a module-, class-, package- or session-scoped fixture of
+``tests/`` (other than tests/conftest.py's, which are cheap) gets an ``xdist_group`` named
+after that fixture; tests linked through fixtures they share land in one group, so each
+fixture is built once, on one worker. xdist hands out the largest groups first.
+
+The other tests are handed out one at a time in collection order; the modules listed in
+:data:`FIRST` and those with a test marked ``slow`` are moved to the front (whole modules,
+so a module's tests stay together), so that no test of tens of seconds starts last while
+the other worker idles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+import pytest
+
+# modules of tests that each take 10+ s of one core (a subprocess study, a sweep, signals)
+FIRST = ("test_walkthrough.py", "test_sweep_signals.py", "test_ci_gate.py",
+         "test_measure_names.py", "test_peer_edges.py", "test_journeys.py", "test_stream.py",
+         "test_kill_resume.py")
+_SHARED = ("module", "class", "package", "session")
+
+
+def _shared_fixtures(item: pytest.Item) -> list[str]:
+    """The names (``module.function``) of the non-function-scoped fixtures of tests/ that
+    ``item`` uses."""
+    info = getattr(item, "_fixtureinfo", None)
+    out = []
+    for name in getattr(item, "fixturenames", ()):
+        defs = info.name2fixturedefs.get(name) if info else None
+        if not defs or defs[-1].scope not in _SHARED:
+            continue
+        func = defs[-1].func
+        where = getattr(func, "__module__", "") or ""
+        if where.startswith("tests.") and where != "tests.conftest":
+            out.append(f"{where}.{getattr(func, '__name__', name)}")
+    return out
+
+
+def _groups(items: list[pytest.Item]) -> dict[pytest.Item, str]:
+    """Each item using shared fixtures -> its group: fixtures used by one test join one
+    group (union-find), named by the group's first fixture in sorted order."""
+    parent: dict[str, str] = {}
+
+    def root(key: str) -> str:
+        while parent.setdefault(key, key) != key:
+            key = parent[key]
+        return key
+
+    used = {item: _shared_fixtures(item) for item in items}
+    for keys in used.values():
+        for key in keys[1:]:
+            a, b = sorted((root(keys[0]), root(key)))
+            parent[b] = a
+    return {item: root(keys[0]) for item, keys in used.items() if keys}
+
+
+def _first(item: pytest.Item) -> bool:
+    return item.path.name in FIRST
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config: pytest.Config,
+                                  items: list[pytest.Item]) -> Generator[None, None, None]:
+    # an xdist worker runs with dist "no" and loadgroup set; the controller with dist set
+    distributed = (getattr(config.option, "loadgroup", False)
+                   or config.getoption("dist", "no") != "no")
+    if distributed:  # before xdist's own hook, which reads the marks
+        for item, group in _groups(items).items():
+            item.add_marker(pytest.mark.xdist_group(group))
+    result = yield
+    if distributed:  # after pytest's fixture ordering; a stable sort keeps each module whole
+        slow = {item.path for item in items if _first(item) or item.get_closest_marker("slow")}
+        items.sort(key=lambda item: item.path not in slow)
+    return result
