@@ -18,8 +18,9 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+from typing import Any
 
-__all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "tune_allocator", "tuned"]
+__all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "bound_allocator", "tune_allocator", "tuned"]
 
 #: Allocations of at least this many bytes are mapped (glibc's M_MMAP_THRESHOLD).
 MMAP_THRESHOLD = 64 * 2**20
@@ -29,19 +30,43 @@ _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
 _TUNED: list[bool] = []
 
 
+def _mallopt() -> Any:
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        mallopt = ctypes.CDLL(name).mallopt
+    except (OSError, AttributeError):
+        return None
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return mallopt
+
+
+def bound_allocator() -> bool:
+    """Thresholds for a process whose memory must follow its current block, not its
+    largest (``harness eval`` on a run read block by block): buffers of 4 MB and more are
+    mapped, and free memory above 16 MB at the heap's top goes back to the OS; Arrow
+    allocates from the same heap (its system pool). False where there is no glibc."""
+    mallopt = _mallopt()
+    if mallopt is None:
+        return False
+    ok = bool(mallopt(_M_MMAP_THRESHOLD, 4 << 20)) and bool(mallopt(_M_TRIM_THRESHOLD, 16 << 20))
+    try:
+        import pyarrow as pa
+
+        pa.set_memory_pool(pa.system_memory_pool())
+    except ImportError:  # pragma: no cover - pyarrow is a dependency
+        pass
+    return ok
+
+
 def tune_allocator() -> bool:
     """Set glibc's mmap and trim thresholds for this process (once, before the work);
     True when both were accepted, False where there is no glibc ``mallopt``. An explicit
     ``MALLOC_MMAP_THRESHOLD_`` or ``MALLOC_TRIM_THRESHOLD_`` in the environment wins."""
-    name = ctypes.util.find_library("c")
-    if name is None:
+    mallopt = _mallopt()
+    if mallopt is None:
         return False
-    try:
-        libc = ctypes.CDLL(name)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     done = True
     for option, value, env in ((_M_MMAP_THRESHOLD, MMAP_THRESHOLD, "MALLOC_MMAP_THRESHOLD_"),
                                (_M_TRIM_THRESHOLD, TRIM_THRESHOLD, "MALLOC_TRIM_THRESHOLD_")):

@@ -67,7 +67,8 @@ def test_the_quick_path_prints_what_the_dataframe_path_prints(
                         lambda *a, **k: calls.append(1) or real(*a, **k))
     quick = _printed(capsys, argv)
     assert calls, "the quick path was not taken"
-    monkeypatch.setattr(trec_arrays, "SMALL_FILE", 0)  # Arrow's reader, as for large files
+    monkeypatch.setattr(trec_arrays, "SMALL_FILE", 0)  # Arrow's reader, as for large files,
+    monkeypatch.setattr(trec_arrays, "BLOCK", 700)  # in blocks of 700 bytes
     arrow = _printed(capsys, argv)
     monkeypatch.setattr(arrays, "quick_path", lambda *a, **k: False)
     frames = _printed(capsys, argv)

@@ -230,7 +230,7 @@ def _zscores(path: str) -> dict[tuple[str, str], tuple[float, float]]:
 
 #: Runs larger than this are evaluated block by block, blocks of about ``BLOCK`` bytes.
 STREAM_FROM = 256 << 20
-BLOCK = 96 << 20
+BLOCK = 32 << 20
 
 
 class _Inputs:
@@ -277,7 +277,7 @@ class _Inputs:
                 return streamed
             run = _or_memory(lambda: read_columns(path, "run"), path, "run")
             if run is not None:
-                runid = run.text[5][-1]
+                runid = run.runid
                 try:
                     done = evaluate_arrays(run, self.arrays, self.columns,
                                            runid=str(runid), **options)
@@ -301,6 +301,9 @@ class _Inputs:
 
         if Path(path).stat().st_size <= STREAM_FROM or Path(path).suffix == ".parquet":
             return None
+        from harness.allocator import bound_allocator
+
+        bound_allocator()
         try:
             done = evaluate_blocks(run_blocks(path, BLOCK), self.arrays, self.columns,
                                    **options)

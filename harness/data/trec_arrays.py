@@ -22,21 +22,24 @@ import numpy as np
 
 from harness.data.trec import trec_fields
 
-__all__ = ["Columns", "SMALL_FILE", "fast_columns", "read_columns", "run_blocks",
-           "without_comments"]
+__all__ = ["Columns", "BLOCK", "SMALL_FILE", "blocks", "fast_columns", "read_columns",
+           "run_blocks", "without_comments"]
 
 #: Text files up to this size are split in Python (importing Arrow costs more than that).
 SMALL_FILE = 4 << 20
+#: Larger files are read in blocks of about this many bytes.
+BLOCK = 32 << 20
 
 
 @dataclass
 class Columns:
-    """Some columns of a TREC file: text columns as lists of str or Arrow arrays, the
-    number column as float64; ``arrow`` says which."""
+    """Some columns of a TREC file: text columns as lists of str or Arrow (chunked)
+    arrays, the number column as float64; ``arrow`` says which."""
 
     text: dict[int, Any]
     number: np.ndarray
     arrow: bool
+    runid: str = ""  # a run's: its last line's (trec_eval's)
 
     def __len__(self) -> int:
         return len(self.number)
@@ -154,10 +157,11 @@ def _arrow_columns(data: bytes, sep: bytes, n_fields: int, number: int,
     return Columns(text, out, True)
 
 
-def run_blocks(path: str | Path, block: int) -> Iterator[Columns | None]:
-    """A large run's columns, block by block: about ``block`` bytes each, cut at line
-    ends, each read as :func:`fast_columns` reads a file (a block that is not plain is
-    None: the caller reads the file whole instead)."""
+def blocks(path: str | Path, block: int, n_fields: int, number: int, keep: tuple[int, ...]
+           ) -> Iterator[Columns | None]:
+    """A file's columns block by block: about ``block`` bytes each, cut at line ends, each
+    read as :func:`fast_columns` reads a file (a block that is not plain is None: the
+    caller reads the file otherwise). A run's blocks carry their last line's run id."""
     p = Path(path)
     with (gzip.open if p.suffix == ".gz" else open)(p, "rb") as fh:
         carry = b""
@@ -170,7 +174,40 @@ def run_blocks(path: str | Path, block: int) -> Iterator[Columns | None]:
             if 0 < cut < len(data) and len(data) >= block:
                 data, carry = data[:cut], data[cut:]
             plain = _plain(data)
-            yield None if plain is None else _arrow_columns(*plain, 6, 4, (0, 2, 4, 5))
+            del data
+            if plain is None:
+                yield None
+                continue
+            cols = _arrow_columns(*plain, n_fields, number, keep)
+            if cols is not None and n_fields == 6:
+                cols.runid = _last_field(*plain, 5)
+            yield cols
+
+
+def run_blocks(path: str | Path, block: int) -> Iterator[Columns | None]:
+    """A run's qid, docno and score columns, block by block (:func:`blocks`)."""
+    return blocks(path, block, 6, 4, (0, 2, 4))
+
+
+def _last_field(data: bytes, sep: bytes, i: int) -> str:
+    """Field ``i`` of the last line of plain ``data``."""
+    line = data.rstrip(b"\r\n").rsplit(b"\n", 1)[-1].rsplit(b"\r", 1)[-1]
+    fields = line.split(sep)
+    return fields[i].decode() if len(fields) > i else ""
+
+
+def _joined(parts: list[Columns]) -> Columns:
+    """Blocks' columns as one: text columns chunked (no copy), numbers concatenated."""
+    import pyarrow as pa
+
+    text = {i: pa.chunked_array([c for part in parts for c in _chunks(part.text[i])],
+                                type=pa.string()) for i in parts[0].text}
+    return Columns(text, np.concatenate([part.number for part in parts]), True,
+                   parts[-1].runid)
+
+
+def _chunks(column: Any) -> list[Any]:
+    return list(getattr(column, "chunks", [column]))
 
 
 def _small_columns(path: Path, n_fields: int, number: int, keep: tuple[int, ...],
@@ -203,18 +240,29 @@ def _small_columns(path: Path, n_fields: int, number: int, keep: tuple[int, ...]
     return Columns({i: list(cols[i]) for i in keep if i != number}, out, False)
 
 
-def read_columns(path: str | Path, kind: str) -> Columns | None:
-    """A qrels (``kind='qrels'``: qid, iter, docno; rel) or run (``'run'``: qid, docno,
-    runid; score) text file's columns, or None where the DataFrame path must read it
-    (parquet, a file that is not plain, a bad line: its message names the line)."""
+def read_columns(path: str | Path, kind: str, block: int | None = None) -> Columns | None:
+    """A qrels (``kind='qrels'``: qid, docno; rel) or run (``'run'``: qid, docno; score;
+    its run id) text file's columns, or None where the DataFrame path must read it
+    (parquet, a file that is not plain, a bad line: its message names the line). A large
+    file is read in blocks of about ``block`` bytes, so that reading takes little more
+    memory than the columns."""
     p = Path(path)
     if p.suffix.lower() in (".parquet", ".pq") or not p.is_file():
         return None
-    n_fields, number, keep = ((4, 3, (0, 1, 2, 3)) if kind == "qrels" else
-                              (6, 4, (0, 2, 4, 5)))
+    run = kind == "run"
+    n_fields, number = (6, 4) if run else (4, 3)
     if p.suffix != ".gz" and p.stat().st_size <= SMALL_FILE:
         try:
-            return _small_columns(p, n_fields, number, keep, kind, kind == "run")
+            cols = _small_columns(p, n_fields, number, (0, 2, number, 5) if run else
+                                  (0, 2, number), kind, run)
         except Exception:  # any fault: the DataFrame path reads it and names it
             return None
-    return fast_columns(p, n_fields, number, keep)
+        if cols is not None and run:
+            cols.runid = cols.text.pop(5)[-1]
+        return cols
+    parts = []
+    for part in blocks(p, block or BLOCK, n_fields, number, (0, 2, number)):
+        if part is None:
+            return None
+        parts.append(part)
+    return _joined(parts) if parts else None

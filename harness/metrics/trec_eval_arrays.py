@@ -63,9 +63,12 @@ def _codes(a: Any, b: Any, *, sort: bool) -> tuple[np.ndarray, np.ndarray, list[
     a, b = _as_arrow(a), _as_arrow(b)
     if sort:  # query ids come in runs of equal values: code the first of each run only
         (a, ra), (b, rb) = _runs(a), _runs(b)
-    encoded = pa.concat_arrays([a, b]).dictionary_encode()
-    codes = encoded.indices.to_numpy().astype(np.int64)
-    dictionary = encoded.dictionary
+    parts = [*getattr(a, "chunks", [a]), *getattr(b, "chunks", [b])]
+    encoded = pa.chunked_array(parts, type=pa.string()).dictionary_encode()  # one dictionary
+    codes = np.concatenate([np.zeros(0, np.int64)] + [c.indices.to_numpy() for c in
+                                                       encoded.chunks]).astype(np.int64)
+    dictionary = encoded.chunks[0].dictionary if encoded.num_chunks else pa.array(
+        [], pa.string())
     values: list[str] = []
     if sort:
         order = pc.sort_indices(dictionary).to_numpy()

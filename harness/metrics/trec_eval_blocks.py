@@ -37,14 +37,19 @@ def _take(cols: Columns, rows: np.ndarray) -> Columns:
             text[i] = column.take(pa.array(rows))
         else:
             text[i] = [column[j] for j in rows]
-    return type(cols)(text, cols.number[rows], cols.arrow)
+    return type(cols)(text, cols.number[rows], cols.arrow, cols.runid)
 
 
 def _concat(a: Columns, b: Columns) -> Columns:
     import pyarrow as pa
 
-    text = {i: pa.concat_arrays([a.text[i], b.text[i]]) for i in a.text}
-    return type(a)(text, np.concatenate([a.number, b.number]), True)
+    text = {i: pa.chunked_array([*_chunks(a.text[i]), *_chunks(b.text[i])], type=pa.string())
+            for i in a.text}
+    return type(a)(text, np.concatenate([a.number, b.number]), True, b.runid)
+
+
+def _chunks(column: Any) -> list[Any]:
+    return list(getattr(column, "chunks", [column]))
 
 
 def _qid_codes(cols: Columns) -> tuple[np.ndarray, list[str]]:
@@ -52,7 +57,11 @@ def _qid_codes(cols: Columns) -> tuple[np.ndarray, list[str]]:
     column = cols.text[QID]
     if cols.arrow:
         encoded = column.dictionary_encode()
-        return encoded.indices.to_numpy(), encoded.dictionary.to_pylist()
+        chunks = _chunks(encoded)
+        if not chunks:
+            return np.zeros(0, np.int64), []
+        return (np.concatenate([c.indices.to_numpy() for c in chunks]),
+                chunks[0].dictionary.to_pylist())
     index: dict[str, int] = {}
     codes = np.fromiter((index.setdefault(q, len(index)) for q in column), np.int64,
                         len(column))
@@ -98,7 +107,7 @@ def evaluate_blocks(blocks: Iterable[Columns | None], qrels: Columns, columns: l
         codes, names = _qid_codes(block)
         if not len(codes):
             continue
-        runid = str(block.text[5][-1])
+        runid = block.runid
         last = codes == codes[-1]
         pending = _take(block, np.flatnonzero(last))
         ready = np.flatnonzero(~last)
