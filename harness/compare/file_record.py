@@ -38,8 +38,8 @@ def file_spec(comparison: Comparison, qrels: str | os.PathLike[str],
     return {"kind": FILES_KIND, "qrels": entry(qrels),
             "runs": {name: entry(path) for name, path in runs.items()},
             "metrics": list(comparison.measures), "options": {
-                k: comparison.settings[k] for k in ("baseline", "test", "correction",
-                                                    "alpha", "seed", "resamples")}}
+                k: getattr(comparison.settings, k) for k in ("baseline", "test", "correction",
+                                                             "alpha", "seed", "resamples")}}
 
 
 def write_file_comparison(comparison: Comparison, directory: Path,
@@ -71,7 +71,7 @@ def log_file_comparison(comparison: Comparison, directory: Path, spec: Mapping[s
         "measures": ", ".join(comparison.measures)[:6000]}
     metrics = {f"mean.{system}.{keys[m]}"[:250]: float(comparison.table.loc[system, (m, "mean")])
                for system in comparison.systems for m in comparison.measures}
-    reference = comparison.settings["reference"]
+    reference = comparison.settings.reference
     now = int(time.time() * 1000)
     record = RunRecord(
         key=COMPARISON_ROLE, name=f"compare files: {', '.join(spec['runs'])}"[:250],

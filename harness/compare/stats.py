@@ -22,7 +22,8 @@ from harness.compare.pairs import align
 from harness.compare.resampling import bootstrap_intervals, permutation_pvalues
 
 __all__ = ["CORRECTIONS", "FAMILIES", "TESTS", "TIE_TOLERANCE", "holm", "adjust_pvalues",
-           "align_pair", "paired_comparison", "compare_table", "per_query_frame"]
+           "align_pair", "paired_comparison", "compare_table", "pair_rows",
+           "per_query_frame"]
 
 #: Multiple-testing corrections: Holm's step-down and Bonferroni (FWER), Benjamini–Hochberg
 #: (FDR).
@@ -230,11 +231,29 @@ def per_query_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str] | None = None,
-                  baseline: str | Sequence[str] | None = None, *, correction: str = "holm",
-                  alpha: float = 0.05, test: str = "ttest", seed: int = 0,
-                  resamples: int = 10_000, confidence: float = 0.95,
-                  family: str = "variant", max_queries: int | None = 20_000,
-                  tests: Sequence[str] | None = None, intervals: bool = True) -> pd.DataFrame:
+                  baseline: str | Sequence[str] | None = None, **options: Any) -> pd.DataFrame:
+    """Every ranker pair (or every ranker vs ``baseline``) under every variant: the rows of
+    :func:`pair_rows` (its parameters), the settings and notes in ``attrs``."""
+    table, notes = pair_rows(per_query, variants, baseline, **options)
+    keys = ("correction", "alpha", "test", "seed", "resamples", "confidence", "family",
+            "max_queries")
+    defaults = {"correction": "holm", "alpha": 0.05, "test": "ttest", "seed": 0,
+                "resamples": 10_000, "confidence": 0.95, "family": "variant",
+                "max_queries": 20_000}
+    baselines = [baseline] if isinstance(baseline, str) else list(baseline or [])
+    table.attrs = {k: options.get(k, defaults[k]) for k in keys} | {
+        "resamples": int(options.get("resamples", 10_000)),
+        "baseline": ", ".join(baselines) or None, "baselines": baselines, "notes": notes}
+    return table
+
+
+def pair_rows(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str] | None = None,
+              baseline: str | Sequence[str] | None = None, *, correction: str = "holm",
+              alpha: float = 0.05, test: str = "ttest", seed: int = 0,
+              resamples: int = 10_000, confidence: float = 0.95,
+              family: str = "variant", max_queries: int | None = 20_000,
+              tests: Sequence[str] | None = None, intervals: bool = True
+              ) -> tuple[pd.DataFrame, list[str]]:
     """Every ranker pair (or every ranker vs ``baseline``) under every variant.
 
     Parameters
@@ -273,10 +292,10 @@ def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str]
 
     Returns
     -------
-    DataFrame
+    DataFrame, list of str
         One row per (variant, ranker_a, ranker_b) with the columns of
-        :func:`paired_comparison`, the corrected p-values ``p_*_adj`` and ``significant``.
-        ``attrs`` holds the settings and the notes on variants left out.
+        :func:`paired_comparison`, the corrected p-values ``p_*_adj`` and ``significant``;
+        the notes (variants left out, p-values that cannot reach alpha).
     """
     if len(per_query) < 2:
         names = ", ".join(per_query) or "none"
@@ -346,10 +365,4 @@ def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str]
         notes.append(f"permutation p-values cannot fall below 1/(resamples + 1); with Holm "
                      f"over {largest} comparisons no result can reach alpha {alpha}: raise "
                      "resamples")
-    table = table[[c for c in COLUMNS if c in table.columns]]
-    table.attrs = {"correction": correction, "alpha": alpha, "test": test, "seed": seed,
-                   "resamples": int(resamples), "confidence": confidence, "family": family,
-                   "max_queries": max_queries,
-                   "baseline": ", ".join(baselines) or None, "baselines": baselines,
-                   "notes": notes}
-    return table
+    return table[[c for c in COLUMNS if c in table.columns]], notes
