@@ -191,8 +191,11 @@ def run_blocks(path: str | Path, block: int) -> Iterator[Columns | None]:
 
 def _last_field(data: bytes, sep: bytes, i: int) -> str:
     """Field ``i`` of the last line of plain ``data``."""
-    line = data.rstrip(b"\r\n").rsplit(b"\n", 1)[-1].rsplit(b"\r", 1)[-1]
-    fields = line.split(sep)
+    end = len(data)
+    while end and data[end - 1] in b"\r\n":
+        end -= 1
+    start = max(data.rfind(b"\n", 0, end), data.rfind(b"\r", 0, end)) + 1
+    fields = data[start:end].split(sep)
     return fields[i].decode() if len(fields) > i else ""
 
 
