@@ -11,9 +11,9 @@ after that fixture; tests linked through fixtures they share land in one group, 
 fixture is built once, on one worker. xdist hands out the largest groups first.
 
 The other tests are handed out one at a time in collection order; the modules listed in
-:data:`FIRST` and those with a test marked ``slow`` are moved to the front (whole modules,
-so a module's tests stay together), so that no test of tens of seconds starts last while
-the other worker idles.
+:data:`FIRST` (in its order) and then those with a test marked ``slow`` are moved to the
+front (whole modules, so a module's tests stay together), so that no test of tens of seconds
+starts last while the other worker idles.
 """
 
 from __future__ import annotations
@@ -23,9 +23,11 @@ from collections.abc import Generator
 import pytest
 
 # modules of tests that each take 10+ s of one core (a subprocess study, a sweep, signals)
-FIRST = ("test_walkthrough.py", "test_sweep_signals.py", "test_ci_gate.py",
-         "test_measure_names.py", "test_peer_edges.py", "test_journeys.py", "test_stream.py",
-         "test_kill_resume.py")
+FIRST = ("test_walkthrough.py", "test_sweep_signals.py", "test_kill_resume.py",
+         "test_journeys.py", "test_ci_gate.py", "test_measure_names.py", "test_peer_edges.py",
+         "test_notebook.py", "test_datasets.py", "test_judged_share.py", "test_reproduce.py",
+         "test_app_speed.py", "test_command_line.py", "test_explain.py", "test_docid_codes.py",
+         "test_measure_registry.py", "test_properties.py", "test_stream.py")
 _SHARED = ("module", "class", "package", "session")
 
 
@@ -63,8 +65,16 @@ def _groups(items: list[pytest.Item]) -> dict[pytest.Item, str]:
     return {item: root(keys[0]) for item, keys in used.items() if keys}
 
 
-def _first(item: pytest.Item) -> bool:
-    return item.path.name in FIRST
+def _rank(items: list[pytest.Item]) -> dict[object, int]:
+    """Each module's place: those of FIRST in its order, then those with a test marked
+    ``slow``, then the rest."""
+    rank = {item.path: len(FIRST) + 1 for item in items}
+    for item in items:
+        if item.path.name in FIRST:
+            rank[item.path] = FIRST.index(item.path.name)
+        elif item.get_closest_marker("slow"):
+            rank[item.path] = len(FIRST)
+    return rank
 
 
 @pytest.hookimpl(wrapper=True)
@@ -78,6 +88,6 @@ def pytest_collection_modifyitems(config: pytest.Config,
             item.add_marker(pytest.mark.xdist_group(group))
     result = yield
     if distributed:  # after pytest's fixture ordering; a stable sort keeps each module whole
-        slow = {item.path for item in items if _first(item) or item.get_closest_marker("slow")}
-        items.sort(key=lambda item: item.path not in slow)
+        rank = _rank(items)
+        items.sort(key=lambda item: rank[item.path])
     return result
