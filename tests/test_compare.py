@@ -31,6 +31,7 @@ from harness.compare import (
     TooFewRankers,
     UnknownName,
     adjust_pvalues,
+    build_comparison,
     compare_table,
     group_versions,
     holm,
@@ -210,16 +211,20 @@ def three_rankers() -> dict[str, pd.DataFrame]:
 
 def test_compare_table_all_pairs_holm_per_variant() -> None:
     frames = three_rankers()
-    t = compare_table(frames, correction="holm", alpha=0.05, resamples=200)
+    c = build_comparison(frames, correction="holm", alpha=0.05, resamples=200)
+    t = c.tests
+    pd.testing.assert_frame_equal(t, compare_table(frames, correction="holm", alpha=0.05,
+                                                   resamples=200))
     assert list(t["variant"].unique()) == ["nDCG@10", "AP@10"]  # RR: one ranker only
-    assert "RR: computed for solo only; not compared" in t.attrs["notes"]
+    assert "RR: computed for solo only; not compared" in c.notes
     pairs = t[t["variant"] == "nDCG@10"][["ranker_a", "ranker_b"]].apply(tuple, axis=1)
     assert list(pairs) == [("good", "mid"), ("good", "bad"), ("mid", "bad")]
     for _, group in t.groupby("variant"):
         np.testing.assert_allclose(group["p_ttest_adj"], holm(group["p_ttest"]))
     assert t["significant"].equals(t["p_ttest_adj"] < 0.05)
     assert t["significant"].all()
-    assert t.attrs["correction"] == "holm" and t.attrs["test"] == "ttest"
+    assert c.settings.correction == "holm" and c.settings.test == "ttest"
+    assert not t.attrs  # the settings are typed fields of the Comparison, not attrs
 
 
 def test_compare_table_rows_equal_one_comparison_at_a_time() -> None:
@@ -246,9 +251,9 @@ def test_compare_table_baseline_bh_and_family_all() -> None:
     np.testing.assert_allclose(t["p_wilcoxon_adj"],
                                stats.false_discovery_control(t["p_wilcoxon"]))
     assert t["significant"].equals(t["p_permutation_adj"] < 0.05)
-    coarse = compare_table(frames, ["nDCG@10"], test="permutation", resamples=20)
-    assert not coarse["significant"].any()  # Holm x3 of p >= 1/21: never below 0.05
-    assert any("raise resamples" in n for n in coarse.attrs["notes"])
+    coarse = build_comparison(frames, ["nDCG@10"], test="permutation", resamples=20)
+    assert not coarse.tests["significant"].any()  # Holm x3 of p >= 1/21: never below 0.05
+    assert any("raise resamples" in n for n in coarse.notes)
 
 
 def test_compare_table_errors() -> None:
@@ -296,7 +301,7 @@ def test_sensitivity_power_and_tie_interval() -> None:
                                   "nDCG@5(ties=pessimistic)": [0.6, 0.8, 0.2, 0.5]}),
               "y": table(qids, **{"nDCG@5(ties=optimistic)": [0.1, 0.2, 0.1, 0.2],
                                   "nDCG@5(ties=pessimistic)": [0.1, 0.2, 0.1, 0.2]})}
-    comparison = compare_table(frames, resamples=100)
+    comparison = build_comparison(frames, resamples=100)
     s = sensitivity(frames, comparison)
     row = s.ties[s.ties["ranker"] == "x"].iloc[0]
     assert row["variant"] == "nDCG@5"
@@ -305,7 +310,7 @@ def test_sensitivity_power_and_tie_interval() -> None:
     assert (row["n_queries"], row["n_affected"]) == (4, 2)
     assert s.ties[s.ties["ranker"] == "y"]["interval"].iloc[0] == 0
     power = s.power["discriminative_power"]
-    expected = comparison.groupby("variant", sort=False)["significant"].mean()
+    expected = comparison.tests.groupby("variant", sort=False)["significant"].mean()
     pd.testing.assert_series_equal(power, expected, check_names=False)
     assert not s.winner_changes and "x wins under every variant (2)" in s.notes
 

@@ -21,7 +21,7 @@ import pytest
 from scipy import stats
 
 from harness import evaluate
-from harness.compare import compare_table, sensitivity
+from harness.compare import build_comparison, sensitivity
 from harness.compare.incompleteness import incompleteness_taus
 from harness.compare.report import build_report
 from tests.test_report import fake_sweep
@@ -46,7 +46,7 @@ def _per_query(n_queries: int = 6) -> dict[str, pd.DataFrame]:
 
 def test_the_ordering_that_flips_when_unjudged_documents_are_condensed() -> None:
     per_query = _per_query()
-    s = sensitivity(per_query, compare_table(per_query, resamples=100))
+    s = sensitivity(per_query, build_comparison(per_query, resamples=100))
     by_hand = {NDCG: {"a": 1 / math.log2(3), "b": 1 / math.log2(5), "c": 0.5},
                CONDENSED: {"a": 1 / math.log2(3), "b": 1.0, "c": 0.5}}
     for variant, means in by_hand.items():
@@ -79,7 +79,7 @@ def test_the_ordering_that_flips_when_unjudged_documents_are_condensed() -> None
 
 def test_the_report_shows_the_group_only_when_the_sweep_has_one(tmp_path: Path) -> None:
     per_query = _per_query()
-    comparison = compare_table(per_query, resamples=100)
+    comparison = build_comparison(per_query, resamples=100)
     paths = build_report(fake_sweep(per_query), comparison,
                          sensitivity(per_query, comparison), tmp_path / "with")
     html = paths.html.read_text()
@@ -89,7 +89,7 @@ def test_the_report_shows_the_group_only_when_the_sweep_has_one(tmp_path: Path) 
     assert written.loc[written["variant"] == CONDENSED, "tau"].iloc[0] \
         == pytest.approx(-1 / 3, abs=1e-3)
     plain = {n: f[["P@5(ties=docid)"]] for n, f in _per_query().items()}
-    paths = build_report(fake_sweep(plain), compare_table(plain, resamples=100),
+    paths = build_report(fake_sweep(plain), build_comparison(plain, resamples=100),
                          sensitivity(plain), tmp_path / "without")
     assert "Incompleteness" not in paths.html.read_text()
     assert not (paths.directory / "incompleteness.csv").exists()

@@ -25,7 +25,7 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from harness.compare import compare_table, load_sweep
+from harness.compare import build_comparison, load_sweep
 from harness.compare.labeling_verdicts import (
     HOLDS,
     interval_means,
@@ -141,7 +141,7 @@ def test_verdict_table_flags_a_verdict_resting_on_the_labeling() -> None:
     crafted = _crafted()
     per_query = {n: pq.set_index("qid") for n, (pq, _) in crafted.items()}
     intervals = {n: judged for n, (_, judged) in crafted.items()}
-    comparison = compare_table(per_query, baseline=["base"], resamples=200)
+    comparison = build_comparison(per_query, baseline=["base"], resamples=200)
     verdicts = verdict_table(per_query, comparison, intervals=intervals)
     rows = verdicts.set_index("variant")
     assert list(rows["verdict"]) == ["better", "better"]
@@ -229,7 +229,7 @@ def test_the_intervals_are_loaded_by_run_id_and_by_parent(store) -> None:
         assert set(sweep.intervals) == {"cand", "base"}
         for name, frame in sweep.intervals.items():
             pd.testing.assert_frame_equal(frame, expected[name])
-        verdicts = verdict_table(sweep.per_query, compare_table(
+        verdicts = verdict_table(sweep.per_query, build_comparison(
             sweep.per_query, baseline=["base"], resamples=200), intervals=sweep.intervals)
         assert dict(zip(verdicts["variant"], verdicts["labelings"])) == {
             "nDCG@10": HOLDS, "AP@10": FAILS}
@@ -267,7 +267,7 @@ def test_runs_without_judgments_give_no_column(store) -> None:
     uri, _, ids = store
     for pair in ([ids["old cand"], ids["old base"]], [ids["cand"], ids["old base"]]):
         sweep = load_runs(uri, pair)
-        verdicts = verdict_table(sweep.per_query, compare_table(
+        verdicts = verdict_table(sweep.per_query, build_comparison(
             sweep.per_query, baseline=["base"], resamples=200), intervals=sweep.intervals)
         assert "labelings" not in verdicts.columns and "worst" not in verdicts.columns
     assert load_runs(uri, [ids["old cand"], ids["old base"]]).intervals == {}

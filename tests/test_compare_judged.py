@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from harness.compare import compare_table, load_sweep, sensitivity
+from harness.compare import build_comparison, load_sweep, sensitivity
 from harness.compare.report import build_report, judged_shares
 from tests.test_compare import SmallSweep, small_sweep  # noqa: F401 (fixture)
 from tests.test_report import fake_sweep
@@ -31,7 +31,7 @@ def test_the_versions_table_shows_the_logged_judged_share(tmp_path: Path) -> Non
     runs[:] = [runs[0] | {"judged_at_10": 0.8}, runs[0] | {"run_id": "run9",
                                                            "judged_at_10": 0.9}, runs[1]]
     assert judged_shares(sweep) == {"x": pytest.approx(0.85)}
-    comparison = compare_table(per_query, resamples=100)
+    comparison = build_comparison(per_query, resamples=100)
     paths = build_report(sweep, comparison, sensitivity(per_query, comparison), tmp_path / "a")
     text = paths.markdown.read_text()
     header = next(line for line in text.splitlines() if "cache key" in line)

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from harness import evaluate
-from harness.compare import compare_table
+from harness.compare import build_comparison
 from harness.compare.unjudged_verdicts import unjudged_flags, unjudged_lines
 from harness.compare.verdicts import INCONCLUSIVE, WORSE, verdict_lines, verdict_table
 
@@ -46,7 +46,7 @@ def _crafted(n_queries: int = 20, seed: int = 1) -> tuple[dict[str, pd.DataFrame
 def _verdicts(variants: list[str]) -> pd.DataFrame:
     runs, qrels = _crafted()
     per_query = {n: evaluate(run, qrels, variants) for n, run in runs.items()}
-    return verdict_table(per_query, compare_table(per_query, baseline=["base"],
+    return verdict_table(per_query, build_comparison(per_query, baseline=["base"],
                                                   resamples=200))
 
 

@@ -25,7 +25,7 @@ from mlflow.tracking import MlflowClient
 from sklearn.metrics import ndcg_score
 
 from harness import evaluate
-from harness.compare import compare_table
+from harness.compare import build_comparison
 from harness.compare.verdict_shifts import (
     CHANGES_FILE,
     change_lines,
@@ -92,7 +92,7 @@ def only(per_query: dict[str, pd.DataFrame], columns: list[str]) -> dict[str, pd
 
 
 def verdicts_of(per_query: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    return verdict_table(per_query, compare_table(per_query, baseline=["base"],
+    return verdict_table(per_query, build_comparison(per_query, baseline=["base"],
                                                   resamples=200))
 
 
@@ -299,10 +299,10 @@ def test_the_report_shows_verdicts_only_when_there_are_some(tmp_path: Path) -> N
 
     pq = frames({"nDCG@10": 0.10, "nDCG@10(gain=linear)": -0.10})
     sweep = fake_sweep(pq)
-    plain = compare_table(pq, resamples=100)
+    plain = build_comparison(pq, resamples=100)
     paths = build_report(sweep, plain, sensitivity(pq, plain), tmp_path / "plain")
     assert "Verdict" not in paths.html.read_text() + paths.markdown.read_text()
-    against = compare_table(pq, baseline=["base"], resamples=100)
+    against = build_comparison(pq, baseline=["base"], resamples=100)
     verdicts = verdict_table(pq, against, {"nDCG@10": 0.01})
     changes = verdict_changes(verdicts, pq)
     paths = build_report(sweep, against, sensitivity(pq, against), tmp_path / "judged",

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from harness.compare import compare_table
+from harness.compare import build_comparison, compare_table
 from harness.errors import CompareError
 
 
@@ -26,11 +26,12 @@ def three() -> dict[str, pd.DataFrame]:
 
 
 def test_several_baselines_give_each_pair_once() -> None:
-    t = compare_table(three(), baseline=["bad", "mid"], resamples=100)
+    c = build_comparison(three(), baseline=["bad", "mid"], resamples=100)
+    t = c.tests
     pairs = t[t["variant"] == "RR"][["ranker_a", "ranker_b"]].apply(tuple, axis=1)
     # against bad: good and mid; against mid: good (bad vs mid is mid vs bad, already in)
     assert list(pairs) == [("good", "bad"), ("mid", "bad"), ("good", "mid")]
-    assert t.attrs["baselines"] == ["bad", "mid"]
+    assert c.settings.baselines == ("bad", "mid") and c.settings.reference == "bad"
 
 
 @pytest.mark.parametrize("family", ["variant", "baseline", "all"])
@@ -77,7 +78,7 @@ def pair(d: np.ndarray, base: np.ndarray = BASE, variant: str = "nDCG@10"
 
 def verdicts(frames: dict[str, pd.DataFrame], margins: dict[str, float], **options: object
              ) -> pd.DataFrame:
-    comparison = compare_table(frames, baseline="base", resamples=2000, seed=3)
+    comparison = build_comparison(frames, baseline="base", resamples=2000, seed=3)
     return verdict_table(frames, comparison, margins, **options)  # type: ignore[arg-type]
 
 

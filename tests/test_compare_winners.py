@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.compare import compare_table, sensitivity
+from harness.compare import build_comparison, sensitivity
 from harness.compare.report import headline_display
 
 QIDS = [f"q{i:02d}" for i in range(20)]
@@ -29,9 +29,9 @@ def _frames() -> dict[str, pd.DataFrame]:
 
 def test_a_lead_that_is_not_significant_is_a_tie_not_a_winner() -> None:
     frames = _frames()
-    comparison = compare_table(frames, resamples=200)
-    row = comparison[(comparison["variant"] == "nDCG@10") & (comparison["ranker_a"] == "a")
-                     & (comparison["ranker_b"] == "b")].iloc[0]
+    comparison = build_comparison(frames, resamples=200)
+    t = comparison.tests
+    row = t[(t["variant"] == "nDCG@10") & (t["ranker_a"] == "a") & (t["ranker_b"] == "b")].iloc[0]
     assert row["mean_diff"] == pytest.approx(0.005) and not row["significant"]
     s = sensitivity(frames, comparison)
     w = s.winners
@@ -53,12 +53,12 @@ def test_a_lead_that_is_not_significant_is_a_tie_not_a_winner() -> None:
 
 def test_only_ties_and_one_winner_never_say_the_winner_changes() -> None:
     frames = {k: f.drop(columns="nDCG@3") for k, f in _frames().items()}
-    s = sensitivity(frames, compare_table(frames, resamples=200))
+    s = sensitivity(frames, build_comparison(frames, resamples=200))
     assert not s.winner_changes
     assert "a wins under 1 of 2 variants (nDCG@5); no significant winner (a tie at the top) " \
            "under 1 (nDCG@10 (a = b))" in s.notes
     only_tie = {k: f[["qid", "nDCG@10"]] for k, f in frames.items()}
-    s = sensitivity(only_tie, compare_table(only_tie, resamples=200))
+    s = sensitivity(only_tie, build_comparison(only_tie, resamples=200))
     assert not s.winner_changes
     assert s.notes[0].startswith("no ranker wins significantly under any variant (1)")
 
@@ -66,11 +66,11 @@ def test_only_ties_and_one_winner_never_say_the_winner_changes() -> None:
 def test_the_chosen_test_and_correction_decide() -> None:
     """A lead significant under Holm for one test can be a tie under another setting."""
     frames = _frames()
-    strict = compare_table(frames, resamples=200, alpha=1e-30)
+    strict = build_comparison(frames, resamples=200, alpha=1e-30)
     s = sensitivity(frames, strict)
     assert not any(v is True for v in s.winners["significant"])
     assert s.rule == "ttest p adj < 1e-30, holm per variant"
-    wil = sensitivity(frames, compare_table(frames, resamples=200, test="wilcoxon",
+    wil = sensitivity(frames, build_comparison(frames, resamples=200, test="wilcoxon",
                                             correction="bh"))
     assert wil.rule == "wilcoxon p adj < 0.05, bh per variant"
 
@@ -81,7 +81,7 @@ def test_without_a_table_or_with_a_baseline_table_the_lead_is_untested() -> None
     assert all(v is None for v in s.winners["significant"]) and s.rule == ""
     assert any(n.startswith("the winner by mean changes with the variant (significance not "
                             "tested") for n in s.notes)
-    base = compare_table(frames, baseline="c", resamples=200)  # a vs b never compared
+    base = build_comparison(frames, baseline="c", resamples=200)  # a vs b never compared
     s = sensitivity(frames, base)
     assert all(v is None for v in s.winners["significant"])
     assert s.notes[0].startswith("the leads are untested under every variant (3)")
@@ -92,7 +92,7 @@ def test_without_a_table_or_with_a_baseline_table_the_lead_is_untested() -> None
 
 def test_the_headline_table_marks_significance_and_names_the_winner_or_a_tie() -> None:
     frames = _frames()
-    comparison = compare_table(frames, resamples=200)
+    comparison = build_comparison(frames, resamples=200)
     s = sensitivity(frames, comparison)
     table, letters = headline_display(s.means, comparison, s.winners)
     assert letters == {"a": "a", "b": "b", "c": "c"}

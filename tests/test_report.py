@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.compare import RankerVersion, Sweep, compare_table, load_sweep, sensitivity
+from harness.compare import RankerVersion, Sweep, build_comparison, load_sweep, sensitivity
 from harness.paths import PROJECT_ROOT
 from harness.compare.report import build_report
 from harness.compare.report import ReportPaths, comparison_display, means_display, report_dir
@@ -25,7 +25,7 @@ from tests.test_compare import VERSIONS, SmallSweep, small_sweep  # noqa: F401 (
 def built(small_sweep: SmallSweep, tmp_path_factory: pytest.TempPathFactory  # noqa: F811
           ) -> tuple[Sweep, pd.DataFrame, ReportPaths]:
     sweep = load_sweep(small_sweep.uri, parent_run_id=small_sweep.parent_run_id)
-    comparison = compare_table(sweep.per_query, resamples=300)
+    comparison = build_comparison(sweep.per_query, resamples=300)
     paths = build_report(sweep, comparison, sensitivity(sweep.per_query, comparison),
                          tmp_path_factory.mktemp("report"))
     return sweep, comparison, paths
@@ -44,7 +44,7 @@ def test_html_is_self_contained(built: tuple[Sweep, pd.DataFrame, ReportPaths]) 
                         text)
     # distributions as in a job (overview, one small-multiples figure per family of several
     # variants), one paired-difference figure per pair, the tau heatmap
-    names = [parse_metric(c).name for c in comparison["variant"].unique()]
+    names = [parse_metric(c).name for c in comparison.tests["variant"].unique()]
     families = sum(names.count(n) > 1 for n in set(names))
     assert len(images) == 1 + families + 10 + 1
     assert all(base64.b64decode(i)[:8] == b"\x89PNG\r\n\x1a\n" for i in images)
@@ -76,7 +76,7 @@ def test_html_holds_tables_marks_and_provenance(
     assert (ties[ties["ranker"] == "feature_f0"]["interval"] > 0).all()
     assert (ties[ties["ranker"] == "oracle"]["interval"] == 0).all()
     saved = pd.read_csv(paths.directory / "comparison.csv")
-    assert len(saved) == len(comparison) == 100
+    assert len(saved) == len(comparison.tests) == 100
     assert json.loads((paths.directory / "provenance.json").read_text())["parent_run_id"] \
         == sweep.parent_run_id
 
@@ -140,7 +140,7 @@ def test_report_without_tie_pairs_says_how_to_get_them(tmp_path: Path) -> None:
     per_query = {"x_1 & co": pd.DataFrame({"nDCG@10": rng.uniform(0.5, 1, 12)}, index=qids),
                  "y%": pd.DataFrame({"nDCG@10": rng.uniform(0, 0.5, 12)}, index=qids)}
     sweep = fake_sweep(per_query)
-    comparison = compare_table(per_query, resamples=100)
+    comparison = build_comparison(per_query, resamples=100)
     paths = build_report(sweep, comparison, sensitivity(per_query, comparison), tmp_path)
     text = paths.html.read_text()
     assert "tie-sensitivity interval not available" in text
@@ -158,7 +158,7 @@ def test_display_tables_mark_significance() -> None:
     frames = {"a": pd.DataFrame({"qid": qids, "RR": base + 0.3}),
               "b": pd.DataFrame({"qid": qids, "RR": base + 0.01 * (-1.0) ** np.arange(20)}),
               "c": pd.DataFrame({"qid": qids, "RR": base})}
-    comparison = compare_table(frames, resamples=100)
+    comparison = build_comparison(frames, resamples=100)
     shown = comparison_display(comparison)
     assert list(shown["sig"]) == ["*", "*", ""]  # b vs c: +-0.01 alternating, mean 0
     assert list(shown["W/T/L"]) == ["20/0/0", "20/0/0", "10/0/10"]
@@ -185,8 +185,8 @@ def test_permutation_p_at_its_floor_is_shown_as_a_bound() -> None:
     qids = [f"q{i}" for i in range(40)]
     a = pd.DataFrame({"qid": qids, "nDCG@10": np.linspace(0.5, 0.9, 40)})
     b = pd.DataFrame({"qid": qids, "nDCG@10": np.linspace(0.1, 0.4, 40)})
-    table = compare_table({"a": a, "b": b}, resamples=2000)
-    assert table["p_permutation"].iloc[0] == pytest.approx(2 / 2001)
+    table = build_comparison({"a": a, "b": b}, resamples=2000)
+    assert table.tests["p_permutation"].iloc[0] == pytest.approx(2 / 2001)
     assert comparison_display(table)["p perm"].iloc[0] == "< 0.001"
 
 

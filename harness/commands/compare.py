@@ -29,7 +29,6 @@ ranker) prints one line and exits 2; an unreachable tracking server exits 3.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import re
 import sys
 from typing import Any
@@ -181,7 +180,6 @@ def _files(args: argparse.Namespace) -> int:
     """``harness compare --qrels QRELS RUN [RUN ...]``: :func:`harness.compare.compare`
     on the files, printed in ``--format``."""
     import json
-    import time
 
     from harness.compare.api import compare
 
@@ -205,16 +203,11 @@ def _files(args: argparse.Namespace) -> int:
                      resamples=args.resamples)
     width = terminal_width()
     if args.log:
-        from harness.compare.file_record import (file_spec, log_file_comparison,
-                                                 write_file_comparison)
-        from harness.paths import project_path
+        from harness.compare.file_record import record_file_comparison
 
-        spec = file_spec(result, args.qrels, runs)
-        directory = write_file_comparison(result, project_path(args.out_dir) / "files" /
-                                          time.strftime("%Y-%m-%d_%H-%M-%S"), spec)
-        run_id = log_file_comparison(result, directory, spec, tracking_uri=args.tracking_uri,
-                                     experiment=args.log_experiment or "comparisons",
-                                     pending_dir=args.pending_dir)
+        directory, run_id = record_file_comparison(
+            result, args.qrels, runs, out_dir=args.out_dir, tracking_uri=args.tracking_uri,
+            experiment=args.log_experiment or "comparisons", pending_dir=args.pending_dir)
         print(f"comparison written to {directory}\nlogged as run {run_id}; recompute it: "
               f"harness reproduce {run_id}", file=sys.stderr)
     sys.stdout.write({"text": lambda: result.to_string(width=width),
@@ -245,14 +238,13 @@ def _print_headline(sens: Any, comparison: Any) -> None:
 
     table, letters = headline_display(sens.means, comparison, sens.winners)
     width = terminal_width()
-    against = comparison.attrs.get("baseline")
-    test, correction = comparison.attrs.get("test"), comparison.attrs.get("correction")
+    s = comparison.settings
     print("\n".join(textwrap.wrap(
         f"Mean per query under the {len(table)} headline variants (of {len(sens.means)}); "
-        f"^letters: the rankers it is significantly better than ({test} p adj < "
-        f"{comparison.attrs.get('alpha')}, {correction} per {comparison.attrs.get('family')}"
-        + (f"; compared with {against} only" if against else "") + "); winner: the leader "
-        "when significantly better than every other ranker, else a tie"
+        f"^letters: the rankers it is significantly better than ({s.test} p adj < "
+        f"{s.alpha}, {s.correction} per {s.family}"
+        + (f"; compared with {s.baseline} only" if s.baseline else "") + "); winner: the "
+        "leader when significantly better than every other ranker, else a tie"
         + ("" if sens.rule else " (untested)") + ":", width=width, break_on_hyphens=False,
         break_long_words=False)))
     print("\n".join(textwrap.wrap("  ".join(f"{letter} {label}" for label, letter
@@ -264,102 +256,67 @@ def _print_headline(sens: Any, comparison: Any) -> None:
     print("\n".join(column_blocks(rows, width)))
 
 
-def _margins(args: argparse.Namespace, variants: list[str],
-             baseline: list[str] | None) -> dict[str, float]:
-    """The margins per variant; a gate or margin without a baseline is refused."""
-    from harness.compare.verdicts import parse_margins
+def _options(args: argparse.Namespace) -> Any:
+    from harness.compare.workflow import SweepOptions
 
-    if (args.margin or args.gate or args.equivalence) and not baseline:
-        raise CompareError("--margin, --equivalence and --gate judge a candidate against a "
-                           "baseline: name it with --baseline")
-    margins = parse_margins(args.margin or [], variants)
-    if args.gate and not margins:
-        raise CompareError("--gate needs the variants it gates: give each a --margin "
-                           "VARIANT=DELTA (0 for none)")
-    return margins
+    return SweepOptions(variants=args.variants, baseline=args.baseline, test=args.test,
+                        correction=args.correction, alpha=args.alpha, seed=args.seed,
+                        resamples=args.resamples, family=args.family,
+                        max_queries=args.max_queries or None, margin=tuple(args.margin or ()),
+                        equivalence=args.equivalence, verdict_test=args.verdict_test,
+                        gate=args.gate)
 
 
 def _steps(args: argparse.Namespace, steps: Any) -> int:
-    import pandas as pd
-
-    from harness.compare import compare_table, load_sweep, sensitivity
-    from harness.compare.report import build_report, comparison_display, log_report, report_dir
-    from harness.compare.record import (comparison_spec, log_comparison, overall_verdict,
-                                        write_spec)
-    from harness.compare.verdict_shifts import change_lines, verdict_changes
-    from harness.compare.verdicts import gate_lines, verdict_lines, verdict_table
+    from harness.compare.record import overall_verdict
+    from harness.compare.report import log_report, report_dir
+    from harness.compare.verdict_shifts import change_lines
+    from harness.compare.verdicts import gate_lines, verdict_lines
+    from harness.compare.workflow import (compare_sweep, load_compared, log_sweep,
+                                          write_sweep_report)
 
     with steps("load runs"):
-        if len(args.run_ids) > 1:
-            from harness.compare.runs import load_runs
-
-            sweep = load_runs(args.tracking_uri, args.run_ids, allow_subset=args.allow_subset)
-        else:
-            sweep = load_sweep(args.tracking_uri, parent_run_id=args.parent_run_id,
-                               experiment=args.experiment, filter_string=args.filter_string)
-    baseline = list(dict.fromkeys(sweep.resolve(b) for b in args.baseline or [])) or None
-    margins = _margins(args, sweep.variants if args.variants is None else args.variants,
-                       baseline)
-    options = dict(correction=args.correction, alpha=args.alpha, test=args.test,
-                   seed=args.seed, resamples=args.resamples, family=args.family,
-                   max_queries=args.max_queries or None)
+        sweep = load_compared(args.tracking_uri, args.run_ids,
+                              parent_run_id=args.parent_run_id, experiment=args.experiment,
+                              filter_string=args.filter_string,
+                              allow_subset=args.allow_subset)
     with steps(f"compare pairs ({args.resamples} resamples)"):
-        comparison = compare_table(sweep.per_query, args.variants, baseline, **options)
-        # the winners and the discriminative power are over every ranker pair
-        every_pair = comparison if baseline is None else compare_table(
-            sweep.per_query, args.variants, None,
-            **(options | {"family": "variant" if args.family == "baseline" else args.family}))
-        sens = sensitivity(sweep.per_query, every_pair, variants=args.variants)
-    if baseline is not None:
-        sens = dataclasses.replace(sens, notes=(*sens.notes, (
-            f"winners and discriminative power over every ranker pair ({len(every_pair)} "
-            f"comparisons); the marks and the pairwise table against {', '.join(baseline)} "
-            "only")))
-    verdicts = None if baseline is None else verdict_table(
-        sweep.per_query, comparison, margins, test=args.verdict_test,
-        equivalence=args.equivalence, intervals=sweep.intervals)
-    changes = None if verdicts is None else verdict_changes(verdicts, sweep.per_query)
+        result = compare_sweep(sweep, _options(args))
+    comparison, sens, verdicts = result.comparison, result.sensitivity, result.verdicts
+    rows = comparison.tests
     n_queries = max(len(f) for f in sweep.per_query.values())
     print(fit(f"{sweep.experiment}: {len(sweep.versions)} ranker versions "
                f"({', '.join(sweep.versions)}), {len(sweep.variants)} variants, up to "
                f"{n_queries} queries of {sweep.dataset_name} ({sweep.dataset_digest[:12]})"))
     _print_headline(sens, comparison)
-    dropped = comparison[comparison["n_dropped"] > 0]
-    print(f"queries dropped in {len(dropped)} of {len(comparison)} comparisons"
+    dropped = rows[rows["n_dropped"] > 0]
+    print(f"queries dropped in {len(dropped)} of {len(rows)} comparisons"
           + "".join("\n" + fit(f"  {r.variant}, {r.ranker_a} vs {r.ranker_b}: {r.dropped}")
                     for r in dropped.itertuples()))
-    for note in [*sweep.notes, *comparison.attrs["notes"], *sens.notes]:
+    for note in [*sweep.notes, *comparison.notes, *sens.notes]:
         print(fit(note, first="- "))
     slug = selection_slug(args, p_defaults=parser().parse_args(["x"]))
-    out = report_dir(sweep, args.out_dir) / (slug or "")
     with steps("write report and figures"):
-        paths = build_report(sweep, comparison, sens, out, verdicts=verdicts, changes=changes)
-        pairwise = paths.directory / "comparison.txt"
-        with pd.option_context("display.width", 250, "display.max_rows", None,
-                               "display.max_columns", None, "display.max_colwidth", 60):
-            pairwise.write_text(comparison_display(comparison).to_string(index=False) + "\n")
+        files = write_sweep_report(result, report_dir(sweep, args.out_dir) / (slug or ""))
+    paths = files.paths
     print(f"every variant's means:\n  {paths.directory / 'means.csv'}\n"
-          f"the {len(comparison)} paired comparisons (CIs, W/T/L, every p-value):\n"
-          f"  {pairwise}")
+          f"the {len(rows)} paired comparisons (CIs, W/T/L, every p-value):\n"
+          f"  {files.pairwise}")
     print(f"report: {paths.html}\n        {paths.markdown}\n        {paths.latex}")
     status = 0
-    spec = comparison_spec(sweep, comparison, verdicts, args.variants)
-    write_spec(paths.directory, spec, verdicts, changes)
     if verdicts is not None:
         # headings wrap; the indented lines are records (a verdict, a change), one a line
         print("\n".join(line if line.startswith(" ") else fit(line)
-                        for line in verdict_lines(verdicts) + change_lines(changes)))
+                        for line in verdict_lines(verdicts) + change_lines(result.changes)))
         if args.gate:
             passed, lines = gate_lines(verdicts)
             print("\n".join(line if line.startswith(" ") else fit(line) for line in lines))
             status = 0 if passed else 1
     if args.no_log:
         return status
-    experiment = args.log_experiment or sweep.provenance.get("experiments",
-                                                             [sweep.experiment])[0]
     with steps("log the comparison to MLflow"):
-        run_id = log_comparison(sweep, paths.directory, spec, verdicts, changes=changes,
-                                experiment=experiment, pending_dir=args.pending_dir)
+        run_id, experiment = log_sweep(result, files, experiment=args.log_experiment,
+                                       pending_dir=args.pending_dir)
     print(f"comparison logged as run {run_id} (experiment {experiment!r}, harness.verdict="
           f"{overall_verdict(verdicts)})\nrecompute it: harness reproduce {run_id}")
     if sweep.parent_run_id is None:

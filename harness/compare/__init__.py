@@ -45,6 +45,8 @@ from harness.compare.stats import (
 )
 from harness.compare.versions import RunInfo, group_versions, split_overrides
 from harness.compare.api import Comparison, compare
+from harness.compare.core import build_comparison
+from harness.compare.result import Settings
 
 
 class _Callable(types.ModuleType):
@@ -57,8 +59,9 @@ class _Callable(types.ModuleType):
 
 sys.modules[__name__].__class__ = _Callable
 
-__all__ = ["CORRECTIONS", "TESTS", "TIES_HOWTO", "Comparison", "CompareError", "compare", "DatasetMismatch", "NoOverlap",
-           "RankerVersion", "RunInfo", "RunNotFound", "Sensitivity", "Sweep", "TooFewRankers",
+__all__ = ["CORRECTIONS", "TESTS", "TIES_HOWTO", "Comparison", "CompareError", "compare",
+           "DatasetMismatch", "NoOverlap", "RankerVersion", "RunInfo", "RunNotFound",
+           "Sensitivity", "Settings", "Sweep", "TooFewRankers", "build_comparison",
            "UnknownName", "adjust_pvalues", "compare_table", "group_versions", "holm",
            "kendall_matrix", "latest_parent_run", "load_sweep", "paired_comparison",
            "sensitivity", "split_overrides", "tie_intervals"]

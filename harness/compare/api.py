@@ -141,4 +141,4 @@ def compare(qrels: pd.DataFrame | str | Path | None,
     per_query = {name: _per_query(name, run, qrels, mlist) for name, run in named.items()}
     return build_comparison(per_query, [m.display_name for m in mlist], baseline, test=test,
                             correction=correction, alpha=alpha, seed=seed,
-                            resamples=resamples)
+                            resamples=resamples, every_test=False)

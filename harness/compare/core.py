@@ -6,7 +6,7 @@ and on MLflow runs, and ``harness reproduce`` of a comparison all build theirs h
 >>> import pandas as pd
 >>> a = pd.DataFrame({"qid": ["q1", "q2", "q3"], "RR": [1.0, 0.5, 1.0]}).set_index("qid")
 >>> b = pd.DataFrame({"qid": ["q1", "q2", "q3"], "RR": [0.5, 0.5, 0.25]}).set_index("qid")
->>> c = build_comparison({"a": a, "b": b}, ["RR"], resamples=100)
+>>> c = build_comparison({"a": a, "b": b}, ["RR"], resamples=100, every_test=False)
 >>> c.settings.test, c.settings.reference, int(c.table.loc["b", ("RR", "losses")])
 ('ttest', 'a', 2)
 """
@@ -37,17 +37,19 @@ def check_options(test: str, correction: str) -> None:
                            f"{correction!r}")
 
 
-def build_comparison(per_query: Mapping[str, pd.DataFrame], measures: Sequence[str] | None,
+def build_comparison(per_query: Mapping[str, pd.DataFrame],
+                     measures: Sequence[str] | None = None,
                      baseline: str | Sequence[str] | None = None, *, test: str = "ttest",
                      correction: str = "holm", alpha: float = 0.05, seed: int = 0,
                      resamples: int = 10_000, family: str = "variant",
                      max_queries: int | None = 20_000, confidence: float = 0.95,
-                     every_test: bool = False) -> Comparison:
+                     every_test: bool = True) -> Comparison:
     """The :class:`~harness.compare.api.Comparison` of the systems' per-query tables.
 
-    ``measures`` the columns compared (None: every metric column). Only ``test`` is computed
-    unless ``every_test`` (then also the other paired tests and each difference's bootstrap
-    interval: the full pairwise table of ``harness compare`` on MLflow runs). ``bootstrap``
+    ``measures`` the columns compared (None: every metric column). With ``every_test`` (the
+    default) every paired test and each difference's bootstrap interval are computed (the
+    full pairwise table of ``harness compare`` on MLflow runs), else only ``test`` (as
+    :func:`harness.compare` does). ``bootstrap``
     and ``tukey`` add their p-values to the t-test's rows
     (:func:`~harness.compare.resampling.bootstrap_pvalues`,
     :func:`~harness.compare.resampling.tukey_pvalues`); the rest is

@@ -20,7 +20,8 @@ from typing import Any
 from harness.compare.api import Comparison
 from harness.compare.record import COMPARISON_ROLE, SPEC_ARTIFACT, log_record
 
-__all__ = ["FILES_KIND", "file_spec", "write_file_comparison", "log_file_comparison"]
+__all__ = ["FILES_KIND", "file_spec", "write_file_comparison", "log_file_comparison",
+           "record_file_comparison", "recompute"]
 
 #: ``comparison.json``'s ``kind`` for a comparison of files
 FILES_KIND = "files"
@@ -83,6 +84,24 @@ def log_file_comparison(comparison: Comparison, directory: Path, spec: Mapping[s
         start_ms=now, end_ms=now)
     return log_record(record, uri, experiment, directory, pending_dir=pending_dir,
                       artifact_root=artifact_root, suffix="compare-files")
+
+
+def record_file_comparison(comparison: Comparison, qrels: str | os.PathLike[str],
+                           runs: Mapping[str, str | os.PathLike[str]], *, out_dir: str,
+                           tracking_uri: str | None, experiment: str,
+                           pending_dir: str | os.PathLike[str] = "runs/pending"
+                           ) -> tuple[Path, str]:
+    """Write the comparison of these files under ``<out_dir>/files/<time>/`` and log it
+    (:func:`write_file_comparison`, :func:`log_file_comparison`); returns the folder and
+    the run id."""
+    from harness.paths import project_path
+
+    spec = file_spec(comparison, qrels, runs)
+    directory = write_file_comparison(comparison, project_path(out_dir) / "files" /
+                                      time.strftime("%Y-%m-%d_%H-%M-%S"), spec)
+    run_id = log_file_comparison(comparison, directory, spec, tracking_uri=tracking_uri,
+                                 experiment=experiment, pending_dir=pending_dir)
+    return directory, run_id
 
 
 def recompute(spec: Mapping[str, Any]) -> Comparison:

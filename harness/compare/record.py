@@ -16,7 +16,7 @@ import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -28,6 +28,9 @@ from harness.errors import TrackingUnavailable
 from harness.paths import project_path
 from harness.version import __version__
 
+if TYPE_CHECKING:
+    from harness.compare.result import Comparison
+
 __all__ = ["SPEC_ARTIFACT", "COMPARISON_ROLE", "VERDICT_TAG", "comparison_spec", "log_record",
            "overall_verdict", "write_spec", "log_comparison"]
 
@@ -36,20 +39,18 @@ COMPARISON_ROLE = "comparison"
 VERDICT_TAG = "harness.verdict"
 
 
-def comparison_spec(sweep: Sweep, comparison: pd.DataFrame, verdicts: pd.DataFrame | None,
+def comparison_spec(sweep: Sweep, comparison: Comparison, verdicts: pd.DataFrame | None,
                     variants: list[str] | None) -> dict[str, Any]:
     """Everything a recomputation needs: the runs of each version, the digests of their
     per-query artifacts, the query rule and every option of the tests and verdicts."""
-    p, a = sweep.provenance, comparison.attrs
+    p, s = sweep.provenance, comparison.settings
     return {
         "harness_version": __version__, "tracking_uri": sweep.tracking_uri,
         "dataset": {"name": sweep.dataset_name, "digest": sweep.dataset_digest},
         "versions": p["versions"], "per_query_sha256": p["per_query_sha256"],
         "sources": p.get("sources", {}), "allow_subset": bool(p.get("allow_subset", False)),
         "parent_run_id": sweep.parent_run_id, "variants": variants,
-        "baselines": list(a.get("baselines") or []),
-        "options": {k: a[k] for k in ("correction", "alpha", "test", "seed", "resamples",
-                                      "confidence", "family", "max_queries")},
+        "baselines": list(s.baselines), "options": s.options(),
         "verdicts": None if verdicts is None else {
             "test": verdicts.attrs["test"], "equivalence": verdicts.attrs["equivalence"],
             "margins": verdicts.attrs["margins"], "changes": CHANGES_FILE},

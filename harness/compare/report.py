@@ -31,6 +31,7 @@ from harness.paths import project_path
 
 if TYPE_CHECKING:
     from harness.compare.load import Sweep
+    from harness.compare.result import Comparison
     from harness.compare.sensitivity import Sensitivity
 
 __all__ = ["ReportPaths", "build_report", "comparison_display", "means_display",
@@ -61,21 +62,21 @@ def _p_perm(value: float, resamples: int | None) -> str:
     return _p(value)
 
 
-def comparison_display(comparison: pd.DataFrame) -> pd.DataFrame:
+def comparison_display(comparison: Comparison) -> pd.DataFrame:
     """The comparison table formatted for reading: one row per (variant, pair), with
     ``sig`` = ``*`` where the corrected p-value of the deciding test is below alpha.
 
-    >>> from harness.compare import compare_table
+    >>> from harness.compare import build_comparison
     >>> a = pd.DataFrame({"qid": ["q1", "q2", "q3"], "nDCG@10": [0.9, 0.8, 0.7]})
     >>> b = pd.DataFrame({"qid": ["q1", "q2", "q3"], "nDCG@10": [0.5, 0.8, 0.6]})
-    >>> comparison_display(compare_table({"a": a, "b": b}, resamples=100))[
+    >>> comparison_display(build_comparison({"a": a, "b": b}, resamples=100))[
     ...     ["variant", "A", "B", "diff", "W/T/L", "sig"]]
        variant  A  B     diff  W/T/L sig
     0  nDCG@10  a  b  +0.1667  2/1/0
     """
-    attrs = comparison.attrs
-    test, correction = attrs.get("test", "ttest"), attrs.get("correction", "holm")
-    c = comparison
+    s = comparison.settings
+    test, correction = s.test, s.correction
+    c = comparison.tests
     return pd.DataFrame({
         "variant": c["variant"], "A": c["ranker_a"], "B": c["ranker_b"], "n": c["n"],
         "dropped": c["n_dropped"], "mean A": c["mean_a"].map("{:.4f}".format),
@@ -87,18 +88,19 @@ def comparison_display(comparison: pd.DataFrame) -> pd.DataFrame:
         f"p adj ({test}, {correction})": c[f"p_{test}_adj"].map(_p),  # the deciding one first
         "sig": np.where(c["significant"], "*", ""),
         "p t": c["p_ttest"].map(_p), "p Wilcoxon": c["p_wilcoxon"].map(_p),
-        "p perm": [_p_perm(v, attrs.get("resamples")) for v in c["p_permutation"]],
+        "p perm": [_p_perm(v, s.resamples) for v in c["p_permutation"]],
     })
 
 
-def means_display(means: pd.DataFrame, comparison: pd.DataFrame) -> tuple[pd.DataFrame,
-                                                                            dict[str, str]]:
+def means_display(means: pd.DataFrame, comparison: Comparison) -> tuple[pd.DataFrame,
+                                                                          dict[str, str]]:
     """ranx-style table: rankers (rows) x variants (columns), each mean followed by the
     letters of the rankers it is significantly better than; returns it and the letters."""
     letters = {label: chr(ord("a") + i) if i < 26 else f"r{i}"
                for i, label in enumerate(means.columns)}
     beats: dict[tuple[str, str], list[str]] = {}
-    for row in comparison[comparison["significant"]].itertuples():
+    rows = comparison.tests
+    for row in rows[rows["significant"]].itertuples():
         winner, loser = ((row.ranker_a, row.ranker_b) if row.mean_diff > 0
                          else (row.ranker_b, row.ranker_a))
         beats.setdefault((winner, row.variant), []).append(letters[loser])
@@ -119,7 +121,7 @@ def _verdict(winner: str, significant: object, top: str, letters: dict[str, str]
                                                            for t in top.split(" = "))
 
 
-def headline_display(means: pd.DataFrame, comparison: pd.DataFrame, winners: pd.DataFrame
+def headline_display(means: pd.DataFrame, comparison: Comparison, winners: pd.DataFrame
                      ) -> tuple[pd.DataFrame, dict[str, str]]:
     """The console's headline table: the headline variants (rows; per metric family the
     variants with every convention at its default) x the rankers (columns, by letter), each
@@ -162,7 +164,7 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=-]+", "_", text)[:120]
 
 
-def _figures(sweep: Sweep, comparison: pd.DataFrame, sens: Sensitivity,
+def _figures(sweep: Sweep, comparison: Comparison, sens: Sensitivity,
              fig_dir: Path) -> dict[str, list[tuple[str, Path]]]:
     """The distributions as in a job (an overview of the headline variants, one panel per
     variant of each metric family), a paired-difference figure per pair, the tau heatmap."""
@@ -179,10 +181,11 @@ def _figures(sweep: Sweep, comparison: pd.DataFrame, sens: Sensitivity,
         name = path.stem.removeprefix("family-")
         out["distributions"].append(("headline variants" if name == "overview" else
                                      f"every {name} variant", path))
-    pairs = comparison[["ranker_a", "ranker_b"]].drop_duplicates().itertuples(index=False)
+    rows = comparison.tests
+    pairs = rows[["ranker_a", "ranker_b"]].drop_duplicates().itertuples(index=False)
     for i, (a, b) in enumerate(pairs):
         path = fig_dir / f"difference_{i:02d}_{_safe(a)}_vs_{_safe(b)}.png"
-        path.write_bytes(png_bytes(paired_difference_figure(sweep.per_query, comparison, a, b)))
+        path.write_bytes(png_bytes(paired_difference_figure(sweep.per_query, rows, a, b)))
         out["differences"].append((f"{a} vs {b}", path))
     path = fig_dir / "kendall_tau.png"
     path.write_bytes(png_bytes(tau_heatmap(sens.tau)))
@@ -228,7 +231,7 @@ def judged_shares(sweep: Sweep) -> dict[str, float]:
     return {label: float(np.mean(values)) for label, values in logged.items()}
 
 
-def _tables(sweep: Sweep, comparison: pd.DataFrame, sens: Sensitivity,
+def _tables(sweep: Sweep, comparison: Comparison, sens: Sensitivity,
             verdicts: pd.DataFrame | None = None, changes: pd.DataFrame | None = None
             ) -> dict[str, tuple[str, pd.DataFrame, bool]]:
     """Title, table and whether the index is shown, per section."""
@@ -276,29 +279,29 @@ def _tables(sweep: Sweep, comparison: pd.DataFrame, sens: Sensitivity,
     }
 
 
-def _settings(sweep: Sweep, comparison: pd.DataFrame) -> list[tuple[str, str]]:
-    a = comparison.attrs
+def _settings(sweep: Sweep, comparison: Comparison) -> list[tuple[str, str]]:
+    s = comparison.settings
     return [("experiment", sweep.experiment), ("parent run", sweep.parent_run_id or "none"),
             ("filter", sweep.filter_string or "none"), ("tracking store", sweep.tracking_uri),
             ("dataset", f"{sweep.dataset_name} (digest {sweep.dataset_digest})"),
-            ("significance", f"{a.get('test')} p-value, {a.get('correction')} correction per "
-                             f"{a.get('family')}, alpha {a.get('alpha')}"),
-            ("resampling", f"{a.get('resamples')} resamples (permutation sign flips and "
-                           f"bootstrap), seed {a.get('seed')}"),
-            ("baseline", str(a.get("baseline") or "none (all pairs)")),
+            ("significance", f"{s.test} p-value, {s.correction} correction per "
+                             f"{s.family}, alpha {s.alpha}"),
+            ("resampling", f"{s.resamples} resamples (permutation sign flips and "
+                           f"bootstrap), seed {s.seed}"),
+            ("baseline", str(s.baseline or "none (all pairs)")),
             ("generated", time.strftime("%Y-%m-%d %H:%M:%S %Z"))]
 
 
-def _notes(sweep: Sweep, comparison: pd.DataFrame) -> list[str]:
+def _notes(sweep: Sweep, comparison: Comparison) -> list[str]:
     """What was merged, left out or dropped, and the notes of single comparisons."""
-    notes = list(sweep.notes) + list(comparison.attrs.get("notes", []))
-    for row in comparison.itertuples():
+    notes = list(sweep.notes) + list(comparison.notes)
+    for row in comparison.tests.itertuples():
         if row.dropped:
             notes.append(f"{row.variant}, {row.ranker_a} vs {row.ranker_b}: dropped "
                          f"{row.dropped}")
         if row.note:
             notes.append(f"{row.variant}, {row.ranker_a} vs {row.ranker_b}: {row.note}")
-    if not comparison["n_dropped"].any():
+    if not comparison.tests["n_dropped"].any():
         notes.append("no query was dropped: every pair was compared on all its queries")
     return notes
 
@@ -315,7 +318,7 @@ def _provenance_tables(sweep: Sweep) -> dict[str, pd.DataFrame]:
     return {"runs": runs, "environments": envs.rename_axis("package"), "varying": varying}
 
 
-def build_report(sweep: Sweep, comparison: pd.DataFrame, sensitivity: Sensitivity,
+def build_report(sweep: Sweep, comparison: Comparison, sensitivity: Sensitivity,
                  out_dir: str | Path, *, verdicts: pd.DataFrame | None = None,
                  changes: pd.DataFrame | None = None) -> ReportPaths:
     """Write the report of a comparison to ``out_dir``.
@@ -324,8 +327,8 @@ def build_report(sweep: Sweep, comparison: pd.DataFrame, sensitivity: Sensitivit
     ----------
     sweep : Sweep
         From :func:`harness.compare.load_sweep`.
-    comparison : DataFrame
-        From :func:`harness.compare.compare_table` on ``sweep.per_query``.
+    comparison : Comparison
+        From :func:`harness.compare.core.build_comparison` on ``sweep.per_query``.
     sensitivity : Sensitivity
         From :func:`harness.compare.sensitivity`.
     out_dir : path
@@ -351,7 +354,7 @@ def build_report(sweep: Sweep, comparison: pd.DataFrame, sensitivity: Sensitivit
                    _figures(sweep, comparison, sensitivity, out / "figures"),
                    _provenance_tables(sweep), sweep)
     csvs = []
-    for name, frame in (("comparison", comparison), ("means", sensitivity.means),
+    for name, frame in (("comparison", comparison.tests), ("means", sensitivity.means),
                         ("winners", sensitivity.winners), ("power", sensitivity.power),
                         ("tie_intervals", sensitivity.ties), ("kendall_tau", sensitivity.tau),
                         ("incompleteness", sensitivity.unjudged),

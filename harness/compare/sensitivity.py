@@ -16,6 +16,7 @@ import itertools
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -27,6 +28,9 @@ from harness.compare.stats import per_query_frame
 from harness.errors import MetricDefinitionError
 from harness.metrics import parse_metric
 from harness.metrics.evaluate import metric_columns
+
+if TYPE_CHECKING:
+    from harness.compare.result import Comparison
 
 __all__ = ["Sensitivity", "sensitivity", "kendall_matrix", "tie_intervals", "TIES_HOWTO",
            "significance_rule"]
@@ -196,15 +200,15 @@ def _winner_note(winners: pd.DataFrame, has_table: bool = True) -> str:
     return "the winner changes with the variant: " + "; ".join(parts + rest)
 
 
-def _pair_lookup(comparison: pd.DataFrame | None) -> dict[tuple[str, str, str], tuple]:
+def _pair_lookup(comparison: Comparison | None) -> dict[tuple[str, str, str], tuple]:
     """(variant, ranker, other) -> (significant, mean difference ranker - other, p adj)."""
-    if comparison is None or not len(comparison):
+    if comparison is None or not len(comparison.tests):
         return {}
-    column = f"p_{comparison.attrs.get('test', 'ttest')}_adj"
+    rows = comparison.tests
+    column = f"p_{comparison.settings.test}_adj"
     out = {}
-    for v, a, b, sig, diff, p in zip(comparison["variant"], comparison["ranker_a"],
-                                     comparison["ranker_b"], comparison["significant"],
-                                     comparison["mean_diff"], comparison[column]):
+    for v, a, b, sig, diff, p in zip(rows["variant"], rows["ranker_a"], rows["ranker_b"],
+                                     rows["significant"], rows["mean_diff"], rows[column]):
         out[(v, a, b)] = (bool(sig), float(diff), float(p))
         out[(v, b, a)] = (bool(sig), -float(diff), float(p))
     return out
@@ -229,7 +233,7 @@ def _lead(variant: str, row: pd.Series, pairs: Mapping[tuple[str, str, str], tup
     return (None if missing else len(top) == 1), p_adj, " = ".join(top)
 
 
-def _winners(means: pd.DataFrame, comparison: pd.DataFrame | None = None) -> pd.DataFrame:
+def _winners(means: pd.DataFrame, comparison: Comparison | None = None) -> pd.DataFrame:
     pairs = _pair_lookup(comparison)
     rows = {}
     for variant, row in means.iterrows():
@@ -248,11 +252,10 @@ def _winners(means: pd.DataFrame, comparison: pd.DataFrame | None = None) -> pd.
     return out
 
 
-def significance_rule(comparison: pd.DataFrame) -> str:
-    """The rule deciding ``significant`` in a comparison table, in words."""
-    a = comparison.attrs
-    return (f"{a.get('test', 'ttest')} p adj < {a.get('alpha', 0.05)}, "
-            f"{a.get('correction', 'holm')} per {a.get('family', 'variant')}")
+def significance_rule(comparison: Comparison) -> str:
+    """The rule deciding ``significant`` in a comparison, in words."""
+    s = comparison.settings
+    return f"{s.test} p adj < {s.alpha}, {s.correction} per {s.family}"
 
 
 def tie_intervals(per_query: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
@@ -290,7 +293,7 @@ def tie_intervals(per_query: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
                                        "interval", "n_queries", "n_affected"])
 
 
-def sensitivity(per_query: Mapping[str, pd.DataFrame], comparison: pd.DataFrame | None = None,
+def sensitivity(per_query: Mapping[str, pd.DataFrame], comparison: Comparison | None = None,
                 *, variants: Sequence[str] | None = None) -> Sensitivity:
     """Sensitivity of the ranker ordering to the metric definition.
 
@@ -298,9 +301,9 @@ def sensitivity(per_query: Mapping[str, pd.DataFrame], comparison: pd.DataFrame 
     ----------
     per_query : mapping of ranker label -> DataFrame
         Per-query tables, as for :func:`harness.compare.compare_table`.
-    comparison : DataFrame, optional
-        A :func:`~harness.compare.compare_table` result; its ``significant`` column (its test,
-        alpha and correction) decides whether each variant's leader wins or the top is a tie,
+    comparison : Comparison, optional
+        A :func:`~harness.compare.build_comparison` result; the ``significant`` column of
+        its tests (its test, alpha and correction) decides whether each variant's leader wins or the top is a tie,
         and gives the discriminative power of each variant. Pass an all-pairs table (no
         baseline): with a table against a baseline the leads are untested wherever the
         leader's pairs are missing, and the power is over the baseline's comparisons only
@@ -326,7 +329,8 @@ def sensitivity(per_query: Mapping[str, pd.DataFrame], comparison: pd.DataFrame 
                          index=list(variants), dtype=np.float64)
     compared = means.notna().sum(axis=1) >= 2  # a variant one ranker has proves nothing
     winners = _winners(means[compared], comparison)
-    rule = significance_rule(comparison) if comparison is not None and len(comparison) else ""
+    tested = comparison is not None and len(comparison.tests) > 0
+    rule = significance_rule(comparison) if comparison is not None and tested else ""
     notes = []
     if not compared.all():
         lone = list(means.index[~compared])
@@ -344,14 +348,14 @@ def sensitivity(per_query: Mapping[str, pd.DataFrame], comparison: pd.DataFrame 
     if len(off):
         notes.append(f"Kendall's tau between variant orderings: min {off.min():.3f}, "
                      f"median {np.median(off):.3f}")
-    if comparison is not None and len(comparison):
-        grouped = comparison.groupby("variant", sort=False)["significant"]
+    if comparison is not None and tested:
+        grouped = comparison.tests.groupby("variant", sort=False)["significant"]
         power = pd.DataFrame({"n_comparisons": grouped.size(),
                               "n_significant": grouped.sum().astype(int)})
         power["discriminative_power"] = power["n_significant"] / power["n_comparisons"]
-        if comparison.attrs.get("baseline") is not None:
+        if comparison.settings.baseline is not None:
             notes.append(f"discriminative power over the comparisons with the baseline "
-                         f"{comparison.attrs['baseline']} only, not over every ranker pair")
+                         f"{comparison.settings.baseline} only, not over every ranker pair")
     else:
         power = pd.DataFrame(columns=["n_comparisons", "n_significant",
                                       "discriminative_power"])

@@ -233,18 +233,9 @@ def per_query_frame(frame: pd.DataFrame) -> pd.DataFrame:
 def compare_table(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str] | None = None,
                   baseline: str | Sequence[str] | None = None, **options: Any) -> pd.DataFrame:
     """Every ranker pair (or every ranker vs ``baseline``) under every variant: the rows of
-    :func:`pair_rows` (its parameters), the settings and notes in ``attrs``."""
-    table, notes = pair_rows(per_query, variants, baseline, **options)
-    keys = ("correction", "alpha", "test", "seed", "resamples", "confidence", "family",
-            "max_queries")
-    defaults = {"correction": "holm", "alpha": 0.05, "test": "ttest", "seed": 0,
-                "resamples": 10_000, "confidence": 0.95, "family": "variant",
-                "max_queries": 20_000}
-    baselines = [baseline] if isinstance(baseline, str) else list(baseline or [])
-    table.attrs = {k: options.get(k, defaults[k]) for k in keys} | {
-        "resamples": int(options.get("resamples", 10_000)),
-        "baseline": ", ".join(baselines) or None, "baselines": baselines, "notes": notes}
-    return table
+    :func:`pair_rows` (its parameters); :func:`harness.compare.core.build_comparison` gives
+    them with their settings and notes (a :class:`~harness.compare.result.Comparison`)."""
+    return pair_rows(per_query, variants, baseline, **options)[0]
 
 
 def pair_rows(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str] | None = None,

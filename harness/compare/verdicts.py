@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -43,6 +43,9 @@ from harness.compare.verdict_names import (
     WORSE,
 )
 from harness.errors import CompareError
+
+if TYPE_CHECKING:
+    from harness.compare.result import Comparison
 
 __all__ = ["BETTER", "EQUIVALENT", "NOT_WORSE", "WORSE", "INCONCLUSIVE", "VERDICTS",
            "PASSING", "VERDICT_TESTS", "VERDICT_CODES", "parse_margins", "one_sided_p",
@@ -147,20 +150,21 @@ def _decide(row: Mapping[str, Any], test: str, alpha: float, equivalence: bool
     return INCONCLUSIVE, f"{name} p adj ≥ {alpha:g} for every claim ({shown})"
 
 
-def verdict_table(per_query: Mapping[str, pd.DataFrame], comparison: pd.DataFrame,
+def verdict_table(per_query: Mapping[str, pd.DataFrame], comparison: Comparison,
                   margins: Mapping[str, float] | None = None, *, test: str = "ttest",
                   equivalence: bool = False,
                   intervals: Mapping[str, pd.DataFrame] | None = None) -> pd.DataFrame:
-    """The verdict of every row of a :func:`~harness.compare.compare_table` table made
-    against baselines: ``ranker_a`` (the candidate) against ``ranker_b`` (the baseline).
+    """The verdict of every pair of a comparison made against baselines
+    (:attr:`Comparison.tests`): ``ranker_a`` (the candidate) against ``ranker_b`` (the
+    baseline).
 
     Parameters
     ----------
     per_query : mapping of label -> DataFrame
         The per-query tables the comparison was made from.
-    comparison : DataFrame
-        From :func:`compare_table` with ``baseline``; its ``attrs`` give alpha, the
-        correction, the family, the seed and the resamples.
+    comparison : Comparison
+        From :func:`~harness.compare.core.build_comparison` with ``baseline``; its
+        settings give alpha, the correction, the family, the seed and the resamples.
     margins : mapping of variant -> float, optional
         δ per variant (:func:`parse_margins`); other variants get 0.
     test : {'ttest', 'wilcoxon', 'bootstrap'}
@@ -186,11 +190,11 @@ def verdict_table(per_query: Mapping[str, pd.DataFrame], comparison: pd.DataFram
     if equivalence and not any(margins.values()):
         raise CompareError("--equivalence tests |diff| < margin: give a margin > 0 "
                            "(--margin VARIANT=DELTA)")
-    a = comparison.attrs
-    alpha, seed, resamples = a.get("alpha", 0.05), a.get("seed", 0), a.get("resamples", 10_000)
+    s = comparison.settings
+    alpha, seed, resamples = s.alpha, s.seed, s.resamples
     frames = {label: per_query_frame(f) for label, f in per_query.items()}
     rows = []
-    for r in comparison.itertuples():
+    for r in comparison.tests.itertuples():
         x, y, _, _ = align_pair(frames[r.ranker_a][r.variant], frames[r.ranker_b][r.variant])
         d = x - y
         d[np.abs(d) <= TIE_TOLERANCE] = 0.0
@@ -198,14 +202,13 @@ def verdict_table(per_query: Mapping[str, pd.DataFrame], comparison: pd.DataFram
                     | _row(d, margins.get(r.variant, 0.0), test, alpha, seed, resamples,
                            equivalence))
     table = pd.DataFrame(rows)
-    family = a.get("family", "variant")
+    family = s.family
     groups = [np.arange(len(table))] if family == "all" else list(table.groupby(
         "variant" if family == "variant" else "baseline", sort=False).indices.values())
     for column in [c for c in table.columns if c.startswith("p_")]:
         adjusted = np.empty(len(table))
         for idx in groups:
-            adjusted[idx] = adjust_pvalues(table[column].to_numpy()[idx],
-                                           a.get("correction", "holm"))
+            adjusted[idx] = adjust_pvalues(table[column].to_numpy()[idx], s.correction)
         table[f"{column}_adj"] = adjusted
     decided = [_decide(row, test, alpha, equivalence) for row in table.to_dict("records")]
     table["verdict"] = [v for v, _ in decided]
@@ -218,7 +221,7 @@ def verdict_table(per_query: Mapping[str, pd.DataFrame], comparison: pd.DataFram
     if bounded is not None:
         table = table.join(bounded)
     table.attrs = {"test": test, "equivalence": equivalence, "alpha": alpha,
-                   "margins": margins, "correction": a.get("correction", "holm"),
+                   "margins": margins, "correction": s.correction,
                    "family": family}
     return table
 

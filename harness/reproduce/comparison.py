@@ -27,9 +27,8 @@ import pandas as pd
 from harness.compare.file_record import FILES_KIND, recompute
 from harness.compare.record import COMPARISON_ROLE, SPEC_ARTIFACT
 from harness.compare.runs import load_versions
-from harness.compare.stats import compare_table
-from harness.compare.verdict_shifts import CHANGES_FILE, verdict_changes
-from harness.compare.verdicts import verdict_table
+from harness.compare.verdict_shifts import CHANGES_FILE
+from harness.compare.workflow import sweep_tables
 from harness.errors import HarnessError
 from harness.reproduce.checks import ReproduceError, read_artifact
 
@@ -109,16 +108,16 @@ def reproduce_comparison(client: Any, run: Any) -> ComparisonResult:
                               allow_subset=spec["allow_subset"],
                               digests=spec["per_query_sha256"], sources=spec["sources"],
                               judgment_digests=spec.get("judgments_sha256"))
-        comparison = compare_table(sweep.per_query, spec["variants"],
-                                   spec["baselines"] or None, **spec["options"])
-        now = {"comparison.csv": comparison}
-        if spec["verdicts"]:
-            now["verdicts.csv"] = verdict_table(
-                sweep.per_query, comparison, spec["verdicts"]["margins"],
-                test=spec["verdicts"]["test"], equivalence=spec["verdicts"]["equivalence"],
-                intervals=sweep.intervals)
-            if spec["verdicts"].get("changes"):  # comparisons logged before issue 23's ★
-                now[CHANGES_FILE] = verdict_changes(now["verdicts.csv"], sweep.per_query)
+        # the tables harness compare computed (comparisons logged before issue 23's ★ have
+        # no verdict changes)
+        comparison, verdicts, changes = sweep_tables(
+            sweep.per_query, spec["variants"], spec["baselines"], spec["options"],
+            spec["verdicts"], sweep.intervals)
+        now = {"comparison.csv": comparison.tests}
+        if verdicts is not None:
+            now["verdicts.csv"] = verdicts
+        if changes is not None:
+            now[CHANGES_FILE] = changes
     except HarnessError as exc:
         raise ReproduceError(f"comparison run {run_id}: {exc}") from None
     n_values, differences = 0, []
