@@ -119,9 +119,9 @@ def test_the_verdict_flips_with_the_gain_and_gain_accounts_for_all_of_it(data) -
     assert row["candidate_change"] - row["baseline_change"] == pytest.approx(row["change"])
     assert row["largest"] and row["split_exact"]
     split = split_change(pq, "cand", "base", "nDCG@10", "nDCG@10(gain=linear)")
-    assert split[["option", "a", "b"]].values.tolist() == [["gain", "exp2", "linear"]]
-    assert split["contribution"].iloc[0] == pytest.approx(d_linear - d_exp2, abs=1e-9)
-    assert split["share"].iloc[0] == pytest.approx(1.0)
+    assert split.table[["option", "a", "b"]].values.tolist() == [["gain", "exp2", "linear"]]
+    assert split.table["contribution"].iloc[0] == pytest.approx(d_linear - d_exp2, abs=1e-9)
+    assert split.table["share"].iloc[0] == pytest.approx(1.0)
     assert row["split"] == f"gain exp2 -> linear {d_linear - d_exp2:+.4f} (100%)"
     lines = change_lines(changes)
     assert lines[0].startswith("Verdict across metric definitions: it changes for 1 pair(s)")
@@ -133,18 +133,18 @@ def test_the_verdict_flips_with_the_gain_and_gain_accounts_for_all_of_it(data) -
 def test_two_options_split_by_shapley_as_explain_difference_splits_each_side(data) -> None:
     runs, qrels, per_query = data
     split = split_change(per_query, "cand", "base", "nDCG@10", "nDCG@5(gain=linear)")
-    assert split.attrs["exact"] and list(split["option"]) == ["k", "gain"]
+    assert split.exact and list(split.table["option"]) == ["k", "gain"]
     # by hand: each option's marginal effect averaged over the two orders of switching
     v = {(k, g): diff(runs, qrels, k, g) for k in (10, 5) for g in ("exp2", "linear")}
     phi_k = ((v[5, "exp2"] - v[10, "exp2"]) + (v[5, "linear"] - v[10, "linear"])) / 2
     phi_gain = ((v[10, "linear"] - v[10, "exp2"]) + (v[5, "linear"] - v[5, "exp2"])) / 2
-    np.testing.assert_allclose(split["contribution"], [phi_k, phi_gain], atol=1e-9)
-    assert split["contribution"].sum() == pytest.approx(v[5, "linear"] - v[10, "exp2"])
+    np.testing.assert_allclose(split.table["contribution"], [phi_k, phi_gain], atol=1e-9)
+    assert split.table["contribution"].sum() == pytest.approx(v[5, "linear"] - v[10, "exp2"])
     # linear in the value: the candidate's split minus the baseline's, from run and qrels
     sides = [explain_difference(runs[name], qrels, "ndcg@10", "ndcg@10",
                                 "ndcg@5(gain=linear)").table.set_index("option")
              for name in ("cand", "base")]
-    np.testing.assert_allclose(split.set_index("option")["contribution"],
+    np.testing.assert_allclose(split.table.set_index("option")["contribution"],
                                (sides[0]["contribution"] - sides[1]["contribution"])
                                [["k", "gain"]], atol=1e-9)
 
@@ -153,13 +153,13 @@ def test_options_whose_hybrids_were_not_measured_are_reported_together(data) -> 
     runs, qrels, per_query = data
     pq = only(per_query, ["nDCG@10", "nDCG@5(gain=linear)"])
     split = split_change(pq, "cand", "base", "nDCG@10", "nDCG@5(gain=linear)")
-    assert not split.attrs["exact"]
-    assert split.attrs["missing"] == ["nDCG@10(gain=linear)", "nDCG@5"]
-    assert split[["option", "a", "b"]].values.tolist() == [["k+gain", "10, exp2",
-                                                            "5, linear"]]
-    assert split["contribution"].iloc[0] == pytest.approx(
+    assert not split.exact
+    assert split.missing == ["nDCG@10(gain=linear)", "nDCG@5"]
+    assert split.table[["option", "a", "b"]].values.tolist() == [["k+gain", "10, exp2",
+                                                                  "5, linear"]]
+    assert split.table["contribution"].iloc[0] == pytest.approx(
         diff(runs, qrels, 5, "linear") - diff(runs, qrels, 10, "exp2"), abs=1e-9)
-    assert split["share"].iloc[0] == pytest.approx(1.0)
+    assert split.table["share"].iloc[0] == pytest.approx(1.0)
 
 
 def frames(diffs: dict[str, float], n: int = 40, seed: int = 1) -> dict[str, pd.DataFrame]:
@@ -214,7 +214,8 @@ def test_the_same_verdict_everywhere_says_so_and_one_variant_says_nothing() -> N
     assert change_lines(changes) == ["Verdict across metric definitions: the same under "
                                      "every variant of each metric, for every pair"]
     pq = frames({"nDCG@10": 0.1, "AP@10": -0.1})
-    assert change_lines(verdict_changes(verdicts_of(pq), pq)) == []
+    verdicts = verdicts_of(pq)
+    assert change_lines(verdict_changes(verdicts, pq), verdicts) == []
 
 
 # --- through the command: console, report, the comparison's run, reproduce --------------

@@ -174,7 +174,8 @@ def _align_variant(frames: Mapping[str, pd.DataFrame], keys: list[Key],
         groups.setdefault(label, []).append(key)
 
 
-def _group(raw: np.ndarray, d: np.ndarray, rows: np.ndarray, out: dict[str, Any], *, tests: Collection[str], intervals: bool, seed: int,
+def _group(raw: np.ndarray, d: np.ndarray, rows: np.ndarray, out: dict[str, Any], *,
+           tests: Collection[str], intervals: bool, seed: int,
            resamples: int, confidence: float, max_queries: int | None) -> None:
     """The statistics of one group's rows (pairs x the same queries) into ``out``:
     ``raw`` the differences a - b, ``d`` the same with ties (within the tolerance) 0."""

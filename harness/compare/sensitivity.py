@@ -303,7 +303,8 @@ def sensitivity(per_query: Mapping[str, pd.DataFrame], comparison: Comparison | 
         Per-query tables, as for :func:`harness.compare.compare_table`.
     comparison : Comparison, optional
         A :func:`~harness.compare.build_comparison` result; the ``significant`` column of
-        its tests (its test, alpha and correction) decides whether each variant's leader wins or the top is a tie,
+        its tests (its test, alpha and correction) decides whether each variant's leader
+        wins or the top is a tie,
         and gives the discriminative power of each variant. Pass an all-pairs table (no
         baseline): with a table against a baseline the leads are untested wherever the
         leader's pairs are missing, and the power is over the baseline's comparisons only

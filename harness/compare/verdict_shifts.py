@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,8 +36,8 @@ from harness.explain.shapley import differing_options, hybrid, shapley_terms, sh
 from harness.metrics import parse_metric
 from harness.metrics.definition import Metric
 
-__all__ = ["CHANGES_FILE", "CHANGE_COLUMNS", "split_change", "verdict_changes",
-           "change_lines", "changes_display", "change_markdown"]
+__all__ = ["CHANGES_FILE", "CHANGE_COLUMNS", "Split", "split_change", "verdict_changes",
+           "comparable", "change_lines", "changes_display", "change_markdown"]
 
 #: The table of :func:`verdict_changes` beside the report and in the comparison's run.
 CHANGES_FILE = "verdict_changes.csv"
@@ -75,25 +76,39 @@ def _splittable(frames: Mapping[str, pd.DataFrame], candidate: str, baseline: st
                for c in itertools.combinations(players, r))
 
 
+@dataclass(frozen=True)
+class Split:
+    """A change of mean difference split by option (:func:`split_change`): ``table`` one
+    row per option, ``change`` D_B − D_A, ``exact`` whether every hybrid was measured,
+    ``missing`` the hybrid variants that were not."""
+
+    table: pd.DataFrame
+    change: float
+    exact: bool
+    missing: list[str]
+
+
 def split_change(per_query: Mapping[str, pd.DataFrame], candidate: str, baseline: str,
-                 variant_a: str, variant_b: str) -> pd.DataFrame:
+                 variant_a: str, variant_b: str) -> Split:
     """Split D_B − D_A (the candidate's mean difference from the baseline under variant B
     minus under variant A, two definitions of one metric) by option.
 
     Returns
     -------
-    DataFrame
-        One row per option that differs (or per group of options whose hybrids were not
-        measured, named ``"gain+ties"``): ``option``, ``a``, ``b`` (its values under A and
-        B), ``contribution`` (adds up to D_B − D_A), ``share`` of it. ``attrs``: ``change``,
-        ``exact`` (every hybrid measured), ``missing`` (the hybrid variants that were not).
+    Split
+        Its ``table``: one row per option that differs (or per group of options whose
+        hybrids were not measured, named ``"gain+ties"``): ``option``, ``a``, ``b`` (its
+        values under A and B), ``contribution`` (adds up to D_B − D_A), ``share`` of it;
+        ``change``, ``exact`` (every hybrid measured), ``missing`` (the hybrid variants
+        that were not).
 
     Examples
     --------
     >>> c = pd.DataFrame({"nDCG@10": [1.0, 0.5], "nDCG@10(gain=linear)": [0.8, 0.5]})
     >>> b = pd.DataFrame({"nDCG@10": [0.5, 0.5], "nDCG@10(gain=linear)": [0.6, 0.5]})
     >>> s = split_change({"c": c, "b": b}, "c", "b", "nDCG@10", "nDCG@10(gain=linear)")
-    >>> s[["option", "a", "b"]].values.tolist(), round(float(s["contribution"][0]), 6)
+    >>> t = s.table
+    >>> t[["option", "a", "b"]].values.tolist(), round(float(t["contribution"][0]), 6)
     ([['gain', 'exp2', 'linear']], -0.15)
     """
     ma, mb = parse_metric(variant_a), parse_metric(variant_b)
@@ -124,15 +139,13 @@ def split_change(per_query: Mapping[str, pd.DataFrame], candidate: str, baseline
                   "contribution": phi[o]} for o in players]
     table = pd.DataFrame(rows, columns=["option", "a", "b", "contribution"])
     table["share"] = table["contribution"] / change if change else float("nan")
-    table.attrs = {"change": change, "exact": not missing and len(players) <= MAX_OPTIONS,
-                   "missing": missing}
-    return table
+    return Split(table, change, not missing and len(players) <= MAX_OPTIONS, missing)
 
 
-def _split_text(split: pd.DataFrame) -> str:
-    if not split.attrs["exact"]:  # one row: the options together
-        r = next(split.itertuples())
-        missing = split.attrs["missing"]
+def _split_text(split: Split) -> str:
+    if not split.exact:  # one row: the options together
+        r = next(split.table.itertuples())
+        missing = split.missing
         why = ("the runs did not measure " + ", ".join(missing[:4])
                + (f" (+{len(missing) - 4})" if len(missing) > 4 else "")
                + ", which would split them") if missing else "too many options to split"
@@ -140,7 +153,7 @@ def _split_text(split: pd.DataFrame) -> str:
                 f"{r.contribution:+.4f}; {why}")
     return "; ".join(f"{r.option} {r.a} -> {r.b} {r.contribution:+.4f}"
                      + (f" ({r.share:.0%})" if r.share == r.share else "")
-                     for r in split.itertuples())
+                     for r in split.table.itertuples())
 
 
 def _verdicts_text(rows: pd.DataFrame) -> str:
@@ -186,9 +199,9 @@ def verdict_changes(verdicts: pd.DataFrame, per_query: Mapping[str, pd.DataFrame
                      "verdicts": _verdicts_text(group), "variant_a": a["variant"],
                      "verdict_a": a["verdict"], "diff_a": a["mean_diff"],
                      "variant_b": b["variant"], "verdict_b": b["verdict"],
-                     "diff_b": b["mean_diff"], "change": split.attrs["change"],
+                     "diff_b": b["mean_diff"], "change": split.change,
                      "candidate_change": cb - ca, "baseline_change": bb - ba,
-                     "split": _split_text(split), "split_exact": split.attrs["exact"],
+                     "split": _split_text(split), "split_exact": split.exact,
                      "gap": abs(VERDICT_CODES[a["verdict"]] - VERDICT_CODES[b["verdict"]])})
     table = pd.DataFrame(rows, columns=[*CHANGE_COLUMNS, "gap"])
     table["largest"] = False
@@ -196,18 +209,24 @@ def verdict_changes(verdicts: pd.DataFrame, per_query: Mapping[str, pd.DataFrame
         score = table["gap"] * 1e6 + table["change"].abs()  # verdict gap first, then size
         table.loc[score.groupby([table["candidate"], table["baseline"]]).idxmax(),
                   "largest"] = True
-    table = table.drop(columns="gap")
-    # whether any pair has a metric measured under several variants (else nothing to say)
-    table.attrs = {"comparable": bool(len(verdicts)) and bool(
+    return table.drop(columns="gap")
+
+
+def comparable(verdicts: pd.DataFrame) -> bool:
+    """Whether a pair of the verdicts has a metric measured under several variants (else
+    the verdict cannot change across definitions, and there is nothing to say)."""
+    families = verdicts["variant"].map(_family)
+    return bool(len(verdicts)) and bool(
         verdicts.assign(metric=families).groupby(["candidate", "baseline", "metric"])
-        .size().max() > 1)}
-    return table
+        .size().max() > 1)
 
 
-def change_lines(changes: pd.DataFrame, *, limit: int = 4) -> list[str]:
+def change_lines(changes: pd.DataFrame, verdicts: pd.DataFrame | None = None, *,
+                 limit: int = 4) -> list[str]:
     """The console's account: each pair's largest change (the verdicts, the two mean
-    differences and the options that account for the change), then how many more."""
-    if not changes.attrs.get("comparable", True):
+    differences and the options that account for the change), then how many more; nothing
+    when the ``verdicts`` the changes come from are not :func:`comparable`."""
+    if verdicts is not None and not comparable(verdicts):
         return []
     if changes.empty:
         return ["Verdict across metric definitions: the same under every variant of each "
