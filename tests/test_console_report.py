@@ -154,7 +154,9 @@ def test_constant_scores_and_a_feature_other_than_the_name_are_warned() -> None:
 
 
 def test_the_warnings_are_printed_by_a_job(tmp_path: Path) -> None:
-    done = _harness(["study=default", "dataset=lightgbm_sample", "metric=ndcg10", "check.sklearn=off",
+    # ranker=contenders: on lightgbm_sample the default rankers are the LTR models
+    done = _harness(["study=default", "dataset=lightgbm_sample", "ranker=contenders",
+                     "metric=ndcg10", "check.sklearn=off",
                      "tracking=off", "tracking.figures=off", f"hydra.run.dir={tmp_path / 'job'}"],
                     tmp_path, columns=200)
     assert done.returncode == 0, done.stderr

@@ -113,6 +113,11 @@ class RankerConfig:
     path: Optional[str] = None
     uri: Optional[str] = None
     threads: Optional[int] = None  # sklearn: native threads while fitting (None: all cores)
+    # lightgbm / xgboost / catboost (harness.rankers.ltr)
+    objective: Optional[str] = None
+    eval_at: Optional[int] = None  # k of the trainer's ndcg@k (default 10)
+    valid_fraction: Optional[float] = None  # train queries held out for early stopping (0.2)
+    early_stopping: Optional[int] = None  # rounds without improvement before stopping (20)
 
 
 @dataclass

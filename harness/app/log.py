@@ -222,9 +222,10 @@ def _ranker_run(plan: StudyPlan, dataset: Dataset, name: str, r: Any,
         key=f"ranker:{name}", name=f"{name} [{job_label}]" if job_label else name,
         parent=parent, parent_run_id=parent_run_id, params=params | {"ranker_name": name},
         metrics={k: v for k, v in metrics.items() if v == v},  # drop NaN
-        tags=tags | {"harness.role": "ranker", "ranker.name": name, "ranker.kind": r.spec.kind,
-                     "ranker.cache_key": r.cache_key,
-                     PER_QUERY_DIGEST_TAG: file_sha256(written["per_query"][name])},
+        tags=tags | r.trainer | {  # trainer.*: a trained ranker's own metric, reproduced
+            "harness.role": "ranker", "ranker.name": name, "ranker.kind": r.spec.kind,
+            "ranker.cache_key": r.cache_key,
+            PER_QUERY_DIGEST_TAG: file_sha256(written["per_query"][name])},
         artifacts=files, description=ranker_description(
             name, written["summary"][name], plan.metrics, study=plan.study,
             dataset=dataset.name))

@@ -44,7 +44,7 @@ from harness.app.plan import (
     check_rankers_against,
     validate,
 )
-from harness.app.results import INCOMPLETE, RankerResult, StudyResult
+from harness.app.results import INCOMPLETE, RankerResult, StudyResult, trainer_tags
 from harness.datasets import Dataset, ParquetRun, load_dataset
 from harness.engines import Engine
 from harness.metrics.sklearn_check import check_against_sklearn
@@ -277,8 +277,8 @@ def _evaluate_ranker(job: _Job, engine: Engine, dataset: Dataset | ParquetRun,
             checks = (check_against_sklearn(run, dataset.qrels, plan.metrics, per_query,
                                             **sample_options(check, plan.seed))
                       if check is not None else [])
-    return (RankerResult(spec, key, hit, per_query, checks, time.perf_counter() - t,
-                         warnings, share, judged), files, run)
+    return (RankerResult(spec, key, hit, per_query, checks, time.perf_counter() - t, warnings,
+                         share, judged, trainer_tags(run)), files, run)
 
 
 def score_warnings(spec: RankerSpec, run: Any, dataset: Dataset,

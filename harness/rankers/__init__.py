@@ -201,6 +201,12 @@ def _mlflow_model(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
     return _frame(test, np.asarray(pred, dtype=float).reshape(-1))
 
 
+def _ltr(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
+    from harness.rankers.ltr import ltr  # imports its library only when used
+
+    return ltr(spec, ds)
+
+
 RANKERS: Mapping[str, Callable[[RankerSpec, Dataset], pd.DataFrame]] = {
     "oracle": _oracle,
     "random": _random,
@@ -210,6 +216,9 @@ RANKERS: Mapping[str, Callable[[RankerSpec, Dataset], pd.DataFrame]] = {
     "sklearn": _sklearn,
     "run_file": _run_file,
     "mlflow_model": _mlflow_model,
+    "lightgbm": _ltr,
+    "xgboost": _ltr,
+    "catboost": _ltr,
 }
 
 
