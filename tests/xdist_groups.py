@@ -1,6 +1,7 @@
 """pytest plugin: how ``pytest -n`` shares the suite's expensive setup between its workers.
 
-``make test`` runs ``--dist loadgroup`` (pyproject.toml). Under plain ``--dist load``,
+``pytest -n N`` (``make test``) is run with ``--dist loadgroup`` (set here, see
+:func:`pytest_configure`, unless ``--dist`` is given). Under xdist's default ``--dist load``,
 xdist hands tests to the workers one by one, so the tests of one module fixture (the
 README's commands, benchmarks/bench_scale.py, the small sweep of tests/test_compare.py, ...)
 land on both workers and each worker builds that fixture: a minute of CPU paid twice.
@@ -77,12 +78,32 @@ def _rank(items: list[pytest.Item]) -> dict[object, int]:
     return rank
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """``-n N`` without ``--dist`` means ``--dist load`` to xdist: here ``loadgroup``. (Not an
+    ``addopts`` entry: ``-p no:xdist`` would then fail on the unknown option.) xdist picks its
+    scheduler at the session's start, after this. A worker parses the command line again,
+    without the change: its controller tells it (:func:`pytest_configure_node`)."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        if workerinput.get("harness_loadgroup"):
+            config.option.loadgroup = True  # what xdist's own hook reads on a worker
+        return
+    given = any(str(a).startswith("--dist") or a == "-d" for a in config.invocation_params.args)
+    if getattr(config.option, "dist", "no") == "load" and not given:
+        config.option.dist = "loadgroup"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: object) -> None:
+    node.workerinput["harness_loadgroup"] = node.config.getoption("dist") == "loadgroup"
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config: pytest.Config,
                                   items: list[pytest.Item]) -> Generator[None, None, None]:
     # an xdist worker runs with dist "no" and loadgroup set; the controller with dist set
     distributed = (getattr(config.option, "loadgroup", False)
-                   or config.getoption("dist", "no") != "no")
+                   or config.getoption("dist", "no") == "loadgroup")
     if distributed:  # before xdist's own hook, which reads the marks
         for item, group in _groups(items).items():
             item.add_marker(pytest.mark.xdist_group(group))
