@@ -36,7 +36,8 @@ from harness.compare.labeling_verdicts import (
     labeling_lines,
 )
 from harness.compare.runs import ArtifactChanged, load_runs
-from harness.compare.verdicts import verdict_lines, verdict_table, verdicts_display
+from harness.compare.verdicts import (verdict_lines, verdict_settings, verdict_table,
+                                      verdicts_display)
 
 QIDS = [f"q{i:02d}" for i in range(20)]
 BASE = np.linspace(0.3, 0.6, 20)
@@ -148,7 +149,7 @@ def test_verdict_table_flags_a_verdict_resting_on_the_labeling() -> None:
     assert rows.loc["nDCG@10", "labelings"] == HOLDS
     assert rows.loc["AP@10", "labelings"] == FAILS
     assert rows.loc["nDCG@10", ["worst", "best"]].tolist() == pytest.approx([0.1, 0.15])
-    lines = verdict_lines(verdicts)
+    lines = verdict_lines(verdicts, verdict_settings(comparison))
     assert ("Verdict over every labeling of the unjudged documents: 1 of 2 decisive "
             "verdict(s) do not hold; the full bound per query: harness judgments:") in lines
     assert f"  cand vs base, AP@10: {FAILS}" in lines

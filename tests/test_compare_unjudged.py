@@ -21,7 +21,8 @@ import pandas as pd
 from harness import evaluate
 from harness.compare import build_comparison
 from harness.compare.unjudged_verdicts import unjudged_flags, unjudged_lines
-from harness.compare.verdicts import INCONCLUSIVE, WORSE, verdict_lines, verdict_table
+from harness.compare.verdicts import (INCONCLUSIVE, WORSE, VerdictSettings, verdict_lines,
+                                      verdict_table)
 
 TREATMENTS = ["nDCG@10", "nDCG@10(unjudged=condensed)", "nDCG@10(unjudged=relevant)"]
 
@@ -60,7 +61,7 @@ def test_a_verdict_that_rests_on_unjudged_documents_is_flagged() -> None:
                 "unjudged=condensed; inconclusive under unjudged=relevant")
     assert {v: flags[v] for v in TREATMENTS} == dict.fromkeys(TREATMENTS, expected)
     assert flags["P@5"] == ""  # measured under one treatment only: nothing to say
-    lines = verdict_lines(verdicts)
+    lines = verdict_lines(verdicts, VerdictSettings())  # verdict_table's defaults
     at = lines.index(next(x for x in lines if x.startswith("Verdict across unjudged")))
     assert "harness judgments" in lines[at]
     assert lines[at + 1:] == [f"  cand vs base, nDCG@10: {expected}"]  # once per metric

@@ -32,7 +32,7 @@ from harness.compare.verdict_shifts import (
     split_change,
     verdict_changes,
 )
-from harness.compare.verdicts import BETTER, INCONCLUSIVE, WORSE, verdict_table
+from harness.compare.verdicts import BETTER, INCONCLUSIVE, WORSE, verdict_settings, verdict_table
 from harness.explain import explain_difference
 
 GAIN_VARIANTS = ["ndcg@10", "ndcg@10(gain=linear)"]
@@ -307,7 +307,8 @@ def test_the_report_shows_verdicts_only_when_there_are_some(tmp_path: Path) -> N
     verdicts = verdict_table(pq, against, {"nDCG@10": 0.01})
     changes = verdict_changes(verdicts, pq)
     paths = build_report(sweep, against, sensitivity(pq, against), tmp_path / "judged",
-                         verdicts=verdicts, changes=changes)
+                         verdicts=verdicts, changes=changes,
+                         verdict_settings=verdict_settings(against, {"nDCG@10": 0.01}))
     md = paths.markdown.read_text()
     assert "| variant | candidate | baseline | n | diff | margin | verdict | decided by | " \
            "gated |" in md

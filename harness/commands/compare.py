@@ -306,7 +306,8 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
     status = 0
     if verdicts is not None:
         # headings wrap; the indented lines are records (a verdict, a change), one a line
-        lines = verdict_lines(verdicts) + change_lines(result.changes, verdicts)
+        lines = (verdict_lines(verdicts, result.verdict_settings)
+                 + change_lines(result.changes, verdicts))
         print("\n".join(line if line.startswith(" ") else fit(line) for line in lines))
         if args.gate:
             passed, lines = gate_lines(verdicts)

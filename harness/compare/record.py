@@ -24,12 +24,13 @@ from harness.compare.labeling_verdicts import labeling_count, labeling_lines
 from harness.compare.load import Sweep
 from harness.compare.verdict_shifts import CHANGES_FILE, change_markdown
 from harness.compare.verdicts import PASSING, VERDICT_CODES, VERDICTS
-from harness.errors import TrackingUnavailable
+from harness.errors import CompareError, TrackingUnavailable
 from harness.paths import project_path
 from harness.version import __version__
 
 if TYPE_CHECKING:
     from harness.compare.result import Comparison
+    from harness.compare.verdicts import VerdictSettings
 
 __all__ = ["SPEC_ARTIFACT", "COMPARISON_ROLE", "VERDICT_TAG", "comparison_spec", "log_record",
            "overall_verdict", "write_spec", "log_comparison"]
@@ -40,9 +41,12 @@ VERDICT_TAG = "harness.verdict"
 
 
 def comparison_spec(sweep: Sweep, comparison: Comparison, verdicts: pd.DataFrame | None,
-                    variants: list[str] | None) -> dict[str, Any]:
+                    variants: list[str] | None,
+                    verdict_settings: VerdictSettings | None = None) -> dict[str, Any]:
     """Everything a recomputation needs: the runs of each version, the digests of their
     per-query artifacts, the query rule and every option of the tests and verdicts."""
+    if verdicts is not None and verdict_settings is None:
+        raise CompareError("the spec of verdicts needs their settings (verdict_settings)")
     p, s = sweep.provenance, comparison.settings
     return {
         "harness_version": __version__, "tracking_uri": sweep.tracking_uri,
@@ -51,9 +55,9 @@ def comparison_spec(sweep: Sweep, comparison: Comparison, verdicts: pd.DataFrame
         "sources": p.get("sources", {}), "allow_subset": bool(p.get("allow_subset", False)),
         "parent_run_id": sweep.parent_run_id, "variants": variants,
         "baselines": list(s.baselines), "options": s.options(),
-        "verdicts": None if verdicts is None else {
-            "test": verdicts.attrs["test"], "equivalence": verdicts.attrs["equivalence"],
-            "margins": verdicts.attrs["margins"], "changes": CHANGES_FILE},
+        "verdicts": None if verdicts is None or verdict_settings is None else {
+            "test": verdict_settings.test, "equivalence": verdict_settings.equivalence,
+            "margins": verdict_settings.margins, "changes": CHANGES_FILE},
     } | ({"judgments_sha256": p["judgments_sha256"]} if p.get("judgments_sha256") else {})
 
 

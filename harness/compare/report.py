@@ -27,12 +27,14 @@ from harness.compare.report_render import (
     latex_report,
     markdown_report,
 )
+from harness.errors import CompareError
 from harness.paths import project_path
 
 if TYPE_CHECKING:
     from harness.compare.load import Sweep
     from harness.compare.result import Comparison
     from harness.compare.sensitivity import Sensitivity
+    from harness.compare.verdicts import VerdictSettings
 
 __all__ = ["ReportPaths", "build_report", "comparison_display", "means_display",
            "headline_display", "report_dir", "log_report"]
@@ -193,7 +195,8 @@ def _figures(sweep: Sweep, comparison: Comparison, sens: Sensitivity,
     return out
 
 
-def _verdict_tables(verdicts: pd.DataFrame | None, changes: pd.DataFrame | None
+def _verdict_tables(verdicts: pd.DataFrame | None, changes: pd.DataFrame | None,
+                    settings: VerdictSettings | None
                     ) -> dict[str, tuple[str, pd.DataFrame, bool]]:
     """The verdicts of each candidate against each baseline, and where they change across
     metric definitions (none without a baseline)."""
@@ -202,10 +205,12 @@ def _verdict_tables(verdicts: pd.DataFrame | None, changes: pd.DataFrame | None
 
     if verdicts is None:
         return {}
-    a = verdicts.attrs
-    out = {"verdicts": (f"Verdicts ({a.get('test')} one-sided, alpha {a.get('alpha')}, "
-                        f"{a.get('correction')} per {a.get('family')}"
-                        + (", equivalence (TOST)" if a.get("equivalence") else "") + ")"
+    if settings is None:
+        raise CompareError("a report of verdicts needs their settings (verdict_settings)")
+    a = settings
+    out = {"verdicts": (f"Verdicts ({a.test} one-sided, alpha {a.alpha}, "
+                        f"{a.correction} per {a.family}"
+                        + (", equivalence (TOST)" if a.equivalence else "") + ")"
                         + ("; labelings: whether the verdict holds over every labeling of "
                            "the unjudged documents, the mean difference lying in [worst, "
                            "best] under any (per query: harness judgments)"
@@ -232,7 +237,8 @@ def judged_shares(sweep: Sweep) -> dict[str, float]:
 
 
 def _tables(sweep: Sweep, comparison: Comparison, sens: Sensitivity,
-            verdicts: pd.DataFrame | None = None, changes: pd.DataFrame | None = None
+            verdicts: pd.DataFrame | None = None, changes: pd.DataFrame | None = None,
+            settings: VerdictSettings | None = None
             ) -> dict[str, tuple[str, pd.DataFrame, bool]]:
     """Title, table and whether the index is shown, per section."""
     means, letters = means_display(sens.means, comparison)
@@ -259,7 +265,7 @@ def _tables(sweep: Sweep, comparison: Comparison, sens: Sensitivity,
         "{:.2f}".format)) if len(sens.power) else sens.power
     return {
         "versions": ("Ranker versions", versions, False),
-        **_verdict_tables(verdicts, changes),
+        **_verdict_tables(verdicts, changes, settings),
         "means": ("Mean per query; superscripts: the rankers (letters) this one is "
                   "significantly better than", means.T.rename_axis("variant"), True),
         "comparison": ("Paired comparisons", comparison_display(comparison), False),
@@ -320,7 +326,8 @@ def _provenance_tables(sweep: Sweep) -> dict[str, pd.DataFrame]:
 
 def build_report(sweep: Sweep, comparison: Comparison, sensitivity: Sensitivity,
                  out_dir: str | Path, *, verdicts: pd.DataFrame | None = None,
-                 changes: pd.DataFrame | None = None) -> ReportPaths:
+                 changes: pd.DataFrame | None = None,
+                 verdict_settings: VerdictSettings | None = None) -> ReportPaths:
     """Write the report of a comparison to ``out_dir``.
 
     Parameters
@@ -337,6 +344,9 @@ def build_report(sweep: Sweep, comparison: Comparison, sensitivity: Sensitivity,
         From :func:`harness.compare.verdicts.verdict_table` and
         :func:`harness.compare.verdict_shifts.verdict_changes` (with a baseline): shown
         after the ranker versions.
+    verdict_settings : VerdictSettings, optional
+        How the verdicts were reached (:func:`harness.compare.verdicts.verdict_settings`);
+        needed with ``verdicts``.
 
     Returns
     -------
@@ -349,7 +359,8 @@ def build_report(sweep: Sweep, comparison: Comparison, sensitivity: Sensitivity,
     labelings = labeling_lines(verdicts, limit=0) if verdicts is not None else []
     parts = ReportParts(f"Ranker comparison: {sweep.experiment}", _settings(sweep, comparison),
                    list(sensitivity.notes) + [line.removesuffix(":") for line in labelings[:1]],
-                   _tables(sweep, comparison, sensitivity, verdicts, changes),
+                   _tables(sweep, comparison, sensitivity, verdicts, changes,
+                           verdict_settings),
                    _notes(sweep, comparison),
                    _figures(sweep, comparison, sensitivity, out / "figures"),
                    _provenance_tables(sweep), sweep)

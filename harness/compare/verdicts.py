@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -49,10 +50,33 @@ if TYPE_CHECKING:
 
 __all__ = ["BETTER", "EQUIVALENT", "NOT_WORSE", "WORSE", "INCONCLUSIVE", "VERDICTS",
            "PASSING", "VERDICT_TESTS", "VERDICT_CODES", "parse_margins", "one_sided_p",
-           "verdict_table", "gate_failures", "verdict_lines", "gate_lines", "verdicts_display"]
+           "VerdictSettings", "verdict_settings", "verdict_table", "gate_failures",
+           "verdict_lines", "gate_lines", "verdicts_display"]
 
 #: The tests a verdict can rest on.
 VERDICT_TESTS = ("ttest", "wilcoxon", "bootstrap")
+
+
+@dataclass(frozen=True)
+class VerdictSettings:
+    """How verdicts were reached (:func:`verdict_settings`): the one-sided ``test``,
+    ``equivalence`` (TOST too), the ``margins`` per variant, and the comparison's
+    ``alpha``, ``correction`` and ``family``."""
+
+    test: str = "ttest"
+    equivalence: bool = False
+    alpha: float = 0.05
+    margins: dict[str, float] = field(default_factory=dict)
+    correction: str = "holm"
+    family: str = "variant"
+
+
+def verdict_settings(comparison: Comparison, margins: Mapping[str, float] | None = None, *,
+                     test: str = "ttest", equivalence: bool = False) -> VerdictSettings:
+    """The settings of :func:`verdict_table` called with these arguments."""
+    s = comparison.settings
+    return VerdictSettings(test, equivalence, s.alpha, dict(margins or {}), s.correction,
+                           s.family)
 
 
 def parse_margins(items: Sequence[str], variants: Sequence[str]) -> dict[str, float]:
@@ -220,9 +244,6 @@ def verdict_table(per_query: Mapping[str, pd.DataFrame], comparison: Comparison,
     bounded = None if not intervals else labeling_flags(table, intervals)
     if bounded is not None:
         table = table.join(bounded)
-    table.attrs = {"test": test, "equivalence": equivalence, "alpha": alpha,
-                   "margins": margins, "correction": s.correction,
-                   "family": family}
     return table
 
 
@@ -232,13 +253,15 @@ def gate_failures(verdicts: pd.DataFrame) -> pd.DataFrame:
     return gated[~gated["verdict"].isin(PASSING)]
 
 
-def verdict_lines(verdicts: pd.DataFrame, *, limit: int = 12) -> list[str]:
-    """The console's account of the verdicts: the gated rows (else the first ``limit``),
-    each with the numbers that decided it, and the count of each verdict."""
+def verdict_lines(verdicts: pd.DataFrame, settings: VerdictSettings, *,
+                  limit: int = 12) -> list[str]:
+    """The console's account of the verdicts (reached under ``settings``): the gated rows
+    (else the first ``limit``), each with the numbers that decided it, and the count of
+    each verdict."""
     counts = verdicts["verdict"].value_counts()
-    a = verdicts.attrs
-    head = (f"Verdicts ({a.get('test')}, alpha {a.get('alpha')}, {a.get('correction')} per "
-            f"{a.get('family')}" + (", equivalence (TOST)" if a.get("equivalence") else "")
+    a = settings
+    head = (f"Verdicts ({a.test}, alpha {a.alpha}, {a.correction} per "
+            f"{a.family}" + (", equivalence (TOST)" if a.equivalence else "")
             + "): " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS if v in counts))
     shown = verdicts[verdicts["gated"]] if verdicts["gated"].any() else verdicts.head(limit)
     lines = [head]

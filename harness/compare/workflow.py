@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from harness.compare.load import Sweep
     from harness.compare.report import ReportPaths
     from harness.compare.sensitivity import Sensitivity
+    from harness.compare.verdicts import VerdictSettings
 
 __all__ = ["SweepOptions", "SweepComparison", "SweepFiles", "load_compared", "sweep_tables",
            "compare_sweep", "write_sweep_report", "log_sweep"]
@@ -58,7 +59,9 @@ class SweepOptions:
 class SweepComparison:
     """A sweep compared: ``comparison`` against the ``baselines`` (or every pair), with
     every test and interval; ``every_pair`` the same over every ranker pair (the winners'
-    and the discriminative power's), ``comparison`` itself without a baseline."""
+    and the discriminative power's), ``comparison`` itself without a baseline; with a
+    baseline the ``verdicts``, reached under ``verdict_settings``, and their ``changes``
+    across metric definitions."""
 
     sweep: Sweep
     baselines: list[str] | None
@@ -68,6 +71,7 @@ class SweepComparison:
     verdicts: pd.DataFrame | None
     changes: pd.DataFrame | None
     variants: list[str] | None
+    verdict_settings: VerdictSettings | None = None
 
 
 @dataclass(frozen=True)
@@ -134,6 +138,7 @@ def compare_sweep(sweep: Sweep, options: SweepOptions) -> SweepComparison:
     sensitivity to the metric definition, the verdicts and their changes."""
     from harness.compare.sensitivity import sensitivity
     from harness.compare.verdict_shifts import CHANGES_FILE
+    from harness.compare.verdicts import verdict_settings
 
     baselines = list(dict.fromkeys(sweep.resolve(b) for b in options.baseline or [])) or None
     margins = _margins(options, sweep.variants if options.variants is None
@@ -154,8 +159,10 @@ def compare_sweep(sweep: Sweep, options: SweepOptions) -> SweepComparison:
             f"winners and discriminative power over every ranker pair "
             f"({len(every_pair.tests)} comparisons); the marks and the pairwise table "
             f"against {', '.join(baselines)} only")))
+    settings = None if spec is None else verdict_settings(
+        comparison, margins, test=options.verdict_test, equivalence=options.equivalence)
     return SweepComparison(sweep, baselines, comparison, every_pair, sens, verdicts, changes,
-                           options.variants)
+                           options.variants, settings)
 
 
 def write_sweep_report(result: SweepComparison, out: Path) -> SweepFiles:
@@ -166,13 +173,15 @@ def write_sweep_report(result: SweepComparison, out: Path) -> SweepFiles:
     from harness.compare.report import build_report, comparison_display
 
     paths = build_report(result.sweep, result.comparison, result.sensitivity, out,
-                         verdicts=result.verdicts, changes=result.changes)
+                         verdicts=result.verdicts, changes=result.changes,
+                         verdict_settings=result.verdict_settings)
     pairwise = paths.directory / "comparison.txt"
     with pd.option_context("display.width", 250, "display.max_rows", None,
                            "display.max_columns", None, "display.max_colwidth", 60):
         pairwise.write_text(comparison_display(result.comparison).to_string(index=False)
                             + "\n")
-    spec = comparison_spec(result.sweep, result.comparison, result.verdicts, result.variants)
+    spec = comparison_spec(result.sweep, result.comparison, result.verdicts, result.variants,
+                           result.verdict_settings)
     write_spec(paths.directory, spec, result.verdicts, result.changes)
     return SweepFiles(paths, pairwise, spec)
 
