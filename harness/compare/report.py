@@ -205,9 +205,8 @@ def _verdict_tables(verdicts: pd.DataFrame | None, changes: pd.DataFrame | None,
 
     if verdicts is None:
         return {}
-    if settings is None:
+    if (a := settings) is None:
         raise CompareError("a report of verdicts needs their settings (verdict_settings)")
-    a = settings
     out = {"verdicts": (f"Verdicts ({a.test} one-sided, alpha {a.alpha}, "
                         f"{a.correction} per {a.family}"
                         + (", equivalence (TOST)" if a.equivalence else "") + ")"
@@ -340,13 +339,10 @@ def build_report(sweep: Sweep, comparison: Comparison, sensitivity: Sensitivity,
         From :func:`harness.compare.sensitivity`.
     out_dir : path
         Created if needed (see :func:`report_dir` for the conventional place).
-    verdicts, changes : DataFrame, optional
-        From :func:`harness.compare.verdicts.verdict_table` and
-        :func:`harness.compare.verdict_shifts.verdict_changes` (with a baseline): shown
-        after the ranker versions.
-    verdict_settings : VerdictSettings, optional
-        How the verdicts were reached (:func:`harness.compare.verdicts.verdict_settings`);
-        needed with ``verdicts``.
+    verdicts, changes, verdict_settings : optional
+        From :func:`~harness.compare.verdicts.verdict_table`, :func:`~harness.compare.
+        verdict_shifts.verdict_changes` and :func:`~harness.compare.verdicts.
+        verdict_settings` (with a baseline): shown after the ranker versions.
 
     Returns
     -------
