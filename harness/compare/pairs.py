@@ -84,7 +84,10 @@ def _gather(members: list[Key], aligned: dict[Key, Any]
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A group's differences a - b (pairs x queries) and the means of a and of b: rows
     taken from the rankers x queries matrix each run of members is aligned on."""
-    parts, mean_a, mean_b, i = [], [], [], 0
+    n = aligned[members[0]][0].shape[1]
+    raw, mean_a, mean_b = np.empty((len(members), n)), np.empty(len(members)), \
+        np.empty(len(members))
+    i = 0
     while i < len(members):
         values = aligned[members[i]][0]  # rankers x queries
         j = i
@@ -93,12 +96,10 @@ def _gather(members: list[Key], aligned: dict[Key, Any]
         a = [aligned[m][1] for m in members[i:j]]
         b = [aligned[m][2] for m in members[i:j]]
         means = values.mean(axis=1)
-        parts.append(values[a] - values[b])
-        mean_a.append(means[a])
-        mean_b.append(means[b])
+        np.subtract(values[a], values[b], out=raw[i:j])
+        mean_a[i:j], mean_b[i:j] = means[a], means[b]
         i = j
-    return (parts[0] if len(parts) == 1 else np.vstack(parts), np.concatenate(mean_a),
-            np.concatenate(mean_b))
+    return raw, mean_a, mean_b
 
 
 def _empty(n: int, tests: Collection[str], intervals: bool) -> dict[str, Any]:
