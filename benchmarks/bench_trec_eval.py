@@ -7,6 +7,7 @@ Run from the repository root::
     .venv/bin/python benchmarks/bench_trec_eval.py --cast --sizes 1m --rounds 3
     .venv/bin/python benchmarks/bench_trec_eval.py --sizes 10m --memory   # ~5 min of trec_eval
     .venv/bin/python benchmarks/bench_trec_eval.py --many --many-count 10
+    .venv/bin/python benchmarks/bench_trec_eval.py --big   # ~2.2 GB run, harness's memory
 
 The trec_eval binary comes from ``--trec-eval PATH``, else ``$TREC_EVAL``; the script stops
 with a message when neither is given. It is never built or copied here.
@@ -38,6 +39,9 @@ Work items (no selection flag: ``--cast --sizes 1m --memory --many``):
   processes, one per run (the sum of their wall times). The runs (``--many-count``, default
   100) are 200 queries x 100 documents each, the same documents with perturbed scores.
 
+- ``--big``: harness alone on 450,000 queries (a run of about 2.2 GB), for the peak RSS
+  against the file's size (target <= 1x); trec_eval, quadratic in queries, is not run.
+
 It ends with a markdown table (work | harness | trec_eval | ratio | target | met?) and the
 date, for docs/performance.md.
 """
@@ -67,6 +71,7 @@ from bench_eval import write_data  # noqa: E402  (the same generator as bench_ev
 
 SIZES = {"1m": 10_000, "10m": 100_000}           # queries; 100 documents each
 TARGETS = {"1m": 2.0, "10m": 20.0}                # trec_eval / harness
+BIG_QUERIES = 450_000                             # --big: a run of about 2.2 GB
 CAST_NUMPY_FACTOR = 3.0
 SHARED_ENV = "HARNESS_SHARED_DATA"
 
@@ -298,6 +303,32 @@ def memory_rows(mem: dict) -> list[Row]:
              f"harness <= 1x run file: {ratio:.2f}x", "yes" if met else "NO")]
 
 
+def bench_big(args: argparse.Namespace, harness: str, base: Path) -> list[Row]:
+    """``--big``: peak memory on a run of about 2.2 GB (450,000 queries x 100 documents),
+    harness only: trec_eval's time grows with the square of the queries (101 s at
+    100,000), so it is not run here."""
+    folder = base / "big"
+    folder.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    qrels, runf = write_data(folder, BIG_QUERIES)
+    print(f"\n== big: {BIG_QUERIES:,} queries x 100 documents ({runf.stat().st_size / 1e9:.2f} GB "
+          f"run, {qrels.stat().st_size / 1e9:.2f} GB qrels; data ready in "
+          f"{time.perf_counter() - t0:.0f} s), -m all_trec, harness only", flush=True)
+    calls = [run([harness, "eval", "-m", "all_trec", str(qrels), str(runf)],
+                 folder / "out.harness.txt") for _ in range(args.rounds or 1)]
+    size = runf.stat().st_size
+    peak = max(c.maxrss for c in calls)
+    ratio_ = peak / size
+    for c in calls:
+        print(f"harness {c.wall:.1f} s (cpu {c.cpu:.1f}), peak {mb(c.maxrss)}", flush=True)
+    print(f"peak / run file: {ratio_:.2f}x; target <= 1x: {'MET' if ratio_ <= 1 else 'NOT MET'}")
+    return [(f"peak RSS, {BIG_QUERIES:,} q x 100 docs (run file {mb(size)})", mb(peak),
+             "not run (quadratic in queries)", "", f"harness <= 1x run file: {ratio_:.2f}x",
+             "yes" if ratio_ <= 1 else "NO"),
+            (f"{BIG_QUERIES:,} q x 100 docs, all_trec, wall",
+             f"{statistics.median(c.wall for c in calls):.1f} s", "", "", "", "")]
+
+
 def bench_many(args: argparse.Namespace, harness: str, trec: str, base: Path) -> list[Row]:
     folder = base / "many"
     folder.mkdir(parents=True, exist_ok=True)
@@ -357,6 +388,8 @@ def main() -> int:
     parser.add_argument("--memory", action="store_true",
                         help="peak RSS on the largest size timed (1m when --sizes is not given)")
     parser.add_argument("--many", action="store_true", help="N runs in one harness process")
+    parser.add_argument("--big", action="store_true",
+                        help="peak memory of harness eval on a ~2.2 GB run (harness only)")
     parser.add_argument("--many-count", type=int, default=100, metavar="N")
     parser.add_argument("--rounds", type=int, default=None,
                         help="rounds per item (default 5; 1 for 10m)")
@@ -375,7 +408,7 @@ def main() -> int:
     if not os.access(harness, os.X_OK):
         raise SystemExit(f"{harness} not found: run this with the project's .venv/bin/python")
 
-    chosen = args.cast or args.sizes or args.memory or args.many
+    chosen = args.cast or args.sizes or args.memory or args.many or args.big
     do_cast = args.cast or not chosen
     do_many = args.many or not chosen
     do_memory = args.memory or not chosen
@@ -409,6 +442,8 @@ def main() -> int:
         rows += memory_rows(max(mems, key=lambda m: m["bytes"]))
     if do_many:
         rows += bench_many(args, harness, trec, base)
+    if args.big:
+        rows += bench_big(args, harness, base)
 
     today = dt.date.today().isoformat()
     print(f"\n### harness eval vs trec_eval 10.0 ({today}, {os.cpu_count()} CPUs, "

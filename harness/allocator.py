@@ -44,13 +44,15 @@ def _mallopt() -> Any:
 
 def bound_allocator() -> bool:
     """Thresholds for a process whose memory must follow its current block, not its
-    largest (``harness eval`` on a run read block by block): buffers of 4 MB and more are
-    mapped, and free memory above 16 MB at the heap's top goes back to the OS; Arrow
-    allocates from the same heap (its system pool). False where there is no glibc."""
+    largest (``harness eval`` on a run read block by block): buffers of 1 MB and more are
+    mapped, so each goes back to the OS when freed (a column let go among live small
+    objects would otherwise leave holes the heap cannot give back), and free memory above
+    16 MB at the heap's top goes back too; Arrow allocates from the same heap (its system
+    pool). False where there is no glibc."""
     mallopt = _mallopt()
     if mallopt is None:
         return False
-    ok = bool(mallopt(_M_MMAP_THRESHOLD, 4 << 20)) and bool(mallopt(_M_TRIM_THRESHOLD, 16 << 20))
+    ok = bool(mallopt(_M_MMAP_THRESHOLD, 1 << 20)) and bool(mallopt(_M_TRIM_THRESHOLD, 16 << 20))
     try:
         import pyarrow as pa
 

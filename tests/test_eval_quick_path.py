@@ -94,6 +94,7 @@ def test_a_run_read_block_by_block_prints_what_the_whole_run_prints(
     grouped.write_text("\n".join(sorted(lines, key=lambda ln: ln.split()[0][::-1])) + "\n")
     whole = {run: _printed(capsys, ["-m", "all_trec", *flags, str(qrels), str(run)])
              for run in (grouped, shuffled)}
+    both = _printed(capsys, ["-m", "all_trec", *flags, str(qrels), str(grouped), str(shuffled)])
     calls = []
     real = blocks.evaluate_blocks
     monkeypatch.setattr(blocks, "evaluate_blocks",
@@ -103,6 +104,9 @@ def test_a_run_read_block_by_block_prints_what_the_whole_run_prints(
     for run in (grouped, shuffled):
         assert _printed(capsys, ["-m", "all_trec", *flags, str(qrels), str(run)]) == whole[run]
     assert calls[0] is not None and calls[1] is None  # grouped: in blocks; shuffled: whole
+    # one command, both runs: the qrels' query ids, let go for the blocks, come back whole
+    assert _printed(capsys, ["-m", "all_trec", *flags, str(qrels), str(grouped),
+                             str(shuffled)]) == both
     assert whole[grouped][0] == 0 and "map" in whole[grouped][1]
 
 

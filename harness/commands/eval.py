@@ -205,6 +205,10 @@ def main(argv: list[str] | None = None) -> int:
     except MetricDefinitionError as exc:
         raise InputError(str(exc)) from None
     zscores = _zscores(args.Zscore) if args.Zscore else None
+    if any(Path(p).stat().st_size > STREAM_FROM for p in run_paths):
+        from harness.allocator import bound_allocator
+
+        bound_allocator()  # a run read block by block: memory follows the block
     inputs = _Inputs(args, qrels_path, columns, extra, zscores)
     evaluations = []
     for path in run_paths:
@@ -301,9 +305,6 @@ class _Inputs:
 
         if Path(path).stat().st_size <= STREAM_FROM or Path(path).suffix == ".parquet":
             return None
-        from harness.allocator import bound_allocator
-
-        bound_allocator()
         try:
             done = evaluate_blocks(run_blocks(path, BLOCK), self.arrays, self.columns,
                                    **options)

@@ -40,6 +40,23 @@ class Columns:
     number: np.ndarray
     arrow: bool
     runid: str = ""  # a run's: its last line's (trec_eval's)
+    #: qrels read for a run in blocks: per query id, its rows' ranges, the query id column
+    #: then dropped (it was most of the qrels' memory); see :meth:`qid_column`
+    ranges: dict[str, list[tuple[int, int]]] | None = None
+
+    def qid_column(self) -> Any:
+        """The query id column (rebuilt from :attr:`ranges` when it was dropped)."""
+        if 0 in self.text or self.ranges is None:
+            return self.text[0]
+        ids = [""] * len(self.number)
+        for qid, spans in self.ranges.items():
+            for a, b in spans:
+                ids[a:b] = [qid] * (b - a)
+        if not self.arrow:
+            return ids
+        import pyarrow as pa
+
+        return pa.array(ids, pa.string())
 
     def __len__(self) -> int:
         return len(self.number)
@@ -130,8 +147,10 @@ def _arrow_columns(data: bytes, sep: bytes, n_fields: int, number: int,
     types[names[number]] = pa.float64()  # a bad number: Arrow refuses, the slow path names it
     try:
         table = pcsv.read_csv(
-            io.BytesIO(data), read_options=pcsv.ReadOptions(column_names=names,
-                                                             use_threads=not memory_limited()),
+            io.BytesIO(data), read_options=pcsv.ReadOptions(
+                column_names=names, use_threads=not memory_limited(),
+                # chunks of 16 MB: few, parsed on both cores, their buffers mapped
+                block_size=16 << 20),
             parse_options=pcsv.ParseOptions(delimiter=sep.decode(), quote_char=False,
                                             double_quote=False),
             convert_options=pcsv.ConvertOptions(
@@ -147,7 +166,7 @@ def _arrow_columns(data: bytes, sep: bytes, n_fields: int, number: int,
     for i in keep:
         if i == number:
             continue
-        column = table.column(names[i]).combine_chunks()
+        column = table.column(names[i])
         if len(column) and pc.min(pc.binary_length(column)).as_py() == 0:
             return None  # an empty field: a separator at the start or end of a line
         text[i] = column

@@ -120,7 +120,7 @@ def evaluate_arrays(run: Columns, qrels: Columns, columns: list[Column], *, leve
     ``max_label``: the highest grade judged when ``qrels`` are a part of the judgments
     (:mod:`harness.metrics.trec_eval_blocks`); ``keep_arrays``: per-query values as
     arrays, not lists."""
-    rq, jq, qvalues, n_q = _codes(run.text[QID], qrels.text[QID], sort=True)
+    rq, jq, qvalues, n_q = _codes(run.text[QID], qrels.qid_column(), sort=True)
     rd, jd, _, n_d = _codes(run.text[DOCID], qrels.text[DOCID], sort=False)
     if n_q * max(n_d, 1) >= 1 << 62:
         return None

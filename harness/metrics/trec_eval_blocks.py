@@ -27,19 +27,6 @@ if TYPE_CHECKING:
 __all__ = ["evaluate_blocks"]
 
 
-def _take(cols: Columns, rows: np.ndarray) -> Columns:
-    """These rows of ``cols``."""
-    text = {}
-    for i, column in cols.text.items():
-        if cols.arrow:
-            import pyarrow as pa
-
-            text[i] = column.take(pa.array(rows))
-        else:
-            text[i] = [column[j] for j in rows]
-    return type(cols)(text, cols.number[rows], cols.arrow, cols.runid)
-
-
 def _concat(a: Columns, b: Columns) -> Columns:
     import pyarrow as pa
 
@@ -86,12 +73,10 @@ def evaluate_blocks(blocks: Iterable[Columns | None], qrels: Columns, columns: l
                     "trec_eval", **options: Any) -> tuple[Evaluation, list[str]] | None:
     """The run of ``blocks`` evaluated as :func:`evaluate_arrays` evaluates it whole, and
     the judged queries it lacks; None when the whole-run path must take it."""
-    jq, jnames = _qid_codes(qrels)
-    order = np.argsort(jq, kind="stable")
-    sorted_q = jq[order]
-    starts = np.flatnonzero(np.concatenate(([True], sorted_q[1:] != sorted_q[:-1])))
-    ends = np.append(starts[1:], len(order))
-    bounds = {jnames[c]: (int(a), int(b)) for c, a, b in zip(sorted_q[starts], starts, ends)}
+    if qrels.ranges is None:  # the query ids as ranges of rows: their column let go
+        qrels.ranges = _query_ranges(qrels)
+        del qrels.text[QID]
+    ranges = qrels.ranges
     top = qrels.number[qrels.number >= 0]
     shared = dict(convention=convention, max_label=max(float(top.max(initial=0.0)), 0.0),
                   **options)
@@ -108,28 +93,30 @@ def evaluate_blocks(blocks: Iterable[Columns | None], qrels: Columns, columns: l
         if not len(codes):
             continue
         runid = block.runid
-        last = codes == codes[-1]
-        pending = _take(block, np.flatnonzero(last))
-        ready = np.flatnonzero(~last)
-        part = _evaluate_part(_take(block, ready), {names[c] for c in np.unique(codes[ready])},
-                              qrels, order, bounds, done, columns, shared)
-        if part is False:
-            return None
-        if part is not None:
-            parts.append(part)
-    if pending is not None:
-        part = _evaluate_part(pending, set(_qid_codes(pending)[1]), qrels, order, bounds,
+        tail = int(np.flatnonzero(codes != codes[-1])[-1]) + 1 if (codes != codes[-1]).any() \
+            else 0
+        if (codes[:tail] == codes[-1]).any():
+            return None  # the last query came before another: not grouped by query
+        pending = _rows(block, [(tail, len(codes))])
+        part = _evaluate_part(_rows(block, [(0, tail)]),
+                              {names[c] for c in np.unique(codes[:tail])}, qrels, ranges,
                               done, columns, shared)
         if part is False:
             return None
         if part is not None:
             parts.append(part)
-    lacking = sorted(set(bounds) - done)
+    if pending is not None:
+        part = _evaluate_part(pending, set(_qid_codes(pending)[1]), qrels, ranges, done,
+                              columns, shared)
+        if part is False:
+            return None
+        if part is not None:
+            parts.append(part)
+    lacking = sorted(set(ranges) - done)
     if complete and lacking:  # judged queries the run lacks: each line's value for them
-        rows = np.concatenate([np.arange(*bounds[q]) for q in lacking])
         empty = type(qrels)({QID: [], 2: [], 5: []}, np.zeros(0), False)
-        absent = evaluate_arrays(empty, _take(qrels, order[rows]), columns, complete=True,
-                                 **shared, keep_arrays=True)
+        absent = evaluate_arrays(empty, _judged(qrels, lacking, ranges), columns,
+                                 complete=True, **shared, keep_arrays=True)
         if absent is None:
             return None
         parts.append(absent[0])
@@ -137,9 +124,52 @@ def evaluate_blocks(blocks: Iterable[Columns | None], qrels: Columns, columns: l
                      shared, lacking), lacking
 
 
-def _evaluate_part(block: Columns, names: set[str], qrels: Columns, order: np.ndarray,
-                   bounds: dict[str, tuple[int, int]], done: set[str], columns: list[Any],
-                   shared: dict[str, Any]) -> Evaluation | None | bool:
+def _query_ranges(qrels: Columns) -> dict[str, list[tuple[int, int]]]:
+    """Per query id, the ranges of qrels rows that judge it (one when the qrels list a
+    query's judgments together, as they usually do)."""
+    jq, names = _qid_codes(qrels)
+    starts = np.flatnonzero(np.concatenate(([True], jq[1:] != jq[:-1]))) if len(jq) else jq
+    ends = np.append(starts[1:], len(jq))
+    out: dict[str, list[tuple[int, int]]] = {}
+    for code, a, b in zip(jq[starts].tolist(), starts.tolist(), ends.tolist()):
+        out.setdefault(names[code], []).append((a, b))
+    return out
+
+
+def _rows(cols: Columns, ranges: list[tuple[int, int]]) -> Columns:
+    """The rows of ``ranges`` of ``cols``: slices of its columns (no copy of Arrow's)."""
+    text = {}
+    for i, column in cols.text.items():
+        if cols.arrow:
+            import pyarrow as pa
+
+            parts = [c for a, b in ranges if b > a for c in _chunks(column.slice(a, b - a))]
+            # one contiguous array: Arrow's kernels are slow on thousands of small chunks
+            text[i] = pa.concat_arrays(parts) if parts else pa.array([], pa.string())
+        else:
+            text[i] = [v for a, b in ranges for v in column[a:b]]
+    number = np.concatenate([np.zeros(0)] + [cols.number[a:b] for a, b in ranges])
+    return type(cols)(text, number, cols.arrow, cols.runid)
+
+
+def _judged(qrels: Columns, names: list[str], ranges: dict[str, list[tuple[int, int]]]
+            ) -> Columns:
+    """The judgments of the queries ``names``, their query id column rebuilt."""
+    spans = [(q, a, b) for q in names for a, b in ranges[q]]
+    sub = _rows(qrels, [(a, b) for _, a, b in spans])
+    ids = [q for q, a, b in spans for _ in range(b - a)]
+    if sub.arrow:
+        import pyarrow as pa
+
+        sub.text[QID] = pa.array(ids, pa.string())
+    else:
+        sub.text[QID] = ids
+    return sub
+
+
+def _evaluate_part(block: Columns, names: set[str], qrels: Columns,
+                   ranges: dict[str, list[tuple[int, int]]], done: set[str],
+                   columns: list[Any], shared: dict[str, Any]) -> Evaluation | None | bool:
     """One block's complete queries (``names``) evaluated on their judgments (None: none
     judged; False: a query seen in an earlier block, or input the whole-run path must
     judge)."""
@@ -147,12 +177,12 @@ def _evaluate_part(block: Columns, names: set[str], qrels: Columns, order: np.nd
         return None
     if names & done:
         return False  # not grouped by query
-    done |= names & bounds.keys()
-    judged = [bounds[q] for q in names if q in bounds]
+    done |= names & ranges.keys()
+    judged = [q for q in names if q in ranges]
     if not judged:
         return None
-    rows = order[np.concatenate([np.arange(a, b) for a, b in judged])]
-    out = evaluate_arrays(block, _take(qrels, rows), columns, **shared, keep_arrays=True)
+    out = evaluate_arrays(block, _judged(qrels, judged, ranges), columns, **shared,
+                          keep_arrays=True)
     return False if out is None else out[0]
 
 
@@ -161,8 +191,8 @@ def _gathered(parts: list[Evaluation], columns: list[Any], runid: str, zscores: 
               lacking: list[str]) -> Evaluation:
     """The parts' per-query values in trec_eval's query order, summarised once."""
     qids = [q for part in parts for q in part.qids]
-    order = sorted(range(len(qids)), key=qids.__getitem__)
-    ev = Evaluation(runid, [qids[i] for i in order], [])
+    order = np.array(sorted(range(len(qids)), key=qids.__getitem__), dtype=np.int64)
+    ev = Evaluation(runid, [qids[i] for i in order.tolist()], [])
     level = shared.get("level", 1)
     wanted = plan_lines(ev, columns, [], level, convention, shared.get("collection_size", 0))
     for line, col in wanted:
@@ -171,7 +201,8 @@ def _gathered(parts: list[Evaluation], columns: list[Any], runid: str, zscores: 
         elif col.family.name == "num_q":
             ev.summary[line.name] = len(qids)
         elif parts and line.name in parts[0].values:
-            merged = np.concatenate([np.asarray(p.values[line.name], dtype=object if
+            # each part's values let go as they are gathered: memory holds them once
+            merged = np.concatenate([np.asarray(p.values.pop(line.name), dtype=object if
                                                 col.family.name == "relstring" else float)
                                      for p in parts])
             ev.values[line.name] = merged[order]
