@@ -145,7 +145,7 @@ def test_every_experiment_composes_and_validates(option: str) -> None:
     metrics, specs, ds = validate(cfg)
     assert cfg.study == option
     if option == "cast2021":
-        assert ds["kind"] == "trec" and {s.name for s in specs} == {"bm25", "ance"}
+        assert ds["kind"] == "trec" and {s.name for s in specs} == {"bm25", "ance", "rrf"}
         assert len(metrics) == 7
     if option == "lightgbm_sample":
         assert ds["kind"] == "letor"

@@ -116,7 +116,7 @@ def test_cast2021_experiment_matches_trec_eval(tmp_path: Path, shared_data: Path
     assert exp is not None
     rankers = {r.info.run_name: r for r in client.search_runs([exp.experiment_id])
                if r.data.tags.get("harness.role") == "ranker"}
-    assert set(rankers) == {"bm25", "ance"}
+    assert set(rankers) == {"bm25", "ance", "rrf"}  # rrf: their fusion (tests/test_fusion.py)
     variants = {"ndcg": Metric("ndcg", gain="linear", ties="docid", ideal="judged"),
                 "ndcg_cut_5": Metric("ndcg", k=5, gain="linear", ties="docid"),
                 "ndcg_cut_10": Metric("ndcg", k=10, gain="linear", ties="docid"),

@@ -37,7 +37,8 @@ def test_cast2021_job_reports_judged_at_10_and_warns(tmp_path: Path) -> None:
 
     register_configs()
     with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
-        cfg = compose("config", overrides=["experiment=cast2021", "tracking=off",
+        cfg = compose("config", overrides=["experiment=cast2021", "ranker=cast_runs",
+                                           "tracking=off",
                                            "tracking.figures=off", "check.sklearn=off"])
     result = run_study(cfg, tmp_path / "job")
     cast = shared_data_dir() / "trec_cast_2021"

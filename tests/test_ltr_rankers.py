@@ -194,3 +194,21 @@ def test_the_ranker_run_carries_the_trainer_tags(tmp_path: Path,
     assert tags["trainer.metric"] == "ndcg@10" and tags["trainer.check"] == "pass"
     assert abs(float(tags["trainer.value"]) - float(tags["trainer.harness_value"])) <= TOL
     assert tags["ranker.kind"] == "lightgbm"
+
+
+def test_the_trec_eval_gap_is_trec_eval_s_number(sample: Dataset) -> None:
+    import pytrec_eval
+
+    run, trained, valid = train_ltr(_spec("lightgbm", n_estimators=20), sample)
+    tags = run.attrs["trainer"]
+    qrels, scores = {}, {}  # trec_eval breaks ties by docno: the dataset's (d0, d1, ...)
+    for q, d, label, s in zip(valid.qid, valid.docid, valid.y, trained.valid_scores,
+                              strict=True):
+        qrels.setdefault(str(q), {})[d] = int(label)
+        scores.setdefault(str(q), {})[d] = float(s)
+    per_query = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(scores)
+    expected = float(np.mean([v["ndcg_cut_10"] for v in per_query.values()]))
+    assert len(per_query) == len(valid.sizes)
+    assert abs(float(tags["trainer.trec_eval_value"]) - expected) <= TOL
+    assert abs(float(tags["trainer.trec_eval_gap"]) - (expected - trained.value)) <= 1e-6
+    assert "gain exp2 -> linear" in tags["trainer.trec_eval_why"]

@@ -118,6 +118,12 @@ class RankerConfig:
     eval_at: Optional[int] = None  # k of the trainer's ndcg@k (default 10)
     valid_fraction: Optional[float] = None  # train queries held out for early stopping (0.2)
     early_stopping: Optional[int] = None  # rounds without improvement before stopping (20)
+    # fusion (harness.rankers.fusion): inputs name rankers' options or run files' paths
+    inputs: Optional[dict[str, Any]] = None
+    method: Optional[str] = None  # rrf | combsum | combmnz | combmax | wsum
+    norm: Optional[str] = None  # min-max | z-score | sum | max | rank | none
+    rrf_k: Optional[float] = None  # RRF's k (60)
+    weights: Optional[dict[str, float]] = None  # wsum: a weight per input
 
 
 @dataclass

@@ -207,6 +207,12 @@ def _ltr(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
     return ltr(spec, ds)
 
 
+def _fusion(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
+    from harness.rankers.fusion import fusion
+
+    return fusion(spec, ds, score)
+
+
 RANKERS: Mapping[str, Callable[[RankerSpec, Dataset], pd.DataFrame]] = {
     "oracle": _oracle,
     "random": _random,
@@ -219,6 +225,7 @@ RANKERS: Mapping[str, Callable[[RankerSpec, Dataset], pd.DataFrame]] = {
     "lightgbm": _ltr,
     "xgboost": _ltr,
     "catboost": _ltr,
+    "fusion": _fusion,
 }
 
 
@@ -227,6 +234,10 @@ def cache_key(spec: RankerSpec, ds: Dataset) -> str:
     extra: dict[str, Any] = {}
     if spec.kind == "run_file":
         extra["file"] = file_sha256(spec.require("path"))
+    if spec.kind == "fusion":  # the inputs' own keys: their files' digests
+        from harness.rankers.fusion import input_specs
+
+        extra["inputs"] = {n: cache_key(sub, ds) for n, sub in input_specs(spec).items()}
     payload = json.dumps({"v": CACHE_VERSION, "dataset": ds.digest, "kind": spec.kind,
                           "options": spec.options, "extra": extra}, sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()

@@ -53,6 +53,7 @@ class Grouped:
     X: np.ndarray
     y: np.ndarray
     qid: np.ndarray  # the dataset's query ids, one per row
+    docid: np.ndarray  # the dataset's document ids (trec_eval breaks ties by them)
     codes: np.ndarray  # 0, 1, 2, ... per query, non-decreasing
     sizes: np.ndarray  # rows per query, in order
 
@@ -87,7 +88,8 @@ def grouped(frame: pd.DataFrame, cols: list[str]) -> Grouped:
     codes = codes[order]
     part = frame.iloc[order]
     return Grouped(part[cols].to_numpy(dtype=np.float64), part["label"].to_numpy(dtype=float),
-                   part["qid"].to_numpy(), codes, np.bincount(codes))
+                   part["qid"].to_numpy(), part["docid"].to_numpy(), codes,
+                   np.bincount(codes))
 
 
 def split_queries(train: pd.DataFrame, fraction: float, seed: int, name: str

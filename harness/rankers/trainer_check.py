@@ -18,7 +18,7 @@ import pandas as pd
 from harness.metrics import parse_metric
 from harness.metrics.evaluate import aggregate, evaluate
 
-__all__ = ["TOLERANCE", "trainer_check", "harness_value", "library_value"]
+__all__ = ["TOLERANCE", "trainer_check", "harness_value", "library_value", "trec_eval_gap"]
 
 TOLERANCE = 1e-9
 
@@ -26,7 +26,7 @@ log = logging.getLogger("harness")
 
 
 def _run(valid: Any, scores: np.ndarray) -> pd.DataFrame:
-    return pd.DataFrame({"qid": valid.qid, "docid": np.arange(len(scores)),
+    return pd.DataFrame({"qid": valid.qid, "docid": valid.docid,
                          "score": np.asarray(scores, dtype=np.float64), "label": valid.y})
 
 
@@ -77,12 +77,30 @@ def trainer_check(spec: Any, trained: Any, valid: Any, k: int) -> dict[str, str]
     log.info("ranker %s: %s's validation %s = %r, the harness's (convention=%s) %r: %s",
              spec.name, spec.kind, trained.metric, trained.value, spec.kind, value,
              tags["trainer.check"])
+    tags |= trec_eval_gap(spec.kind, k, valid, trained.valid_scores)
+    log.info("ranker %s: trec_eval's ndcg_cut_%d of the same scores is %s, %s from %s's: %s",
+             spec.name, k, tags["trainer.trec_eval_value"], tags["trainer.trec_eval_gap"],
+             spec.kind, tags["trainer.trec_eval_why"])
     if diff > TOLERANCE:
         tags["trainer.differs"] = _differing_query(spec.kind, k, valid, trained, per_query)
         log.warning("ranker %s: %s says validation %s = %r, the harness (convention=%s) %r: "
                     "%s", spec.name, spec.kind, trained.metric, trained.value, spec.kind,
                     value, tags["trainer.differs"])
     return tags
+
+
+def trec_eval_gap(kind: str, k: int, valid: Any, scores: np.ndarray) -> dict[str, str]:
+    """How far trec_eval's ndcg_cut_k of the validation scores is from the library's
+    convention, and why: the gap split by option (exact Shapley values,
+    :func:`harness.explain.explain_difference`)."""
+    from harness.explain import explain_difference
+
+    e = explain_difference(_run(valid, scores), metric=f"ndcg@{k}", a=kind, b="trec_eval")
+    parts = [f"{row.option} {row.a} -> {row.b} {row.contribution:+.4f}"
+             for row in e.table.itertuples() if abs(row.contribution) > 0]
+    return {"trainer.trec_eval_value": repr(e.mean_b),
+            "trainer.trec_eval_gap": f"{e.mean_b - e.mean_a:+.6f}",
+            "trainer.trec_eval_why": "; ".join(parts) or "no option changes the value"}
 
 
 def _differing_query(kind: str, k: int, valid: Any, trained: Any, per_query: pd.Series

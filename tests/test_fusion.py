@@ -1,0 +1,183 @@
+"""Kind ``fusion`` (harness/rankers/fusion.py) against ranx's fusion (``ranx.fuse``) on the
+same runs: every fused score equal within 1e-9, document by document.
+
+ranx orders a run's equal scores as its sort leaves them, the harness by docid descending
+(trec_eval's order). So on runs with ties, the methods that read ranks (``rrf``, ``rank``
+normalisation) are compared only on the documents whose score no other document of its
+query shares in any input, and the ones that read scores are compared everywhere.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from ranx import Run, fuse as ranx_fuse
+
+from harness.data.trec import read_run
+from harness.datasets import load_dataset
+from harness.errors import InputError
+from harness.rankers import RankerSpec, cache_key, score
+from harness.rankers.fusion import fuse
+
+TOL = 1e-9
+#: harness name -> ranx's
+NORMS = {"min-max": "min-max", "z-score": "zmuv", "sum": "sum", "max": "max", "rank": "rank"}
+METHODS = {"combsum": "sum", "combmnz": "mnz", "combmax": "max", "wsum": "wsum"}
+
+
+def _runs(seed: int, *, ties: bool) -> dict[str, pd.DataFrame]:
+    """Three runs over the same 12 queries, each retrieving its own subset of a query's 30
+    documents (so some documents are missing from some runs); scores continuous, or on a
+    coarse grid when ``ties``."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, scale in (("a", 10.0), ("b", 1.0), ("c", 250.0)):
+        rows = []
+        for q in range(12):
+            docs = rng.choice(30, size=rng.integers(5, 25), replace=False)
+            raw = rng.random(len(docs)) * scale - scale / 3
+            if ties:
+                raw = np.round(raw / scale * 40) * scale / 40
+            rows += [(f"q{q}", f"d{d:02d}", float(s)) for d, s in zip(docs, raw, strict=True)]
+        out[name] = pd.DataFrame(rows, columns=["qid", "docid", "score"])
+    return out
+
+
+def _ranx(run: pd.DataFrame) -> Run:
+    return Run({q: dict(zip(g["docid"], g["score"], strict=True))
+                for q, g in run.groupby("qid")})
+
+
+def _theirs(runs: dict[str, pd.DataFrame], norm: str | None, method: str,
+            params: dict | None = None) -> pd.Series:
+    fused = ranx_fuse(runs=[_ranx(r) for r in runs.values()], norm=norm, method=method,
+                      params=params or {})
+    return pd.Series({(q, d): s for q, docs in fused.to_dict().items()
+                      for d, s in docs.items()})
+
+
+def _ours(fused: pd.DataFrame) -> pd.Series:
+    return fused.set_index(["qid", "docid"])["score"]
+
+
+def _untied(runs: dict[str, pd.DataFrame]) -> set[tuple[str, str]]:
+    """(qid, docid) whose score is unique within its query in every input that has it."""
+    tied = set()
+    for run in runs.values():
+        dup = run[run.duplicated(["qid", "score"], keep=False)]
+        tied |= set(zip(dup["qid"], dup["docid"], strict=True))
+    every = {key for run in runs.values() for key in zip(run["qid"], run["docid"])}
+    return every - tied
+
+
+def _equal(ours: pd.Series, theirs: pd.Series, keys=None) -> None:
+    assert set(ours.index) == set(theirs.index)
+    keys = sorted(keys if keys is not None else theirs.index)
+    assert len(keys) > 50
+    gap = np.abs(ours.loc[keys].to_numpy() - theirs.loc[keys].to_numpy())
+    assert gap.max() <= TOL, (gap.max(), keys[int(gap.argmax())])
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("k", [60, 1])
+def test_rrf_equals_ranx(seed: int, k: int) -> None:
+    runs = _runs(seed, ties=False)
+    _equal(_ours(fuse(runs, "rrf", k=k)), _theirs(runs, None, "rrf", {"k": k}))
+
+
+@pytest.mark.parametrize("norm", list(NORMS))
+@pytest.mark.parametrize("method", list(METHODS))
+def test_comb_methods_equal_ranx(norm: str, method: str) -> None:
+    runs = _runs(3, ties=False)
+    weights = {"a": 0.5, "b": 0.3, "c": 0.2}
+    params = {"weights": list(weights.values())} if method == "wsum" else {}
+    ours = fuse(runs, method, norm, weights=weights)
+    _equal(_ours(ours), _theirs(runs, NORMS[norm], METHODS[method], params))
+
+
+@pytest.mark.parametrize("norm", ["min-max", "z-score", "sum", "max"])
+def test_score_norms_equal_ranx_on_tied_runs(norm: str) -> None:
+    runs = _runs(5, ties=True)
+    assert any(r.duplicated(["qid", "score"]).any() for r in runs.values())
+    _equal(_ours(fuse(runs, "combmnz", norm)), _theirs(runs, NORMS[norm], "mnz"))
+
+
+@pytest.mark.parametrize("method,norm", [("rrf", None), ("combsum", "rank")])
+def test_rank_methods_on_tied_runs_equal_ranx_where_nothing_ties(method: str, norm) -> None:
+    runs = _runs(6, ties=True)
+    keys = _untied(runs)
+    ours = fuse(runs, method, norm or "none")
+    theirs = _theirs(runs, norm, METHODS.get(method, method))
+    # ranx's order of equal scores is its sort's: only documents no other one ties with in
+    # any input have the same ranks (and so the same fused score) on both sides
+    _equal(_ours(ours), theirs, keys)
+
+
+# -- the kind, on the CAsT 2021 baselines ----------------------------------------------------
+
+@functools.cache
+def _cast(data: Path):
+    folder = data / "trec_cast_2021"
+    return load_dataset("trec", name="cast2021_bm25",
+                        qrels_path=str(folder / "trec-cast-qrels-docs.2021.qrel"),
+                        run_path=str(folder / "org_manual_bm25.run"))
+
+
+def _of(run: pd.DataFrame, qids: set) -> pd.DataFrame:
+    return run.loc[run["qid"].isin(qids), ["qid", "docid", "score"]]
+
+
+def _files(data: Path) -> dict[str, str]:
+    folder = data / "trec_cast_2021"
+    return {name: str(folder / f"org_manual_{name}.run") for name in ("bm25", "ance")}
+
+
+@pytest.mark.parametrize("method,norm", [("rrf", "none"), ("combsum", "min-max"),
+                                         ("combmnz", "z-score")])
+def test_the_kind_fuses_cast_runs_as_ranx_does(shared_data: Path, method: str,
+                                               norm: str) -> None:
+    files = _files(shared_data)
+    spec = RankerSpec("hybrid", "fusion", {"method": method, "norm": norm, "inputs": {
+        "bm25": files["bm25"], "ance": {"kind": "run_file", "path": files["ance"]}}})
+    ds = _cast(shared_data)
+    run, _, _ = score(spec, ds)
+    qids = set(ds.test["qid"])
+    runs = {n: _of(read_run(p), qids) for n, p in files.items()}
+    theirs = _theirs(runs, None if norm == "none" else NORMS[norm],
+                     {"rrf": "rrf", **METHODS}[method])
+    _equal(_ours(run), theirs, _untied(runs) if method == "rrf" else None)
+
+
+def test_the_cache_key_follows_the_input_files(shared_data: Path, tmp_path: Path) -> None:
+    files = _files(shared_data)
+    copy = tmp_path / "ance.run"
+    copy.write_bytes(Path(files["ance"]).read_bytes())
+    spec = RankerSpec("hybrid", "fusion", {"inputs": {"bm25": files["bm25"],
+                                                      "ance": str(copy)}})
+    ds = _cast(shared_data)
+    before = cache_key(spec, ds)
+    with copy.open("a") as fh:
+        fh.write("106_1 Q0 MARCO_X 1001 -5.0 extra\n")
+    assert cache_key(spec, ds) != before
+
+
+@pytest.mark.parametrize("options,match,key", [
+    ({"method": "borda"}, "unknown fusion method 'borda'", "ranker.f.method"),
+    ({"norm": "l2"}, "unknown normalisation 'l2'", "ranker.f.norm"),
+    ({"method": "wsum", "weights": {"a": 1.0}}, "needs a weight for input 'b'",
+     "ranker.f.weights.b"),
+    ({"weights": {"a": 1.0, "z": 2.0}}, "a weight for 'z', which is not an input",
+     "ranker.f.weights"),
+])
+def test_bad_options_name_the_key(shared_data: Path, options: dict, match: str,
+                                  key: str) -> None:
+    files = _files(shared_data)
+    spec = RankerSpec("f", "fusion", {"inputs": {"a": files["bm25"], "b": files["ance"]},
+                                      **options})
+    with pytest.raises(InputError, match=match) as info:
+        score(spec, _cast(shared_data))
+    assert info.value.key == key
