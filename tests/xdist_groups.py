@@ -23,11 +23,15 @@ from collections.abc import Generator
 
 import pytest
 
-# modules of tests that each take 10+ s of one core (a subprocess study, a sweep, signals)
+# modules of tests that each take 10+ s of one core (a subprocess study, a sweep, signals).
+# Not here: the modules whose first ranx call was slow only because numba compiled it. The
+# group of tests/test_ranx_names.py, handed out first, compiles every ranx metric into
+# numba's cache (ranx's cache=True); run later, those modules load it instead of compiling
+# it again at the same time on the other worker.
 FIRST = ("test_walkthrough.py", "test_sweep_signals.py", "test_kill_resume.py",
-         "test_journeys.py", "test_ci_gate.py", "test_measure_names.py", "test_peer_edges.py",
-         "test_notebook.py", "test_datasets.py", "test_judged_share.py", "test_reproduce.py",
-         "test_app_speed.py", "test_command_line.py", "test_explain.py", "test_docid_codes.py",
+         "test_journeys.py", "test_ci_gate.py", "test_notebook.py", "test_datasets.py",
+         "test_judged_share.py", "test_reproduce.py", "test_app_speed.py",
+         "test_command_line.py", "test_explain.py", "test_docid_codes.py",
          "test_measure_registry.py", "test_properties.py", "test_stream.py")
 _SHARED = ("module", "class", "package", "session")
 
