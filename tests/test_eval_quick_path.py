@@ -65,9 +65,10 @@ def test_the_quick_path_prints_what_the_dataframe_path_prints(
     real = arrays.evaluate_arrays
     monkeypatch.setattr(arrays, "evaluate_arrays",
                         lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(trec_arrays, "_split_in_python", lambda path: True)
     quick = _printed(capsys, argv)
     assert calls, "the quick path was not taken"
-    monkeypatch.setattr(trec_arrays, "SMALL_FILE", 0)  # Arrow's reader, as for large files,
+    monkeypatch.setattr(trec_arrays, "_split_in_python", lambda path: False)  # Arrow's reader,
     monkeypatch.setattr(trec_arrays, "BLOCK", 700)  # in blocks of 700 bytes
     arrow = _printed(capsys, argv)
     monkeypatch.setattr(arrays, "quick_path", lambda *a, **k: False)

@@ -256,7 +256,9 @@ class _Inputs:
         self.noted = False  # the note on fractional labels is printed
         if quick_path(columns, extra, judged_only=args.Judged_docs_only,
                       rel_format=args.Rel_info_format):
-            from harness.data.trec_arrays import read_columns
+            from harness.data.trec_arrays import plan_reading, read_columns
+
+            plan_reading([qrels_path, *args.inputs[1:]])
 
             self.arrays = _or_memory(lambda: read_columns(qrels_path, "qrels"), qrels_path,
                                      "qrels")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import codecs
 import gzip
 import io
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,11 +23,12 @@ import numpy as np
 
 from harness.data.trec import trec_fields
 
-__all__ = ["Columns", "BLOCK", "SMALL_FILE", "blocks", "fast_columns", "read_columns",
-           "run_blocks", "without_comments"]
+__all__ = ["Columns", "BLOCK", "SMALL_FILE", "blocks", "fast_columns", "plan_reading",
+           "read_columns", "run_blocks", "without_comments"]
 
-#: Text files up to this size are split in Python (importing Arrow costs more than that).
-SMALL_FILE = 4 << 20
+#: Text files up to this size are split in Python while Arrow is not imported yet (its
+#: import costs more than splitting them); once it is, Arrow reads every file.
+SMALL_FILE = 2 << 20
 #: Larger files are read in blocks of about this many bytes.
 BLOCK = 32 << 20
 
@@ -262,6 +264,22 @@ def _small_columns(path: Path, n_fields: int, number: int, keep: tuple[int, ...]
     return Columns({i: list(cols[i]) for i in keep if i != number}, out, False)
 
 
+def plan_reading(paths: list[str | Path]) -> None:
+    """Before reading ``paths`` (a qrels and its runs): when they hold more than
+    ``SMALL_FILE`` bytes in all, Arrow is imported now and reads every one of them
+    (splitting a hundred small runs in Python costs more than importing Arrow once)."""
+    total = sum(Path(p).stat().st_size for p in paths if Path(p).is_file())
+    if total > SMALL_FILE:
+        import pyarrow  # noqa: F401  (its import is what _split_in_python looks for)
+
+
+def _split_in_python(path: Path) -> bool:
+    """Whether to split ``path`` in Python rather than with Arrow's reader: a small plain
+    file while Arrow is not imported yet."""
+    return (path.suffix != ".gz" and path.stat().st_size <= SMALL_FILE
+            and "pyarrow" not in sys.modules)
+
+
 def read_columns(path: str | Path, kind: str, block: int | None = None) -> Columns | None:
     """A qrels (``kind='qrels'``: qid, docno; rel) or run (``'run'``: qid, docno; score;
     its run id) text file's columns, or None where the DataFrame path must read it
@@ -273,7 +291,7 @@ def read_columns(path: str | Path, kind: str, block: int | None = None) -> Colum
         return None
     run = kind == "run"
     n_fields, number = (6, 4) if run else (4, 3)
-    if p.suffix != ".gz" and p.stat().st_size <= SMALL_FILE:
+    if _split_in_python(p):
         try:
             cols = _small_columns(p, n_fields, number, (0, 2, number, 5) if run else
                                   (0, 2, number), kind, run)

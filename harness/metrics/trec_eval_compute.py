@@ -88,15 +88,21 @@ def _qid_set(qid: pd.Series) -> set[str]:
     return set(np.asarray(pd.unique(qid), dtype=object).tolist())
 
 
+_METRICS: dict[tuple[str, int, str, int], Any] = {}  # one Metric per line and options
+
+
 def _metric(col: Column, level: int, convention: str, collection_size: int) -> Any:
     from harness.metrics.definition import Metric
     from harness.metrics.registry import get_measure
 
-    fam = col.family
-    opts = {**dict(fam.fixed), **col.options}
-    if "collection_size" in get_measure(fam.measure).options:
-        opts["collection_size"] = collection_size
-    return Metric(fam.measure, convention=convention, level=level, **opts)
+    key = (col.name, level, convention, collection_size)  # a printed name: one line
+    if key not in _METRICS:  # harness eval qrels run1 ... run100: built once, not 100 times
+        fam = col.family
+        opts = {**dict(fam.fixed), **col.options}
+        if "collection_size" in get_measure(fam.measure).options:
+            opts["collection_size"] = collection_size
+        _METRICS[key] = Metric(fam.measure, convention=convention, level=level, **opts)
+    return _METRICS[key]
 
 
 def _aggregate_of(metric: Any) -> str:
