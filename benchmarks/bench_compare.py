@@ -27,13 +27,13 @@ Items (``--items``, default all):
 
 - ``student``: ranx's default test, the paired t-test (``stat_test="student"``) against
   ``harness.compare(..., test="ttest")``; measures ``ndcg@10``, ``map@100``, ``mrr`` in
-  ranx and ``nDCG@10``, ``AP@100``, ``RR`` in the harness: the same measures, whose values
-  differ only where documents tie (ranx orders tied documents as its unstable quicksort
-  leaves them, the harness by its documented tie rule); the largest difference of the
-  means is printed. ``--ranx-definitions`` uses ``ranx:ndcg@10``, ``ranx:map@100``,
-  ``ranx:mrr`` instead, ranx's tie order reproduced (the means equal ranx's to 1e-15), at
-  the cost of a Python quicksort per query and run. Target: ranx / harness >= 3 at 100
-  runs x 1,000 queries.
+  ranx and ``nDCG@10(gain=linear)``, ``AP@100``, ``RR`` in the harness: the same measures,
+  whose values differ only where documents tie (ranx orders tied documents as its
+  unstable quicksort leaves them, the harness by its documented tie rule); the largest
+  difference of the means is printed. ``--ranx-definitions`` uses ``ranx:ndcg@10``,
+  ``ranx:map@100``, ``ranx:mrr`` instead, ranx's tie order reproduced (the means equal
+  ranx's to 1e-15), at the cost of a Python quicksort per query and run. Target: ranx /
+  harness >= 3 at 100 runs x 1,000 queries.
 - ``fisher``: ranx's Fisher randomization test with ``--permutations`` (1,000) against the
   harness's permutation test with as many resamples, on ``--fisher-runs`` runs (ranx takes
   about 40 ms per test here, and tests every ordered pair on every measure: 100 runs are
@@ -64,7 +64,7 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-HARNESS_MEASURES = ["nDCG@10", "AP@100", "RR"]
+HARNESS_MEASURES = ["nDCG@10(gain=linear)", "AP@100", "RR"]
 RANX_DEFINITIONS = ["ranx:ndcg@10", "ranx:map@100", "ranx:mrr"]
 RANX_MEASURES = ["ndcg@10", "map@100", "mrr"]
 CAST_MEASURES = ["trec_eval:ndcg", "trec_eval:map", "trec_eval:recip_rank", "trec_eval:P.5"]
