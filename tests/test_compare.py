@@ -243,6 +243,33 @@ def test_compare_table_rows_equal_one_comparison_at_a_time() -> None:
     assert set(t[t["ranker_a"] == "mid"]["n"]) == {30, 29}
 
 
+def test_pairs_tested_as_arrays_equal_scipy_pair_by_pair() -> None:
+    """Above 50 queries the t-test and Wilcoxon run as one scipy call over every pair of a
+    query set: each row must equal scipy's ttest_rel and wilcoxon on that pair alone, with
+    rankers that miss queries, hold a NaN, list their queries in another order, and tie."""
+    rng = np.random.default_rng(11)
+    qids = [f"topic-{i:04d}" for i in range(120)]
+    frames = {name: pd.DataFrame({"qid": qids, "nDCG@10": np.round(rng.random(120), 1)})
+              for name in ("a", "b", "c", "d")}
+    frames["b"] = frames["b"].iloc[7:]  # 7 queries missing
+    frames["c"].loc[5, "nDCG@10"] = np.nan
+    frames["d"] = frames["d"].iloc[::-1]  # another order
+    t = compare_table(frames, tests=["ttest", "wilcoxon"], intervals=False)
+    assert "p_permutation" not in t and "ci_low" not in t  # only the tests asked for
+    assert len(t) == 6
+    for row in t.itertuples():
+        both = pd.concat([frames[row.ranker_a].set_index("qid")["nDCG@10"],
+                          frames[row.ranker_b].set_index("qid")["nDCG@10"]],
+                         axis=1, join="inner").dropna().to_numpy()
+        x, y = both[:, 0], both[:, 1]
+        d = np.where(np.abs(x - y) <= 1e-12, 0.0, x - y)
+        assert row.n == len(x) and (row.wins, row.ties, row.losses) == (
+            (d > 0).sum(), (d == 0).sum(), (d < 0).sum())
+        assert row.p_ttest == pytest.approx(stats.ttest_rel(x, y).pvalue, rel=1e-12)
+        assert row.p_wilcoxon == pytest.approx(stats.wilcoxon(d).pvalue, rel=1e-12)
+        assert row.mean_diff == pytest.approx(x.mean() - y.mean(), abs=1e-15)
+
+
 def test_compare_table_baseline_bh_and_family_all() -> None:
     frames = three_rankers()
     t = compare_table(frames, ["nDCG@10", "AP@10"], baseline="bad", correction="bh",
