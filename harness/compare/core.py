@@ -14,7 +14,6 @@ and on MLflow runs, and ``harness reproduce`` of a comparison all build theirs h
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
