@@ -181,3 +181,65 @@ def test_bad_options_name_the_key(shared_data: Path, options: dict, match: str,
     with pytest.raises(InputError, match=match) as info:
         score(spec, _cast(shared_data))
     assert info.value.key == key
+
+
+# -- weights tuned on the training queries ---------------------------------------------------
+
+def _table(path: Path, seed: int) -> Path:
+    """Train and test queries of 20 documents, graded 0-3; ``good`` follows the grade with
+    noise, ``fair`` with more, ``noise`` not at all (all continuous: no ties)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for q in range(40):
+        label = rng.integers(0, 4, 20)
+        for d in range(20):
+            rows.append({"qid": f"q{q}", "docid": f"d{d}", "label": int(label[d]),
+                         "split": "train" if q < 25 else "test",
+                         "good": label[d] + rng.normal(0, 1.0),
+                         "fair": label[d] + rng.normal(0, 2.5), "noise": rng.normal()})
+    pd.DataFrame(rows).to_parquet(path)
+    return path
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_tuned_weights_are_ranx_optimize_fusion_s(tmp_path: Path, seed: int) -> None:
+    import json
+
+    from ranx import Qrels, optimize_fusion
+
+    ds = load_dataset("table", name="t", path=str(_table(tmp_path / "t.parquet", seed)),
+                      split="split")
+    inputs = {n: {"kind": "feature", "feature": n} for n in ("good", "fair", "noise")}
+    spec = RankerSpec("tuned", "fusion", {"method": "wsum", "norm": "min-max", "inputs": inputs,
+                                          "tune": {"metric": "ndcg@10", "convention": "ranx",
+                                                   "step": 0.1}})
+    run, _, _ = score(spec, ds)
+    tags = run.attrs["trainer"]
+    train = ds.split("train")
+    best = optimize_fusion(
+        qrels=Qrels({q: dict(zip(g["docid"], g["label"].astype(int), strict=True))
+                     for q, g in train.groupby("qid")}),
+        runs=[_ranx(train.assign(score=train[n])) for n in inputs], norm="min-max",
+        method="wsum", metric="ndcg@10", show_progress=False)
+    assert json.loads(tags["fusion.weights"]) == dict(zip(inputs, best["weights"],
+                                                          strict=True))
+    assert tags["fusion.tuned_queries"] == "25"
+    assert json.loads(tags["fusion.weights"])["noise"] < 0.5
+    # the test split is fused with those weights
+    fixed = RankerSpec("fixed", "fusion", {"method": "wsum", "norm": "min-max",
+                                           "inputs": inputs,
+                                           "weights": json.loads(tags["fusion.weights"])})
+    assert np.array_equal(score(fixed, ds)[0]["score"], run["score"])
+    assert set(run["qid"]) == set(ds.test["qid"])
+
+
+def test_tuning_needs_a_train_split_and_wsum(shared_data: Path) -> None:
+    files = _files(shared_data)
+    inputs = {"a": files["bm25"], "b": files["ance"]}
+    with pytest.raises(InputError, match="has no train split") as info:
+        score(RankerSpec("f", "fusion", {"method": "wsum", "inputs": inputs,
+                                         "tune": {"metric": "ndcg@10"}}), _cast(shared_data))
+    assert info.value.key == "ranker.f.tune"
+    with pytest.raises(InputError, match="tune chooses wsum's weights; method is rrf"):
+        score(RankerSpec("f", "fusion", {"inputs": inputs, "tune": {"step": 0.1}}),
+              _cast(shared_data))

@@ -124,6 +124,7 @@ class RankerConfig:
     norm: Optional[str] = None  # min-max | z-score | sum | max | rank | none
     rrf_k: Optional[float] = None  # RRF's k (60)
     weights: Optional[dict[str, float]] = None  # wsum: a weight per input
+    tune: Optional[dict[str, Any]] = None  # wsum: {metric, convention, step} on train queries
 
 
 @dataclass

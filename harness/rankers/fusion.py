@@ -14,6 +14,11 @@ tests/test_fusion.py:
   (no normalisation: ranks only), ``combsum`` sum, ``combmnz`` sum times their number,
   ``combmax`` maximum, ``wsum`` sum of weight x score.
 
+With ``tune`` (method ``wsum``), the weights are chosen on the dataset's training queries
+(each input scores the train split) by ranx's grid (``ranx.optimize_fusion``: each weight
+in 0, step, ..., 1, the combinations summing to 1; the last best on a tie, as ranx), under
+any metric variant (``tune: {metric: "ndcg@10", convention: ranx, step: 0.1}``).
+
 Ranks within an input follow trec_eval's order: score descending, equal scores by docid
 descending (ranx leaves equal scores in its sort's order, so its ranks of tied documents
 may differ). Ties in the fused scores are the study's to break (``metric.ties``), as for
@@ -22,6 +27,9 @@ any ranker.
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,7 +39,7 @@ import pandas as pd
 from harness.datasets import Dataset
 from harness.errors import InputError
 
-__all__ = ["METHODS", "NORMS", "fuse", "normalise", "fusion"]
+__all__ = ["METHODS", "NORMS", "fuse", "normalise", "fusion", "weight_grid", "tune_weights"]
 
 METHODS = ("rrf", "combsum", "combmnz", "combmax", "wsum")
 NORMS = ("min-max", "z-score", "sum", "max", "rank", "none")
@@ -128,7 +136,7 @@ def _options(spec: Any, names: list[str]) -> dict[str, Any]:
         raise InputError(f"ranker {spec.name!r}: unknown normalisation {norm!r}; known: "
                          f"{', '.join(NORMS)}", key=f"ranker.{spec.name}.norm")
     weights = dict(spec.option("weights", {}) or {})
-    if method == "wsum":
+    if method == "wsum" and not spec.option("tune"):
         missing = [n for n in names if n not in weights]
         if missing:
             raise InputError(f"ranker {spec.name!r}: method wsum needs a weight for input "
@@ -144,10 +152,71 @@ def _options(spec: Any, names: list[str]) -> dict[str, Any]:
     return {"method": method, "norm": norm, "k": k, "weights": weights}
 
 
+def weight_grid(step: float, n: int) -> list[tuple[float, ...]]:
+    """ranx's candidate weights: 0, step, ..., 1 for each of ``n`` inputs, the combinations
+    whose sum is 1."""
+    digits = str(step)[::-1].find(".")
+    values = [round(float(x), digits) for x in np.arange(0, 1 + step, step)]
+    return [w for w in itertools.product(values, repeat=n) if sum(w) == 1.0]
+
+
+def _train_view(spec: Any, ds: Dataset) -> Dataset:
+    """``ds`` with its train split as the split scored (and judged by its labels)."""
+    train = ds.split("train")
+    if len(train) == 0:
+        raise InputError(f"ranker {spec.name!r}: tune chooses weights on the training queries; "
+                         f"dataset {ds.name!r} has no train split", key=f"ranker.{spec.name}.tune")
+    return dataclasses.replace(
+        ds, docs=pd.concat([train, train.assign(split="test")], ignore_index=True),
+        qrels=train[["qid", "docid", "label"]].reset_index(drop=True),
+        digest=f"{ds.digest}:train")
+
+
+def tune_weights(spec: Any, ds: Dataset, specs: Mapping[str, Any], norm: str, score: Any
+                 ) -> tuple[dict[str, float], float, int]:
+    """The weights of the best weighted sum on the training queries, its value and the
+    number of those queries."""
+    from harness.metrics import parse_metric
+    from harness.metrics.evaluate import aggregate, evaluate
+
+    tune = dict(spec.option("tune", {}) or {})
+    unknown = sorted(set(tune) - {"metric", "convention", "step"})
+    if unknown:
+        raise InputError(f"ranker {spec.name!r}: tune has no option {unknown[0]!r} (metric, "
+                         "convention, step)", key=f"ranker.{spec.name}.tune.{unknown[0]}")
+    options = {"convention": str(tune["convention"])} if tune.get("convention") else {}
+    metric = parse_metric(str(tune.get("metric", "ndcg@10")), **options)
+    step = float(tune.get("step", 0.1))
+    if not 0 < step <= 0.5:
+        raise InputError(f"ranker {spec.name!r}: tune.step must be in (0, 0.5], got {step:g}",
+                         key=f"ranker.{spec.name}.tune.step")
+    view = _train_view(spec, ds)
+    runs = {name: score(sub, view)[0] for name, sub in specs.items()}
+    best, best_value = (), -np.inf
+    for weights in weight_grid(step, len(runs)):
+        fused = fuse(runs, "wsum", norm, weights=dict(zip(runs, weights, strict=True)))
+        summary = aggregate(evaluate(fused, view.qrels, metrics=[metric]))
+        value = float(summary.loc[metric.display_name, "mean"])
+        if value >= best_value:
+            best, best_value = weights, value
+    return dict(zip(runs, best, strict=True)), best_value, int(view.qrels["qid"].nunique())
+
+
 def fusion(spec: Any, ds: Dataset, score: Any) -> pd.DataFrame:
     """The registry's entry: score every input on ``ds`` (``score``: harness.rankers's),
-    then fuse their runs."""
+    then fuse their runs; with ``tune``, the weights chosen on the training queries first
+    (recorded in the run's ``attrs``, the ``fusion.*`` tags of its MLflow run)."""
     specs = input_specs(spec)
     options = _options(spec, list(specs))
+    tags = {}
+    if spec.option("tune"):
+        if options["method"] != "wsum":
+            raise InputError(f"ranker {spec.name!r}: tune chooses wsum's weights; method is "
+                             f"{options['method']}", key=f"ranker.{spec.name}.tune")
+        options["weights"], value, n = tune_weights(spec, ds, specs, options["norm"], score)
+        tags = {"fusion.weights": json.dumps(options["weights"]),
+                "fusion.tuned_value": repr(value), "fusion.tuned_queries": str(n)}
     runs = {name: score(sub, ds)[0] for name, sub in specs.items()}
-    return fuse(runs, **options)
+    fused = fuse(runs, **options)
+    fused.attrs["trainer"] = tags  # logged as the ranker run's tags
+    return fused
