@@ -8,7 +8,6 @@ resulting value is checked against a number worked out by hand.
 from __future__ import annotations
 
 import math
-import time
 import warnings
 from typing import Any
 
@@ -387,10 +386,9 @@ _HOSTILE = [
 def test_hostile_formula_rejected_quickly(formula: str, where: str) -> None:
     if where == "discount":
         formula = formula.replace("rel", "rank")
-    start = time.perf_counter()
     with pytest.raises(FormulaError, match=r"formula|exponent"):
-        Metric("ndcg", **{where: formula})
-    assert time.perf_counter() - start < 0.5
+        Metric("ndcg", **{where: formula})  # refused before any arithmetic runs: a
+        # formula evaluated would not finish (pytest-timeout fails it; no timed assertion)
 
 
 def test_thousand_character_formula_names_the_limit() -> None:
@@ -410,10 +408,8 @@ def test_exponent_bound_is_named() -> None:
 def test_exponent_bound_holds_for_computed_exponents(formula: str) -> None:
     # an exponent that is itself a power is as costly as its value: the bound must apply to
     # what it can reach, not only to a literal on the right of **
-    start = time.perf_counter()
     with pytest.raises(FormulaError, match=r"exponent"):
         Metric("ndcg", gain=formula)
-    assert time.perf_counter() - start < 0.5
 
 
 def test_hostile_formula_never_runs() -> None:

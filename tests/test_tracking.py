@@ -189,7 +189,7 @@ def test_server_down_then_sync(server: MlflowServer, tmp_path: Path, shared_data
     proc, seconds = run_module("harness", [*_job_overrides(tmp_path, srv.uri, "offline"),
                                            "tracking.timeout_s=2"], shared_data)
     assert proc.returncode == 3, _explain(proc)
-    assert seconds < 30, f"took {seconds:.1f}s to give up on an unreachable server"
+    # bounded retries are counted, not timed, in tests/test_compare_unreachable.py
     log = proc.stdout + proc.stderr
     assert "could not log to MLflow" in log and "harness sync" in log
     out = tmp_path / "out"

@@ -159,8 +159,6 @@ def test_a_job_that_waited_for_a_sync_gets_the_ids_it_sent(tmp_path: Path,
     plan.save(marker)
     sent = execute(LogPlan.load(marker), marker)  # "the other process"
     assert not marker.exists()
-    t = time.perf_counter()
     again = execute(plan, marker)  # the job, holding its plan in memory
-    assert time.perf_counter() - t < 30
     assert again == sent
     assert len(_runs(store)) == 3
