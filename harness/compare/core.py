@@ -104,11 +104,23 @@ def _with_bootstrap(tests: pd.DataFrame, per_query: Mapping[str, pd.DataFrame], 
     from harness.compare.resampling import bootstrap_pvalues
 
     tests = tests.copy()
-    p = []
+    differences: list[np.ndarray] = []
+    joined: dict[str, pd.DataFrame] = {}
+    index = next(iter(per_query.values())).index
+    same = all(f.index.equals(index) for f in per_query.values())
     for m, a, b in zip(tests["variant"], tests["ranker_a"], tests["ranker_b"]):
-        both = pd.concat([per_query[a][m], per_query[b][m]], axis=1).dropna().to_numpy()
-        d = (both[:, 0] - both[:, 1])[None, :]
-        p.append(float(bootstrap_pvalues(d, seed=seed, resamples=resamples)[0]))
+        if same and m not in joined:  # every system's values of m, on the same queries
+            joined[m] = pd.concat([per_query[s][m].rename(s) for s in per_query], axis=1)
+        both = (joined[m][[a, b]] if same else pd.concat([per_query[a][m], per_query[b][m]],
+                                                         axis=1)).dropna().to_numpy()
+        differences.append(both[:, 0] - both[:, 1])
+    # a row's draws depend on its number of queries only: the rows of one size at once
+    p = np.empty(len(differences))
+    sizes = np.array([len(d) for d in differences])
+    for n in np.unique(sizes):
+        rows = np.flatnonzero(sizes == n)
+        p[rows] = bootstrap_pvalues(np.vstack([differences[i] for i in rows]), seed=seed,
+                                    resamples=resamples)
     tests["p_bootstrap"] = p
     tests["p_bootstrap_adj"] = np.nan
     for _, idx in tests.groupby("variant", sort=False).indices.items():
