@@ -243,3 +243,27 @@ def test_tuning_needs_a_train_split_and_wsum(shared_data: Path) -> None:
     with pytest.raises(InputError, match="tune chooses wsum's weights; method is rrf"):
         score(RankerSpec("f", "fusion", {"inputs": inputs, "tune": {"step": 0.1}}),
               _cast(shared_data))
+
+
+def test_options_are_checked_before_any_data_is_read() -> None:
+    from hydra import compose, initialize_config_dir
+
+    from harness.app.config import register_configs
+    from harness.app.plan import validate
+    from harness.rankers import check_options
+
+    with pytest.raises(InputError, match="unknown kind 'nope'") as info:
+        check_options(RankerSpec("f", "fusion", {"inputs": {"a": "/nowhere/a.run",
+                                                            "b": {"kind": "nope"}}}))
+    assert info.value.key == "ranker.f.inputs.b.kind"
+    with pytest.raises(InputError, match="valid_fraction must be in") as info:
+        check_options(RankerSpec("f", "fusion", {"inputs": {
+            "a": "/nowhere/a.run", "b": {"kind": "lightgbm", "valid_fraction": 1.5}}}))
+    assert info.value.key == "ranker.f.inputs.b.valid_fraction"
+    register_configs()
+    with initialize_config_dir(version_base="1.3",
+                               config_dir=str(Path(__file__).parents[1] / "conf")):
+        cfg = compose("config", overrides=["experiment=cast2021", "ranker.rrf.method=borda",
+                                           "dataset.run_path=/nowhere/bm25.run"])
+    with pytest.raises(InputError, match="unknown fusion method 'borda'"):
+        validate(cfg)  # the plan: no file is read

@@ -27,7 +27,7 @@ from harness.engines import Engine
 from harness.errors import InputError, MetricDefinitionError
 from harness.metrics import Metric, parse_metric
 from harness.paths import project_path
-from harness.rankers import ESTIMATORS, RANKERS, RankerSpec
+from harness.rankers import ESTIMATORS, RANKERS, RankerSpec, check_options
 from harness.tracking import resolve_tracking_uri
 
 __all__ = ["StudyPlan", "DatasetPlan", "build_plan", "validate", "build_metrics",
@@ -202,7 +202,7 @@ def _ranker_specs(rankers: Mapping[str, Any]) -> list[RankerSpec]:
                              f"{', '.join(ESTIMATORS)}", key=f"ranker.{name}.estimator")
         if "path" in opts:
             opts["path"] = str(project_path(opts["path"]))
-        specs.append(RankerSpec(name=str(name), kind=kind, options=opts))
+        specs.append(check_options(RankerSpec(name=str(name), kind=kind, options=opts)))
     return specs
 
 

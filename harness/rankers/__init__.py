@@ -24,7 +24,8 @@ from harness.datasets import Dataset, file_sha256
 from harness.errors import InputError
 from harness.progress import bars_on, progress
 
-__all__ = ["RANKERS", "ESTIMATORS", "RankerSpec", "score", "cache_key", "fit"]
+__all__ = ["RANKERS", "ESTIMATORS", "RankerSpec", "score", "cache_key", "fit",
+           "check_options"]
 
 CACHE_VERSION = 1
 
@@ -227,6 +228,24 @@ RANKERS: Mapping[str, Callable[[RankerSpec, Dataset], pd.DataFrame]] = {
     "catboost": _ltr,
     "fusion": _fusion,
 }
+
+
+def check_options(spec: RankerSpec) -> RankerSpec:
+    """``spec`` once what can be checked without data is (the learning-to-rank kinds'
+    objective and numbers, a fusion's method, normalisation, weights and inputs)."""
+    if spec.kind in ("lightgbm", "xgboost", "catboost"):
+        from harness.rankers.ltr import check_ltr
+
+        check_ltr(spec)
+    elif spec.kind == "fusion":
+        from harness.rankers.fusion import check_fusion
+
+        for sub in check_fusion(spec).values():
+            if sub.kind not in RANKERS:
+                raise InputError(f"ranker {sub.name!r}: unknown kind {sub.kind!r}; known: "
+                                 f"{', '.join(RANKERS)}", key=f"ranker.{sub.name}.kind")
+            check_options(sub)
+    return spec
 
 
 def cache_key(spec: RankerSpec, ds: Dataset) -> str:

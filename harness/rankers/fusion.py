@@ -39,7 +39,8 @@ import pandas as pd
 from harness.datasets import Dataset
 from harness.errors import InputError
 
-__all__ = ["METHODS", "NORMS", "fuse", "normalise", "fusion", "weight_grid", "tune_weights"]
+__all__ = ["METHODS", "NORMS", "fuse", "normalise", "fusion", "weight_grid", "tune_weights",
+           "check_fusion", "input_specs"]
 
 METHODS = ("rrf", "combsum", "combmnz", "combmax", "wsum")
 NORMS = ("min-max", "z-score", "sum", "max", "rank", "none")
@@ -126,6 +127,16 @@ def input_specs(spec: Any) -> dict[str, Any]:
     return {str(name): _input_spec(spec, str(name), value) for name, value in inputs.items()}
 
 
+def check_fusion(spec: Any) -> dict[str, Any]:
+    """The inputs' specs, once the fusion's options are checked (before any data is read)."""
+    specs = input_specs(spec)
+    _options(spec, list(specs))
+    if spec.option("tune") and str(spec.option("method", "rrf")) != "wsum":
+        raise InputError(f"ranker {spec.name!r}: tune chooses wsum's weights; method is "
+                         f"{spec.option('method', 'rrf')}", key=f"ranker.{spec.name}.tune")
+    return specs
+
+
 def _options(spec: Any, names: list[str]) -> dict[str, Any]:
     method = str(spec.option("method", "rrf"))
     if method not in METHODS:
@@ -206,13 +217,10 @@ def fusion(spec: Any, ds: Dataset, score: Any) -> pd.DataFrame:
     """The registry's entry: score every input on ``ds`` (``score``: harness.rankers's),
     then fuse their runs; with ``tune``, the weights chosen on the training queries first
     (recorded in the run's ``attrs``, the ``fusion.*`` tags of its MLflow run)."""
-    specs = input_specs(spec)
+    specs = check_fusion(spec)
     options = _options(spec, list(specs))
     tags = {}
     if spec.option("tune"):
-        if options["method"] != "wsum":
-            raise InputError(f"ranker {spec.name!r}: tune chooses wsum's weights; method is "
-                             f"{options['method']}", key=f"ranker.{spec.name}.tune")
         options["weights"], value, n = tune_weights(spec, ds, specs, options["norm"], score)
         tags = {"fusion.weights": json.dumps(options["weights"]),
                 "fusion.tuned_value": repr(value), "fusion.tuned_queries": str(n)}

@@ -29,7 +29,7 @@ from harness.errors import InputError
 from harness.progress import bars_on
 
 __all__ = ["LIBRARIES", "OBJECTIVES", "Grouped", "Trained", "train_ltr", "known_params",
-           "check_params", "split_queries", "grouped"]
+           "check_params", "check_ltr", "split_queries", "grouped"]
 
 #: kind -> (module, the library's name)
 LIBRARIES = {"lightgbm": ("lightgbm", "LightGBM"), "xgboost": ("xgboost", "XGBoost"),
@@ -249,18 +249,32 @@ def _base(spec: Any, objective: str) -> dict[str, Any]:
     return own | dict(spec.option("params", {}) or {})
 
 
-def train_ltr(spec: Any, ds: Dataset) -> tuple[pd.DataFrame, Trained, Grouped]:
-    """Train ``spec``'s model on ``ds``; return the test split's run (its ``attrs`` holding
-    the trainer check), the fitted model and the validation rows."""
-    from harness.rankers.trainer_check import trainer_check
-
-    lib = _library(spec)
+def check_ltr(spec: Any) -> tuple[str, int]:
+    """The options checked before any data is read; returns the objective and eval_at."""
     objective = str(spec.option("objective", OBJECTIVES[spec.kind][0]))
     if objective not in OBJECTIVES[spec.kind]:
         raise InputError(f"ranker {spec.name!r}: objective {objective!r} is not one of "
                          f"{LIBRARIES[spec.kind][1]}'s ranking objectives: "
                          f"{', '.join(OBJECTIVES[spec.kind])}",
                          key=f"ranker.{spec.name}.objective")
+    for key, default in (("eval_at", 10), ("early_stopping", 20)):
+        if int(spec.option(key, default)) < 1:
+            raise InputError(f"ranker {spec.name!r}: {key} must be >= 1, got "
+                             f"{spec.option(key)}", key=f"ranker.{spec.name}.{key}")
+    fraction = float(spec.option("valid_fraction", 0.2))
+    if not 0 < fraction < 1:
+        raise InputError(f"ranker {spec.name!r}: valid_fraction must be in (0, 1), got "
+                         f"{fraction}", key=f"ranker.{spec.name}.valid_fraction")
+    return objective, int(spec.option("eval_at", 10))
+
+
+def train_ltr(spec: Any, ds: Dataset) -> tuple[pd.DataFrame, Trained, Grouped]:
+    """Train ``spec``'s model on ``ds``; return the test split's run (its ``attrs`` holding
+    the trainer check), the fitted model and the validation rows."""
+    from harness.rankers.trainer_check import trainer_check
+
+    objective, k = check_ltr(spec)
+    lib = _library(spec)
     params = dict(spec.option("params", {}) or {})
     check_params(spec, lib, params)
     train = ds.split("train")
@@ -279,10 +293,6 @@ def train_ltr(spec: Any, ds: Dataset) -> tuple[pd.DataFrame, Trained, Grouped]:
         raise InputError(f"ranker {spec.name!r}: objective rank:map needs binary labels (0 or "
                          f"1); the train split has labels up to {train['label'].max():g}",
                          key=f"ranker.{spec.name}.objective")
-    k = int(spec.option("eval_at", 10))
-    if k < 1:
-        raise InputError(f"ranker {spec.name!r}: eval_at must be >= 1, got {k}",
-                         key=f"ranker.{spec.name}.eval_at")
     bar = _Bar(f"train {spec.name}")
     t = time.perf_counter()
     try:
