@@ -21,8 +21,9 @@ Overrides added only where the command would be slow:
 
 - on the synthetic dataset, ``dataset.n_queries=40 dataset.n_train_queries=40`` (400 + 400
   by default);
-- on ``lightgbm_sample``, ``ranker.hgb.params.max_iter=10`` (100 boosting rounds over 300
-  features take ~10 s, the rest of the job ~3 s).
+- on ``lightgbm_sample``, 10 boosting rounds for each model it trains (hgb's ``max_iter``,
+  the learning-to-rank models' ``n_estimators`` / ``iterations``: 100 rounds over 300
+  features take ~10 s a model, the rest of the job ~3 s).
 
 The ``dataset=parquet_run dataset.path=runs/big.parquet`` lines read a file docs/scaling.md
 makes with ``harness scored-run runs/big.parquet --queries 1000000`` (110M rows); here
@@ -111,10 +112,21 @@ def _small(args: list[str]) -> list[str]:
     dataset = _dataset_of(args)
     if dataset == "synthetic":
         return ["dataset.n_queries=40", "dataset.n_train_queries=40"]
-    if dataset == "lightgbm_sample" and any(a.startswith("experiment=") or a == "ranker=baselines"
-                                            for a in args):  # the bundles train hgb
-        return ["ranker.hgb.params.max_iter=10"]
-    return []
+    if dataset != "lightgbm_sample":
+        return []
+    chosen = [a.split("=", 1)[1] for a in args if a.startswith("ranker=")]
+    if any(a.startswith("experiment=") for a in args) or chosen == ["baselines"]:
+        return ["ranker.hgb.params.max_iter=10"]  # the bundles train hgb
+    # the dataset's own rankers (the three learning-to-rank models and hgb), or those named:
+    # 10 boosting rounds each (100 by default: about 12 s of training a job here)
+    rounds = {"lambdamart": "ranker.lambdamart.params.n_estimators=10",
+              "xgb_ranker": "ranker.xgb_ranker.params.n_estimators=10",
+              "catboost_ranker": "ranker.catboost_ranker.params.iterations=10",
+              "hgb": "ranker.hgb.params.max_iter=10"}
+    names = set(chosen) if chosen else set(rounds)
+    if "ltr" in names:
+        names |= {"lambdamart", "xgb_ranker", "catboost_ranker"}
+    return [rounds[n] for n in rounds if n in names]
 
 
 def _local(args: list[str], big: Path) -> list[str]:
