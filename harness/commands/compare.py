@@ -22,6 +22,11 @@ Two run files, no MLflow (``harness.compare`` underneath), the table as Markdown
     harness compare --qrels qrels.txt bm25.run ance.run -m trec_eval:ndcg -m P@5 \\
         --baseline bm25 --format markdown
 
+The verdicts and the gate on files, as on MLflow runs (exit 1 when the gate fails)::
+
+    harness compare --qrels qrels.txt bm25.run ance.run -m trec_eval:ndcg \\
+        --baseline bm25 --margin trec_eval:ndcg=0.01 --gate
+
 Bad input (an unknown run, runs of several datasets, no overlapping queries, a single
 ranker) prints one line and exits 2; an unreachable tracking server exits 3.
 """
@@ -182,6 +187,8 @@ def _files(args: argparse.Namespace) -> int:
     import json
 
     from harness.compare.api import compare
+    from harness.compare.verdicts import gate_lines, verdict_lines
+    from harness.compare.workflow import judge
 
     if args.qrels is None:
         raise CompareError("-m, --format and --log compare run files: give --qrels QRELS")
@@ -201,6 +208,7 @@ def _files(args: argparse.Namespace) -> int:
                      baseline=(args.baseline or [None])[0], test=args.test,
                      correction=args.correction, alpha=args.alpha, seed=args.seed,
                      resamples=args.resamples)
+    judged = judge(result, _options(args))  # the verdicts, as the MLflow form's
     width = terminal_width()
     if args.log:
         from harness.compare.file_record import record_file_comparison
@@ -215,7 +223,15 @@ def _files(args: argparse.Namespace) -> int:
                       "html": lambda: result.to_html() + "\n",
                       "json": lambda: json.dumps(result.to_dict(), indent=1) + "\n",
                       }[args.format]())
-    return 0
+    if judged is None:
+        return 0
+    verdicts, settings = judged
+    passed, gate = gate_lines(verdicts) if args.gate else (True, [])
+    # after a text table on stdout; on stderr after the other formats, which stay parseable
+    out = sys.stdout if args.format == "text" else sys.stderr
+    print("\n".join(line if line.startswith(" ") else fit(line)
+                    for line in verdict_lines(verdicts, settings) + gate), file=out)
+    return 0 if passed else 1
 
 
 def _run(args: argparse.Namespace) -> int:

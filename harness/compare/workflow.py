@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from harness.compare.verdicts import VerdictSettings
 
 __all__ = ["SweepOptions", "SweepComparison", "SweepFiles", "load_compared", "sweep_tables",
-           "compare_sweep", "write_sweep_report", "log_sweep"]
+           "compare_sweep", "judge", "write_sweep_report", "log_sweep"]
 
 
 @dataclass(frozen=True)
@@ -163,6 +163,28 @@ def compare_sweep(sweep: Sweep, options: SweepOptions) -> SweepComparison:
         comparison, margins, test=options.verdict_test, equivalence=options.equivalence)
     return SweepComparison(sweep, baselines, comparison, every_pair, sens, verdicts, changes,
                            options.variants, settings)
+
+
+def judge(comparison: Comparison, options: SweepOptions
+          ) -> tuple[pd.DataFrame, VerdictSettings] | None:
+    """The verdicts of a comparison against its baseline (``harness compare --qrels`` with
+    ``--margin``, ``--equivalence``, ``--verdict-test`` or ``--gate``; :func:`harness.compare`'s
+    result): :func:`~harness.compare.verdicts.verdict_table` on its per-query tables and the
+    settings they were reached under; None when no verdict option is given."""
+    from harness.compare.verdicts import verdict_settings, verdict_table
+
+    if not (options.margin or options.equivalence or options.gate
+            or options.verdict_test != SweepOptions.verdict_test):
+        return None
+    baselines = list(comparison.settings.baselines) or None
+    margins = _margins(options, list(comparison.measures), baselines)
+    if baselines is None:
+        raise CompareError("--verdict-test judges a candidate against a baseline: name it "
+                           "with --baseline")
+    table = verdict_table(comparison.per_query, comparison, margins,
+                          test=options.verdict_test, equivalence=options.equivalence)
+    return table, verdict_settings(comparison, margins, test=options.verdict_test,
+                                   equivalence=options.equivalence)
 
 
 def write_sweep_report(result: SweepComparison, out: Path) -> SweepFiles:
