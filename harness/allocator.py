@@ -15,18 +15,21 @@ nothing. Elsewhere than glibc this does nothing.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
+from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "bound_allocator", "tune_allocator", "tuned"]
+__all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "bounded_memory", "tune_allocator", "tuned"]
 
 #: Allocations of at least this many bytes are mapped (glibc's M_MMAP_THRESHOLD).
 MMAP_THRESHOLD = 64 * 2**20
 #: Free memory at the heap's top above this many bytes goes back to the OS (M_TRIM_THRESHOLD).
 TRIM_THRESHOLD = 256 * 2**20
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
+_GLIBC_DEFAULTS = (128 * 1024, 128 * 1024)  # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD at start
 _TUNED: list[bool] = []
 
 
@@ -42,24 +45,37 @@ def _mallopt() -> Any:
     return mallopt
 
 
-def bound_allocator() -> bool:
-    """Thresholds for a process whose memory must follow its current block, not its
-    largest (``harness eval`` on a run read block by block): buffers of 1 MB and more are
-    mapped, so each goes back to the OS when freed (a column let go among live small
-    objects would otherwise leave holes the heap cannot give back), and free memory above
-    16 MB at the heap's top goes back too; Arrow allocates from the same heap (its system
-    pool). False where there is no glibc."""
+@contextlib.contextmanager
+def bounded_memory() -> Iterator[bool]:
+    """While inside, thresholds for work whose memory must follow its current block, not
+    its largest (``harness eval`` on a run read block by block): buffers of 1 MB and more
+    are mapped, so each goes back to the OS when freed (a column let go among live small
+    objects would otherwise leave holes the heap cannot give back), free memory above 16 MB
+    at the heap's top goes back too, and Arrow allocates from the same heap (its system
+    pool). On leaving, Arrow's pool and glibc's thresholds are what they were (the command
+    line's, :func:`tune_allocator`, or glibc's defaults), so a process that goes on (a test
+    session, a notebook) is not left changed. Yields False where there is no glibc."""
     mallopt = _mallopt()
-    if mallopt is None:
-        return False
-    ok = bool(mallopt(_M_MMAP_THRESHOLD, 1 << 20)) and bool(mallopt(_M_TRIM_THRESHOLD, 16 << 20))
+    previous = None
     try:
         import pyarrow as pa
 
+        previous = pa.default_memory_pool()
         pa.set_memory_pool(pa.system_memory_pool())
     except ImportError:  # pragma: no cover - pyarrow is a dependency
-        pass
-    return ok
+        pa = None
+    if mallopt is not None:
+        mallopt(_M_MMAP_THRESHOLD, 1 << 20)
+        mallopt(_M_TRIM_THRESHOLD, 16 << 20)
+    try:
+        yield mallopt is not None
+    finally:
+        if pa is not None and previous is not None:
+            pa.set_memory_pool(previous)
+        if mallopt is not None:
+            mmap, trim = (MMAP_THRESHOLD, TRIM_THRESHOLD) if tuned() else _GLIBC_DEFAULTS
+            mallopt(_M_MMAP_THRESHOLD, mmap)
+            mallopt(_M_TRIM_THRESHOLD, trim)
 
 
 def tune_allocator() -> bool:

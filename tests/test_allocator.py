@@ -48,3 +48,17 @@ def test_only_the_command_lines_own_process_is_tuned(monkeypatch) -> None:
     monkeypatch.setattr("sys.argv", ["harness", "no-such-command"])
     assert dispatch.main() == 2  # the console script's call: the process is the command's
     assert calls == [1]
+
+
+def test_bounded_memory_leaves_arrows_pool_as_it_found_it() -> None:
+    """harness eval's block path switches Arrow to its system pool; a process that goes on
+    (a test session, a notebook) gets its own pool back (a test of Arrow's pool once saw
+    the system pool another test had left set)."""
+    import pyarrow as pa
+
+    from harness.allocator import bounded_memory
+
+    before = pa.default_memory_pool().backend_name
+    with bounded_memory():
+        assert pa.default_memory_pool().backend_name == "system"
+    assert pa.default_memory_pool().backend_name == before

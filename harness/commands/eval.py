@@ -14,6 +14,7 @@ read by :func:`harness.parse_metric` and printed as written.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -205,21 +206,23 @@ def main(argv: list[str] | None = None) -> int:
     except MetricDefinitionError as exc:
         raise InputError(str(exc)) from None
     zscores = _zscores(args.Zscore) if args.Zscore else None
-    if any(Path(p).stat().st_size > STREAM_FROM for p in run_paths):
-        from harness.allocator import bound_allocator
+    big = any(Path(p).stat().st_size > STREAM_FROM for p in run_paths)
+    from harness.allocator import bounded_memory
 
-        bound_allocator()  # a run read block by block: memory follows the block
-    inputs = _Inputs(args, qrels_path, columns, extra, zscores)
-    evaluations = []
-    for path in run_paths:
-        ev = inputs.evaluate(path)
-        if not ev.qids:
-            raise InputError(f"RUN {path}: no query has both results and judgments in "
-                             f"QRELS {qrels_path}")
-        if ev.unavailable:
-            print(f"harness eval: not computed ({len(ev.unavailable)} lines; no such measure "
-                  f"in the registry yet): {', '.join(ev.unavailable)}", file=sys.stderr)
-        evaluations.append(ev)
+    # a run read block by block: memory follows the block
+    with bounded_memory() if big else contextlib.nullcontext():
+        inputs = _Inputs(args, qrels_path, columns, extra, zscores)
+        evaluations = []
+        for path in run_paths:
+            ev = inputs.evaluate(path)
+            if not ev.qids:
+                raise InputError(f"RUN {path}: no query has both results and judgments in "
+                                 f"QRELS {qrels_path}")
+            if ev.unavailable:
+                print(f"harness eval: not computed ({len(ev.unavailable)} lines; no such "
+                      f"measure in the registry yet): {', '.join(ev.unavailable)}",
+                      file=sys.stderr)
+            evaluations.append(ev)
     text = render(evaluations, args.format, per_query=args.query_eval_wanted,
                   z=zscores is not None, summary=not args.nosummary)
     sys.stdout.write(text)
