@@ -17,7 +17,7 @@ run: $(STAMP)
 	$(PY) -m harness $(ARGS)
 
 test: $(STAMP)
-	$(PY) -m pytest -n auto --durations=20 $(PYTEST_ARGS)
+	$(PY) -m pytest -n auto --dist loadfile --durations=20 $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_engine.py

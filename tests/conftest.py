@@ -21,3 +21,19 @@ def shared_data() -> Path:
         return shared_data_dir()
     except RuntimeError as exc:
         pytest.fail(str(exc), pytrace=False)
+
+
+#: The test modules whose tests (or module fixtures) cost the most, costliest first: with
+#: ``--dist loadfile`` (make test) each module runs on one worker, so its module and session
+#: fixtures are built once, not once per worker, and these start first instead of leaving
+#: one worker alone with a long module at the end. From a full run's ``--durations``.
+SLOW_FIRST = ("test_readme_commands", "test_bench_scale", "test_compare", "test_walkthrough",
+              "test_ltr_rankers", "test_ranx_names", "test_sweep_signals", "test_measure_names",
+              "test_ci_gate", "test_peer_edges", "test_app_e2e", "test_fusion", "test_notebook",
+              "test_launchers", "test_journeys", "test_stream", "test_tracking",
+              "test_compare_runs")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(Path(str(item.fspath)).stem, len(rank)))
