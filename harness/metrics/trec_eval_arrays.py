@@ -22,7 +22,8 @@ from harness.metrics.prepared import Prepared
 from harness.metrics.ranking import take_docids, trec_order_rows
 from harness.metrics.segments import group_by_query
 from harness.metrics.tool_names.trec_eval_measures import Column
-from harness.metrics.trec_eval_compute import Evaluation, finish, plan_lines, relstring_chars
+from harness.metrics.trec_eval_compute import (Evaluation, finish, in_head, plan_lines,
+                                               relstring_chars)
 
 if TYPE_CHECKING:  # harness.data is a layer beside this one: its arrays, duck-typed
     from harness.data.trec_arrays import Columns
@@ -37,6 +38,11 @@ def quick_path(columns: list[Column], extra: list[Any], *, judged_only: bool,
     """Whether the arrays compute these lines (else the DataFrame path does)."""
     return (not extra and not judged_only and rel_format == "qrels"
             and all(c.family.source == "qrels" for c in columns))
+
+
+def chunks_of(column: Any) -> list[Any]:
+    """An Arrow column's arrays: a chunked array's chunks, or the array itself."""
+    return list(getattr(column, "chunks", [column]))
 
 
 def _as_arrow(column: Any) -> Any:
@@ -63,7 +69,7 @@ def _codes(a: Any, b: Any, *, sort: bool) -> tuple[np.ndarray, np.ndarray, list[
     a, b = _as_arrow(a), _as_arrow(b)
     if sort:  # query ids come in runs of equal values: code the first of each run only
         (a, ra), (b, rb) = _runs(a), _runs(b)
-    parts = [*getattr(a, "chunks", [a]), *getattr(b, "chunks", [b])]
+    parts = [*chunks_of(a), *chunks_of(b)]
     encoded = pa.chunked_array(parts, type=pa.string()).dictionary_encode()  # one dictionary
     codes = np.concatenate([np.zeros(0, np.int64)] + [c.indices.to_numpy() for c in
                                                        encoded.chunks]).astype(np.int64)
@@ -99,13 +105,6 @@ def _runs(column: Any) -> tuple[Any, np.ndarray]:
 def _has_repeats(keys: np.ndarray) -> bool:
     s = np.sort(keys)
     return bool(len(s) > 1 and (s[1:] == s[:-1]).any())
-
-
-def _head(q: np.ndarray, depth: int) -> np.ndarray:
-    """Per query (rows grouped by ``q``), whether a row is among its first ``depth``."""
-    start = np.flatnonzero(np.concatenate(([True], q[1:] != q[:-1]))) if len(q) else q
-    rank = np.arange(len(q)) - np.repeat(start, np.diff(np.append(start, len(q))))
-    return rank < depth
 
 
 def evaluate_arrays(run: Columns, qrels: Columns, columns: list[Column], *, level: int = 1,
@@ -146,7 +145,7 @@ def evaluate_arrays(run: Columns, qrels: Columns, columns: list[Column], *, leve
     if depth is not None:  # trec_eval's order, then each query's first `depth` rows
         s = score[row].astype(np.float32 if convention == "trec_eval9" else np.float64)
         ordered = row[trec_order_rows(rq[row], s, take_docids(_docids(run), row))]
-        row = np.sort(ordered[_head(rq[ordered], depth)])
+        row = np.sort(ordered[in_head(rq[ordered], depth)])
     q = remap[rq[row]]
     grouping = group_by_query(q, nq)
     if grouping is not None:
@@ -213,7 +212,7 @@ def _relstrings(prep: Prepared, judgment: np.ndarray, convention: str, length: i
     score = prep.score.astype(np.float32 if convention == "trec_eval9" else np.float64)
     order = trec_order_rows(prep.q, score, take_docids(prep.docid, prep.row))
     q, rel = prep.q[order], judgment[order]
-    head = _head(q, max(length, 0))
+    head = in_head(q, max(length, 0))
     q, rel = q[head], rel[head]
     chars = relstring_chars(rel)
     bounds = np.searchsorted(q, np.arange(prep.n_queries + 1))

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.metrics.trec_eval_arrays import QID, evaluate_arrays
+from harness.metrics.trec_eval_arrays import QID, chunks_of, evaluate_arrays
 from harness.metrics.trec_eval_compute import Evaluation, finish, plan_lines
 
 if TYPE_CHECKING:
@@ -30,13 +30,9 @@ __all__ = ["evaluate_blocks"]
 def _concat(a: Columns, b: Columns) -> Columns:
     import pyarrow as pa
 
-    text = {i: pa.chunked_array([*_chunks(a.text[i]), *_chunks(b.text[i])], type=pa.string())
+    text = {i: pa.chunked_array([*chunks_of(a.text[i]), *chunks_of(b.text[i])], type=pa.string())
             for i in a.text}
     return type(a)(text, np.concatenate([a.number, b.number]), True, b.runid)
-
-
-def _chunks(column: Any) -> list[Any]:
-    return list(getattr(column, "chunks", [column]))
 
 
 def _qid_codes(cols: Columns) -> tuple[np.ndarray, list[str]]:
@@ -44,7 +40,7 @@ def _qid_codes(cols: Columns) -> tuple[np.ndarray, list[str]]:
     column = cols.text[QID]
     if cols.arrow:
         encoded = column.dictionary_encode()
-        chunks = _chunks(encoded)
+        chunks = chunks_of(encoded)
         if not chunks:
             return np.zeros(0, np.int64), []
         return (np.concatenate([c.indices.to_numpy() for c in chunks]),
@@ -143,7 +139,7 @@ def _rows(cols: Columns, ranges: list[tuple[int, int]]) -> Columns:
         if cols.arrow:
             import pyarrow as pa
 
-            parts = [c for a, b in ranges if b > a for c in _chunks(column.slice(a, b - a))]
+            parts = [c for a, b in ranges if b > a for c in chunks_of(column.slice(a, b - a))]
             # one contiguous array: Arrow's kernels are slow on thousands of small chunks
             text[i] = pa.concat_arrays(parts) if parts else pa.array([], pa.string())
         else:

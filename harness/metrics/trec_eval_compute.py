@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["Evaluation", "Line", "evaluate_trec", "trec_order", "plan_lines", "finish",
-           "relstring_chars", "MISSING_ZSCORE"]
+           "relstring_chars", "in_head", "MISSING_ZSCORE"]
 
 #: What trec_eval prints for a query or measure the -Z file does not have.
 MISSING_ZSCORE = -1000000.0
@@ -133,9 +133,7 @@ def _relstring(ranked: pd.DataFrame, qrels: pd.DataFrame, qids: list[str],
     import pandas as pd
 
     qcode = pd.factorize(ranked["qid"])[0]  # rows come grouped by query, in trec order
-    start = np.flatnonzero(np.concatenate(([True], qcode[1:] != qcode[:-1])))
-    rank = np.arange(len(qcode)) - np.repeat(start, np.diff(np.append(start, len(qcode))))
-    head = ranked.loc[rank < max(length, 0), ["qid", "docid"]].reset_index(drop=True)
+    head = ranked.loc[in_head(qcode, max(length, 0)), ["qid", "docid"]].reset_index(drop=True)
     head["_row"] = np.arange(len(head))
     # a document judged twice (judge groups) reads its first judgment
     head = head.merge(qrels[["qid", "docid", "label"]], on=["qid", "docid"], how="left",
@@ -146,6 +144,14 @@ def _relstring(ranked: pd.DataFrame, qrels: pd.DataFrame, qids: list[str],
     ends = np.append(first[1:], len(hq)) if len(hq) else []
     joined = {hq[a]: "".join(chars[a:b].tolist()) for a, b in zip(first, ends)}
     return ["'" + joined.get(q, "") + "'" for q in qids]
+
+
+def in_head(q: np.ndarray, depth: int) -> np.ndarray:
+    """Per row (rows grouped by query code ``q``), whether it is among its query's first
+    ``depth`` rows."""
+    start = np.flatnonzero(np.concatenate(([True], q[1:] != q[:-1]))) if len(q) else q
+    rank = np.arange(len(q)) - np.repeat(start, np.diff(np.append(start, len(q))))
+    return rank < depth
 
 
 def relstring_chars(rel: np.ndarray) -> np.ndarray:
