@@ -267,3 +267,65 @@ def test_options_are_checked_before_any_data_is_read() -> None:
                                            "dataset.run_path=/nowhere/bm25.run"])
     with pytest.raises(InputError, match="unknown fusion method 'borda'"):
         validate(cfg)  # the plan: no file is read
+
+
+def test_the_readme_s_rrf_claim_is_ranx_pytrec_eval_and_scipy_s(shared_data: Path) -> None:
+    """The README's CAsT sentence, recomputed without the harness: ranx fuses, pytrec_eval
+    scores, scipy tests; and `harness compare` prints the same (its p after Holm over the
+    two pairs against ance: bm25's p is far larger, so rrf's p doubles)."""
+    import re
+
+    import pytrec_eval
+    from scipy import stats
+
+    import harness
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    said = re.search(r"`rrf` \(reciprocal rank fusion of BM25 and ANCE, k = 60\) beats ANCE on "
+                     r"trec_eval's\s+nDCG, ([\d.]+) against ([\d.]+) over (\d+) queries "
+                     r"\(paired t-test, one-sided p < ([\d.e-]+);[^)]*\), but not at "
+                     r"nDCG@10 \(([\d.]+) against ([\d.]+), p = ([\d.]+)\)", readme)
+    assert said, "the README's CAsT sentence changed: update this test with it"
+    folder = shared_data / "trec_cast_2021"
+    runs = {n: Run.from_file(str(folder / f"org_manual_{n}.run"), kind="trec")
+            for n in ("bm25", "ance")}
+    fused = ranx_fuse([runs["bm25"], runs["ance"]], method="rrf", params={"k": 60})
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (folder / "trec-cast-qrels-docs.2021.qrel").read_text().splitlines():
+        q, _, doc, label = line.split()
+        qrels.setdefault(q, {})[doc] = int(label)
+    judge = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg", "ndcg_cut.10"})
+    ance = judge.evaluate({q: dict(d) for q, d in runs["ance"].to_dict().items()})
+    rrf = judge.evaluate({q: dict(d) for q, d in fused.to_dict().items()})
+    qids = sorted(set(ance) & set(rrf))
+    got = {}
+    for m in ("ndcg", "ndcg_cut_10"):
+        a, r = (np.array([v[q][m] for q in qids]) for v in (ance, rrf))
+        got[m] = (r.mean(), a.mean(), stats.ttest_rel(r, a, alternative="greater").pvalue)
+    (r_all, a_all, p_all), (r_10, a_10, p_10) = got["ndcg"], got["ndcg_cut_10"]
+    assert said.group(1, 2, 3) == (f"{r_all:.4f}", f"{a_all:.4f}", str(len(qids)))
+    assert p_all < float(said.group(4)) and said.group(7) == f"{p_10:.3f}"
+    assert said.group(5, 6) == (f"{r_10:.4f}", f"{a_10:.4f}")
+    # the harness's own comparison of its rrf ranker gives the same numbers
+    ds = _cast(shared_data)
+    spec = RankerSpec("rrf", "fusion", {"method": "rrf", "rrf_k": 60, "inputs": {
+        n: {"kind": "run_file", "path": p} for n, p in _files(shared_data).items()}})
+    ours = score(spec, ds)[0]
+    ance_run = _of(read_run(_files(shared_data)["ance"]), set(ds.test["qid"]))
+    # pytrec_eval is trec_eval 9.x: scores compared as float32; the same rule here is exact
+    exact = harness.compare(ds.qrels, {"ance": ance_run, "rrf": ours},
+                            ["nDCG(gain=linear,ties=docid_float32)"], baseline="ance")
+    table = exact.per_query["rrf"][exact.measures[0]]
+    assert len(table) == len(qids)
+    fused_here: dict[str, dict[str, float]] = {}  # ranks within a run with tied scores
+    for q, d, v in ours[["qid", "docid", "score"]].itertuples(index=False):  # follow
+        fused_here.setdefault(str(q), {})[str(d)] = float(v)  # trec_eval here, not ranx
+    theirs = judge.evaluate(fused_here)
+    assert np.abs(table.loc[qids].to_numpy() - [theirs[q]["ndcg"] for q in qids]).max() < 1e-12
+    # and trec_eval 10.0's rule (double), the README's numbers, round the same
+    cmp = harness.compare(ds.qrels, {"ance": ance_run, "rrf": ours}, ["trec_eval:ndcg"],
+                          baseline="ance")
+    ours_r, ours_a = (cmp.per_query[n][cmp.measures[0]].loc[qids] for n in ("rrf", "ance"))
+    assert (f"{ours_r.mean():.4f}", f"{ours_a.mean():.4f}") == said.group(1, 2)
+    p_ours = stats.ttest_rel(ours_r.to_numpy(), ours_a.to_numpy(), alternative="greater")
+    assert p_ours.pvalue < float(said.group(4))

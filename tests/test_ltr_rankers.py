@@ -168,8 +168,8 @@ def test_the_differing_query_is_named(sample: Dataset, kind: str) -> None:
     assert text.startswith(f"query {qid}: library {per_query.iloc[3]!r}"[:20]), text
 
 
-def test_the_ranker_run_carries_the_trainer_tags(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_ranker_run_carries_the_trainer_tags_and_its_model(
+        tmp_path: Path, shared_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from hydra import compose, initialize_config_dir
     from mlflow import MlflowClient
 
@@ -190,10 +190,65 @@ def test_the_ranker_run_carries_the_trainer_tags(tmp_path: Path,
             f"tracking.artifact_root={tmp_path / 'art'}", "tracking.figures=off",
             f"tracking.pending_dir={tmp_path / 'pending'}", f"cache_dir={tmp_path / 'cache'}"])
     result = run_study(cfg, tmp_path / "out")
-    tags = MlflowClient(uri).get_run(result.run_ids["ranker:lambdamart"]).data.tags
+    client = MlflowClient(uri)
+    run_id = result.run_ids["ranker:lambdamart"]
+    tags = client.get_run(run_id).data.tags
     assert tags["trainer.metric"] == "ndcg@10" and tags["trainer.check"] == "pass"
     assert abs(float(tags["trainer.value"]) - float(tags["trainer.harness_value"])) <= TOL
     assert tags["ranker.kind"] == "lightgbm"
+    # training is reported apart from evaluation, with the fit's own seconds
+    summary = result.closing_summary("s")
+    assert f"Training {float(tags['trainer.seconds']):.1f}s (lambdamart" in summary
+    # the model is logged with its flavour, from the run, and LightGBM itself reads it back
+    # to the very scores the study evaluated
+    model = client.get_logged_model(tags["ranker.model_uri"].removeprefix("models:/"))
+    assert (model.source_run_id, model.name, str(model.status)) == (run_id, "model", "READY")
+    import lightgbm
+    import mlflow.artifacts
+    import pandas as pd
+
+    local = Path(mlflow.artifacts.download_artifacts(f"{model.artifact_location}/",
+                                                     dst_path=str(tmp_path / "model")))
+    assert "lightgbm" in (local / "MLmodel").read_text()
+    booster = lightgbm.Booster(model_file=str(local / "model.lgb"))
+    ds = _sample(shared_data)
+    scored = pd.read_parquet(next((tmp_path / "cache").glob("*.parquet")))
+    assert np.array_equal(booster.predict(ds.test[list(ds.features)].to_numpy(np.float64)),
+                          scored["score"].to_numpy())
+    # reproduce scores with that model: nothing is trained again
+    from harness.reproduce import reproduce_run
+
+    monkeypatch.setattr("harness.rankers.ltr.train_ltr", _no_training)
+    repro = reproduce_run(run_id, tracking_uri=uri)
+    assert repro.identical, repro
+    assert any(tags["ranker.model_uri"] in note for note in repro.notes), repro.notes
+
+
+def _no_training(*_: object) -> None:
+    raise AssertionError("trained again")
+
+
+@pytest.mark.parametrize("kind", ["sklearn", *_BRIEF])
+def test_a_trained_model_is_saved_cached_and_read_back(sample: Dataset, tmp_path: Path,
+                                                       kind: str) -> None:
+    from harness.rankers.models import load_model, predict
+
+    spec = (_spec(kind) if kind != "sklearn" else RankerSpec(
+        "m_sklearn", "sklearn", {"params": {"max_iter": 15}, "seed": 1}))
+    cache = tmp_path / "cache"
+    run, _, hit = score(spec, sample, cache, model_dir=tmp_path / "a")
+    assert not hit and (tmp_path / "a" / "MLmodel").is_file()
+    X = sample.test[[str(c) for c in sample.features]].to_numpy(np.float64)
+    assert np.array_equal(predict(kind, load_model(kind, tmp_path / "a"), X),
+                          run["score"].to_numpy())
+    again, _, hit = score(spec, sample, cache, model_dir=tmp_path / "b")
+    assert hit and (tmp_path / "b" / "MLmodel").is_file()  # the cached model comes along
+    assert again["score"].equals(run["score"])
+    import shutil
+
+    shutil.rmtree(next(cache.glob("*.model")))  # a cached run without its model: trained
+    _, _, hit = score(spec, sample, cache, model_dir=tmp_path / "c")
+    assert not hit and (tmp_path / "c" / "MLmodel").is_file()
 
 
 def test_the_trec_eval_gap_is_trec_eval_s_number(sample: Dataset) -> None:

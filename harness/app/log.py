@@ -56,6 +56,7 @@ class RunLog:
     metrics: dict[str, float] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
     artifacts: list[tuple[Path, str]] = field(default_factory=list)
+    models: list[tuple[Path, str]] = field(default_factory=list)  # (MLflow model, kind)
     description: str = ""
     parent: str | None = None
     parent_run_id: str | None = None
@@ -73,6 +74,7 @@ class RunLog:
         return RunRecord(key=self.key, name=self.name, parent=self.parent,
                          parent_run_id=self.parent_run_id, tags=tags, params=self.params,
                          metrics=self.metrics, artifacts=artifacts, dataset=dataset,
+                         models=[[str(path), kind] for path, kind in self.models],
                          status="FAILED" if failed else "FINISHED", start_ms=start_ms,
                          end_ms=end_ms)
 
@@ -226,7 +228,8 @@ def _ranker_run(plan: StudyPlan, dataset: Dataset, name: str, r: Any,
             "harness.role": "ranker", "ranker.name": name, "ranker.kind": r.spec.kind,
             "ranker.cache_key": r.cache_key,
             PER_QUERY_DIGEST_TAG: file_sha256(written["per_query"][name])},
-        artifacts=files, description=ranker_description(
+        artifacts=files, models=[(r.model, r.spec.kind)] if r.model is not None else [],
+        description=ranker_description(
             name, written["summary"][name], plan.metrics, study=plan.study,
             dataset=dataset.name))
 

@@ -289,7 +289,8 @@ def closing_summary(*, study: str, seconds: float, summaries: Mapping[str, pd.Da
                     run_ids: Mapping[str, str], tracking_uri: str | None,
                     experiment: str | None, baseline: str | None = None,
                     warnings: Sequence[str] = (), width: int | None = None,
-                    bold: bool | None = None, pairs: Sequence[Mapping[str, Any]] = ()) -> str:
+                    bold: bool | None = None, pairs: Sequence[Mapping[str, Any]] = (),
+                    training: str = "") -> str:
     """The text printed when a job ends: the rankers x variants table (:func:`results_table`),
     warnings, run ids, files, next commands."""
     import shutil
@@ -303,6 +304,8 @@ def closing_summary(*, study: str, seconds: float, summaries: Mapping[str, pd.Da
                         f"{len(metrics)} variant(s) x {n_queries} queries. Mean per query, * "
                         f"the best of each column{say}:", width=max(cols, 40),
                         break_on_hyphens=False, break_long_words=False) + [""]
+    if training:  # the time spent fitting models, apart from evaluating
+        out[-1:] = textwrap.wrap(training, width=max(cols, 40), break_on_hyphens=False) + [""]
     out += results_table(summaries, metrics, baseline=baseline, width=cols,
                          bold=_bold_ok() if bold is None else bold)
     out += closing_lines(summaries, pairs, cols)  # judged@10, judgment intervals

@@ -35,6 +35,24 @@ class RankerResult:
     judged_at_10: float | None = None  # mean judged@10 (None: not computed, parquet_run)
     judged: pd.Series | None = None  # Judged@10 per query (None: not computed)
     trainer: dict[str, str] = field(default_factory=dict)  # see trainer_tags
+    model: Path | None = None  # a trained ranker's model folder (harness.rankers.models)
+
+    @property
+    def train_seconds(self) -> float | None:
+        """The model's fit alone: 0 when its run came from the score cache, None when the
+        ranker trains nothing."""
+        if self.model is None:
+            return None
+        return 0.0 if self.cache_hit else float(self.trainer.get("trainer.seconds", 0.0))
+
+    def how_scored(self) -> str:
+        """``(scores computed); trained in 0.27s, model in models/lambdamart`` and the like."""
+        text = "(scores " + {True: "cached", False: "computed",
+                             None: "read in place"}[self.cache_hit] + ")"
+        if self.model is not None:
+            fit = "" if self.cache_hit else f"trained in {self.train_seconds:.2f}s, "
+            text += f"; {fit}model in models/{self.model.name}"
+        return text
 
 
 def trainer_tags(run: pd.DataFrame | None) -> dict[str, str]:
@@ -74,7 +92,19 @@ class StudyResult:
                                output_dir=self.output_dir, run_ids=self.run_ids,
                                tracking_uri=self.tracking_uri, experiment=self.experiment,
                                baseline=self.baseline, warnings=self.warnings,
-                               pairs=self.judgment_pairs)
+                               pairs=self.judgment_pairs, training=self.training_line())
+
+    def training_line(self) -> str:
+        """``Training 3.2s (lambdamart 0.40s, ...), apart from evaluation ...``, or "" when no
+        ranker trained a model in this job."""
+        trained = {n: r.train_seconds for n, r in self.rankers.items()
+                   if r.train_seconds is not None and not r.cache_hit}
+        if not trained:
+            return ""
+        rest = sum(r.seconds for r in self.rankers.values()) - sum(trained.values())
+        each = ", ".join(f"{n} {s:.2f}s" for n, s in trained.items())
+        return (f"Training {sum(trained.values()):.1f}s ({each}), apart from evaluation and "
+                f"saving models {max(rest, 0.0):.1f}s.")
 
 
 def metric_key_map(metrics: list[Metric]) -> dict[str, str]:

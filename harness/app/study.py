@@ -48,7 +48,7 @@ from harness.app.results import INCOMPLETE, RankerResult, StudyResult, trainer_t
 from harness.datasets import Dataset, ParquetRun, load_dataset
 from harness.engines import Engine
 from harness.metrics.sklearn_check import check_against_sklearn
-from harness.rankers import RankerSpec, score
+from harness.rankers import TRAINERS, RankerSpec, score
 from harness.tracking import resolve_tracking_uri
 
 __all__ = ["StudyResult", "StudyPlan", "CheckFailed", "validate", "build_plan",
@@ -194,10 +194,9 @@ def _evaluate_rankers(job: _Job, dataset: Dataset | ParquetRun
             if sampled:
                 log.info("ranker %s: sklearn check on a seeded sample of %d of %d queries "
                          "(check.max_queries)", spec.name, sampled, len(result.per_query))
-            log.info("[%d/%d] ranker %s: %d variants x %d queries in %.2fs (scores %s)", i,
+            log.info("[%d/%d] ranker %s: %d variants x %d queries in %.2fs %s", i,
                      len(specs), spec.name, len(job.plan.metrics), len(result.per_query),
-                     result.seconds, {True: "cached", False: "computed",
-                                      None: "read in place"}[result.cache_hit])
+                     result.seconds, result.how_scored())
     return results, explained, runs
 
 
@@ -245,7 +244,7 @@ def _evaluate_ranker(job: _Job, engine: Engine, dataset: Dataset | ParquetRun,
 
     plan, phases, t = job.plan, job.phases, time.perf_counter()
     check = plan.check if plan.check_on else None
-    files, judged, run, share = None, None, None, None
+    files, judged, run, share, model = None, None, None, None, None
     warnings: list[str] = []
     if isinstance(dataset, ParquetRun):
         with phases("evaluate"):
@@ -255,8 +254,9 @@ def _evaluate_ranker(job: _Job, engine: Engine, dataset: Dataset | ParquetRun,
         t -= 0.0 if shared is None else shared[1]  # its share of the one pass
         key, hit = f"parquet_run:{dataset.digest[:16]}:{spec.options['column']}", None
     else:
-        with phases("score"):
-            run, key, hit = score(spec, dataset, plan.cache_dir)
+        model = job.out / "models" / spec.name if spec.kind in TRAINERS else None
+        with phases("train" if model is not None else "score"):
+            run, key, hit = score(spec, dataset, plan.cache_dir, model_dir=model)
         warnings = score_warnings(spec, run, dataset, plan.record)
         for text in warnings:
             log.warning("%s", text)
@@ -278,7 +278,7 @@ def _evaluate_ranker(job: _Job, engine: Engine, dataset: Dataset | ParquetRun,
                                             **sample_options(check, plan.seed))
                       if check is not None else [])
     return (RankerResult(spec, key, hit, per_query, checks, time.perf_counter() - t, warnings,
-                         share, judged, trainer_tags(run)), files, run)
+                         share, judged, trainer_tags(run), model), files, run)
 
 
 def score_warnings(spec: RankerSpec, run: Any, dataset: Dataset,

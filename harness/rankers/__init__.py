@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,7 @@ from harness.datasets import Dataset, file_sha256
 from harness.errors import InputError
 from harness.progress import bars_on, progress
 
-__all__ = ["RANKERS", "ESTIMATORS", "RankerSpec", "score", "cache_key", "fit",
+__all__ = ["RANKERS", "TRAINERS", "ESTIMATORS", "RankerSpec", "score", "cache_key", "fit",
            "check_options"]
 
 CACHE_VERSION = 1
@@ -98,7 +99,7 @@ def _estimators() -> dict[str, Callable[..., Any]]:
 ESTIMATORS = ("hist_gradient_boosting", "random_forest", "ridge", "linear")
 
 
-def _sklearn(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
+def _sklearn(spec: RankerSpec, ds: Dataset) -> tuple[pd.DataFrame, Any]:
     name = spec.option("estimator", "hist_gradient_boosting")
     table = _estimators()
     if name not in table:
@@ -115,9 +116,12 @@ def _sklearn(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
     cols = list(spec.option("features", ds.features))
     test = ds.test
     with _threads(spec.option("threads")):
+        t = time.perf_counter()
         fit(est, train[cols].to_numpy(), train["label"].to_numpy(dtype=float),
             staged=bars_on(), desc=f"train {spec.name}")
-        return _frame(test, est.predict(test[cols].to_numpy()))
+        run = _frame(test, est.predict(test[cols].to_numpy()))
+    run.attrs["trainer"] = {"trainer.seconds": f"{time.perf_counter() - t:.3f}"}
+    return run, est
 
 
 def _threads(threads: int | None) -> Any:
@@ -170,42 +174,35 @@ def _mlflow_model(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
     """Score with a logged model. ``models:/`` and ``runs:/`` URIs resolve against the
     option ``tracking_uri`` (the study's store, filled in by the app), set only while the
     model loads."""
-    import os
-
     import mlflow.pyfunc
+
+    from harness.tracking.store import tracking_env
 
     uri = spec.require("uri")
     store = spec.option("tracking_uri")
-    saved = {k: os.environ.get(k) for k in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")}
     try:
-        if store:
-            os.environ["MLFLOW_TRACKING_URI"] = os.environ["MLFLOW_REGISTRY_URI"] = str(store)
-            # a fresh SQLite store gets its schema under the store's lock: the job's
-            # tracking worker may be creating it at this moment
-            from harness.tracking.store import open_client
-
-            open_client(str(store))
-        model = mlflow.pyfunc.load_model(uri)
+        with tracking_env(store):
+            model = mlflow.pyfunc.load_model(uri)
     except Exception as exc:  # noqa: BLE001 - MLflow raises many kinds; name the ranker
         raise InputError(f"ranker {spec.name!r}: cannot load model {uri!r} from "
                          f"{store or 'the default MLflow store'}: {exc}",
                          key=f"ranker.{spec.name}.uri") from None
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
     test = ds.test
     cols = list(spec.option("features", ds.features))
     pred = model.predict(test[cols])
     return _frame(test, np.asarray(pred, dtype=float).reshape(-1))
 
 
-def _ltr(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
-    from harness.rankers.ltr import ltr  # imports its library only when used
+def _ltr(spec: RankerSpec, ds: Dataset) -> tuple[pd.DataFrame, Any]:
+    from harness.rankers.ltr import train_ltr  # imports its library only when used
 
-    return ltr(spec, ds)
+    run, trained, _ = train_ltr(spec, ds)
+    return run, trained.model
+
+
+def _run_of(trainer: Callable[[RankerSpec, Dataset], tuple[pd.DataFrame, Any]]
+            ) -> Callable[[RankerSpec, Dataset], pd.DataFrame]:
+    return lambda spec, ds: trainer(spec, ds)[0]
 
 
 def _fusion(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
@@ -214,18 +211,23 @@ def _fusion(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
     return fusion(spec, ds, score)
 
 
+#: The kinds that fit a model on the train split: (run, fitted model); the model is saved
+#: in MLflow's format by :func:`score` (:mod:`harness.rankers.models`).
+TRAINERS: Mapping[str, Callable[[RankerSpec, Dataset], tuple[pd.DataFrame, Any]]] = {
+    "sklearn": _sklearn, "lightgbm": _ltr, "xgboost": _ltr, "catboost": _ltr}
+
 RANKERS: Mapping[str, Callable[[RankerSpec, Dataset], pd.DataFrame]] = {
     "oracle": _oracle,
     "random": _random,
     "noisy_oracle": _noisy_oracle,
     "feature": _column,
     "column": _column,
-    "sklearn": _sklearn,
+    "sklearn": _run_of(_sklearn),
     "run_file": _run_file,
     "mlflow_model": _mlflow_model,
-    "lightgbm": _ltr,
-    "xgboost": _ltr,
-    "catboost": _ltr,
+    "lightgbm": _run_of(_ltr),
+    "xgboost": _run_of(_ltr),
+    "catboost": _run_of(_ltr),
     "fusion": _fusion,
 }
 
@@ -262,12 +264,14 @@ def cache_key(spec: RankerSpec, ds: Dataset) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-def score(spec: RankerSpec, ds: Dataset, cache_dir: Path | None = None) -> tuple[pd.DataFrame,
-                                                                                 str, bool]:
+def score(spec: RankerSpec, ds: Dataset, cache_dir: Path | None = None, *,
+          model_dir: Path | None = None) -> tuple[pd.DataFrame, str, bool]:
     """The ranker's run, from the cache when present. Returns (run, cache key, cache hit).
 
     ``mlflow_model`` runs are not cached unless the URI pins a version (``models:/m/3`` or
-    ``runs:/...``), since an alias can move.
+    ``runs:/...``), since an alias can move. With ``model_dir``, a ranker of the
+    :data:`TRAINERS` kinds leaves its fitted model there in MLflow's format (the cache keeps
+    a copy as ``<key>.model``; a cached run without one is trained again).
     """
     if spec.kind not in RANKERS:
         raise InputError(f"unknown ranker kind {spec.kind!r} for ranker {spec.name!r}; known: "
@@ -276,11 +280,27 @@ def score(spec: RankerSpec, ds: Dataset, cache_dir: Path | None = None) -> tuple
     cacheable = cache_dir is not None and (spec.kind != "mlflow_model" or _pinned(
         str(spec.option("uri", ""))))
     path = cache_dir / f"{key}.parquet" if cacheable and cache_dir else None
-    if path is not None and path.is_file():
+    trains = model_dir is not None and spec.kind in TRAINERS
+    cached_model = path.with_suffix(".model") if path is not None else None
+    if path is not None and path.is_file() and (
+            not trains or (cached_model is not None and cached_model.is_dir())):
         cached = _read_cached(path)
         if cached is not None:
+            if trains and model_dir is not None and cached_model is not None:
+                from harness.rankers.models import copy_model
+
+                copy_model(cached_model, model_dir)
             return cached, key, True
-    run = RANKERS[spec.kind](spec, ds)
+    if trains and model_dir is not None:
+        from harness.rankers.models import copy_model, save_model
+
+        run, model = TRAINERS[spec.kind](spec, ds)
+        save_model(spec.kind, model, model_dir)
+        if cached_model is not None:
+            with contextlib.suppress(OSError):  # as for the scores: a warning-free extra
+                copy_model(model_dir, cached_model)
+    else:
+        run = RANKERS[spec.kind](spec, ds)
     if path is not None:
         _write_cached(run, path)
     return run, key, False

@@ -31,7 +31,7 @@ from harness.datasets import Dataset, ParquetRun, load_dataset
 from harness.engines import Engine
 from harness.errors import HarnessError, TrackingUnavailable
 from harness.metrics.evaluate import evaluate  # the function, not its module
-from harness.rankers import RankerSpec, cache_key, score
+from harness.rankers import TRAINERS, RankerSpec, cache_key, score
 from harness.reproduce.diff import ReproResult, compare_per_query
 from harness.reproduce.checks import (
     ReproduceError,
@@ -41,6 +41,7 @@ from harness.reproduce.checks import (
     read_artifact,
 )
 from harness.tracking import resolve_tracking_uri
+from harness.tracking.log_plan import MODEL_URI_TAG
 
 __all__ = ["ReproduceError", "ReproResult", "reproduce_run", "ranker_run_ids"]
 
@@ -225,7 +226,13 @@ def reproduce_run(run_id: str, *, tracking_uri: str | None = None) -> ReproResul
         now = now.reset_index()
     else:
         _check_ranker(run, spec, dataset, notes)
-        fresh, _, _ = score(spec, dataset, cache_dir=None)
+        model_uri = tags.get(MODEL_URI_TAG)
+        if model_uri and spec.kind in TRAINERS:  # the logged model scores; nothing trains
+            fresh = _score_with_model(run_id, spec, dataset, model_uri, client.tracking_uri)
+            notes.append(f"scores: the logged model {model_uri} ({spec.kind}), not trained "
+                         "again")
+        else:
+            fresh, _, _ = score(spec, dataset, cache_dir=None)
         now = evaluate(fresh, dataset.qrels, metrics, **options).reset_index()
     commit_then, commit_now = tags.get("git.commit", "unknown"), provenance.git_commit()
     if commit_then != commit_now:
@@ -236,6 +243,26 @@ def reproduce_run(run_id: str, *, tracking_uri: str | None = None) -> ReproResul
     if mismatched:  # values equal to a config the run did not log prove nothing
         result = replace(result, identical=False)
     return result
+
+
+def _score_with_model(run_id: str, spec: RankerSpec, dataset: Dataset, uri: str,
+                      store: str) -> pd.DataFrame:
+    """The test split scored by the run's logged model (:mod:`harness.rankers.models`)."""
+    import numpy as np
+
+    from harness.rankers.models import load_model, predict
+    from harness.tracking.store import tracking_env
+
+    try:
+        with tracking_env(store):
+            model = load_model(spec.kind, uri)
+    except Exception as exc:  # noqa: BLE001 - MLflow raises many kinds; name the model
+        raise ReproduceError(f"run {run_id}: cannot load its logged model {uri}: "
+                             f"{_first_line(exc)}") from None
+    test = dataset.test
+    cols = [str(c) for c in spec.option("features", dataset.features)]
+    return pd.DataFrame({"qid": test["qid"].to_numpy(), "docid": test["docid"].to_numpy(),
+                         "score": predict(spec.kind, model, test[cols].to_numpy(np.float64))})
 
 
 def _short(commit: str) -> str:

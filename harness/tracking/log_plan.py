@@ -32,7 +32,7 @@ from typing import Any
 
 __all__ = ["RunRecord", "LogPlan", "execute", "batches", "refused", "close_open_runs",
            "missing_files", "claimed", "PlanBusy", "PARAM_LIMIT", "PLAN_RUN_TAG",
-           "EXPERIMENT_ID", "CLAIM_WAIT_S"]
+           "EXPERIMENT_ID", "CLAIM_WAIT_S", "MODEL_NAME", "MODEL_URI_TAG"]
 
 PARAM_LIMIT = 6000  # MLflow truncates (or refuses) longer param values
 PLAN_RUN_TAG = "harness.plan_run"  # "<plan id>/<record key>": finds a run after a kill
@@ -54,6 +54,7 @@ class RunRecord:
     params: dict[str, str] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)
     artifacts: list[list[str]] = field(default_factory=list)  # [local path, artifact dir]
+    models: list[list[str]] = field(default_factory=list)  # [MLflow model folder, ranker kind]
     dataset: dict[str, str] | None = None
     status: str = "FINISHED"
     run_id: str | None = None
@@ -229,6 +230,8 @@ def _execute(plan: LogPlan, marker: Path,
             _log_dataset(client, run_id, record.dataset)
         for local, artifact_dir in record.artifacts:
             _log_artifact(client, run_id, local, artifact_dir)
+        for local, kind in record.models:
+            _log_model(client, exp_id, run_id, local, kind)
         client.set_terminated(run_id, status=record.status, end_time=record.end_ms)
         record.done = True
         plan.save(marker)
@@ -251,7 +254,7 @@ def missing_files(plan: LogPlan) -> list[str]:
     """Local files the plan still has to send that no longer exist (a deleted result
     folder): such a plan can never complete."""
     return [local for record in plan.runs if not record.done
-            for local, _ in record.artifacts if not Path(local).exists()]
+            for local, _ in [*record.artifacts, *record.models] if not Path(local).exists()]
 
 
 def refused(exc: BaseException) -> bool:
@@ -280,6 +283,32 @@ def _log_artifact(client: Any, run_id: str, local: str, artifact_dir: str) -> No
         client.log_artifacts(run_id, local, artifact_dir or None)
     else:
         client.log_artifact(run_id, local, artifact_dir or None)
+
+
+#: The name of a ranker run's logged model, and the run tag that holds its URI.
+MODEL_NAME, MODEL_URI_TAG = "model", "ranker.model_uri"
+
+
+def _log_model(client: Any, exp_id: str, run_id: str, local: str, kind: str) -> str:
+    """Log the MLflow model folder ``local`` as the run's logged model (once: a replay finds
+    the one logged before) and tag the run with its ``models:/`` URI; returns the URI."""
+    from mlflow.entities import LoggedModelOutput, LoggedModelStatus
+
+    found = [m for m in client.search_logged_models(
+        [exp_id], filter_string=f"source_run_id = '{run_id}'")
+        if m.name == MODEL_NAME and m.status == LoggedModelStatus.READY]
+    if found:
+        model_id = found[0].model_id
+    else:
+        model = client.create_logged_model(exp_id, name=MODEL_NAME, source_run_id=run_id,
+                                           model_type=kind, tags={"ranker.kind": kind})
+        model_id = model.model_id
+        client.log_model_artifacts(model_id, local)
+        client.finalize_logged_model(model_id, LoggedModelStatus.READY)
+        client.log_outputs(run_id, [LoggedModelOutput(model_id, step=0)])
+    uri = f"models:/{model_id}"
+    client.set_tag(run_id, MODEL_URI_TAG, uri)
+    return uri
 
 
 def _log_dataset(client: Any, run_id: str, info: dict[str, str]) -> None:

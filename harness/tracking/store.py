@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,7 @@ from harness.paths import project_path
 
 __all__ = ["resolve_tracking_uri", "configure_requests", "ensure_experiment", "project_path",
            "EXPERIMENT_KIND_TAG", "EXPERIMENT_KIND", "mark_experiment", "ui_url", "ui_base",
-           "UI_BASE"]
+           "UI_BASE", "tracking_env"]
 
 #: The experiment tag MLflow's UI (3.x) reads for an experiment's kind, and the kind of the
 #: project's experiments: model development (runs and their metrics), not GenAI (traces).
@@ -145,3 +147,26 @@ def open_client(uri: str) -> Any:
 
 
 _READY: set[str] = set()  # stores this process has opened once
+
+
+@contextlib.contextmanager
+def tracking_env(uri: str | None) -> Iterator[None]:
+    """``models:/`` and ``runs:/`` URIs resolve against ``uri`` while inside (MLflow reads
+    them from the environment); the environment is given back on leaving. With ``uri``
+    None, nothing changes. A SQLite store is opened first (:func:`open_client`): its schema
+    may be being built by another process at this moment."""
+    if not uri:
+        yield
+        return
+    keys = ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")
+    saved = {k: os.environ.get(k) for k in keys}
+    try:
+        os.environ.update(dict.fromkeys(keys, str(uri)))
+        open_client(str(uri))
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
