@@ -30,20 +30,20 @@ if not (getattr(sys.stderr, "isatty", None) and sys.stderr.isatty()):
 _LAZY = {
     **dict.fromkeys(("CONVENTIONS", "METRIC_NAMES", "TIE_MODES", "Metric", "parse_metric",
                      "register_measure", "unregister_measure", "MeasureInput"),
-                    "harness.metrics.definition"),
+                    "harness.metrics.vocabulary.definition"),
     **dict.fromkeys(("aggregate", "evaluate", "evaluate_dense", "tie_interval"),
-                    "harness.metrics.evaluate"),
+                    "harness.metrics.engine.evaluate"),
     "evaluate_parquet": "harness.engines.stream",
     "evaluate_dask": "harness.engines.dask",  # imports dask and distributed
     "explain_difference": "harness.explain.shapley",
-    "judgment_interval": "harness.metrics.judgment_interval",
+    "judgment_interval": "harness.metrics.unjudged.judgment_interval",
     "compare": "harness.compare",  # the package, callable: harness.compare(qrels, runs, ...)
     "Comparison": "harness.compare.api",
 }
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports on demand
     from harness.engines.dask import evaluate_dask
-    from harness.metrics.definition import (
+    from harness.metrics.vocabulary.definition import (
         CONVENTIONS,
         METRIC_NAMES,
         TIE_MODES,
@@ -53,9 +53,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
         register_measure,
         unregister_measure,
     )
-    from harness.metrics.evaluate import aggregate, evaluate, evaluate_dense, tie_interval
+    from harness.metrics.engine.evaluate import aggregate, evaluate, evaluate_dense, tie_interval
     from harness.explain.shapley import explain_difference
-    from harness.metrics.judgment_interval import judgment_interval
+    from harness.metrics.unjudged.judgment_interval import judgment_interval
     from harness.engines.stream import evaluate_parquet
     from harness.compare.api import Comparison, compare
 

@@ -1,5 +1,5 @@
 """Test data and per-query values from pytrec_eval, ir_measures and ranx (the libraries
-that define the measure names of harness.metrics.names)."""
+that define the measure names of harness.metrics.vocabulary.names)."""
 
 from __future__ import annotations
 

@@ -179,7 +179,7 @@ def test_the_flag_does_not_fire_when_the_verdict_holds(tmp_path: Path) -> None:
 
 def test_default_study_writes_points_without_calling_judgment_interval(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import harness.metrics.judgment_interval as module
+    import harness.metrics.unjudged.judgment_interval as module
     from harness.app.study import run_study
 
     calls = []

@@ -133,9 +133,9 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_walk_sees_the_imports_it_must_see() -> None:
     """The checks below are only as good as the import walk: known edges, including a
     function-level one, are found, and a TYPE_CHECKING-only one is not."""
-    assert "harness.metrics.kernels" in GRAPH["harness.metrics.evaluate"]
+    assert "harness.metrics.engine.kernels" in GRAPH["harness.metrics.engine.evaluate"]
     assert "harness.app.study" in GRAPH["harness.app.main"]  # imported inside a function
-    assert "harness.metrics.prepared" not in GRAPH["harness.metrics.ranking"]  # types only
+    assert "harness.metrics.layout.prepared" not in GRAPH["harness.metrics.layout.ranking"]  # types only
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
@@ -197,7 +197,7 @@ def test_no_two_modules_share_a_file_name() -> None:
 
 #: The tables of other tools' measure names (trec_eval, ir_measures, ranx): they spell every
 #: measure, by design.
-TOOL_NAME_TABLES = ("harness/metrics/names.py", "harness/metrics/tool_names/")
+TOOL_NAME_TABLES = ("harness/metrics/vocabulary/names.py", "harness/metrics/vocabulary/tool_names/")
 #: Words that are a measure's name and also something else, with where that else lives:
 #: ``judged`` is a value of the ``ideal`` option (and of the rows' "is it judged" flag);
 #: ``f1`` is LightGBM's first feature column; ``g`` (trec_eval's G) is the number format of
@@ -209,8 +209,8 @@ def test_each_measure_is_named_in_one_module() -> None:
     """A measure is one declaration: its name, as a string, appears in the module that
     declares it and nowhere else in harness/ (but the tables of other tools' names).
     Adding or changing a measure touches one file."""
-    from harness.metrics.definition import METRIC_NAMES
-    from harness.metrics.registry import measures
+    from harness.metrics.vocabulary.definition import METRIC_NAMES
+    from harness.metrics.vocabulary.registry import measures
 
     names = {m.name for m in measures() if m.builtin}
     assert set(METRIC_NAMES) <= names

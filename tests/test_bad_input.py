@@ -12,7 +12,7 @@ import pytest
 import harness
 from harness.datasets.parquet_run import load_parquet_run
 from harness.errors import InputError, MetricDefinitionError
-from harness.metrics.evaluate import evaluate_dense
+from harness.metrics.engine.evaluate import evaluate_dense
 
 
 def _run(qids: list) -> pd.DataFrame:

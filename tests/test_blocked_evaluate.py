@@ -1,5 +1,5 @@
 """``harness.evaluate`` on a large run works in blocks of whole queries
-(:mod:`harness.metrics.blocked`); the table it gives is the unblocked engine's, bit for bit:
+(:mod:`harness.metrics.engine.blocked`); the table it gives is the unblocked engine's, bit for bit:
 the same values, index order, dtypes and ``attrs``, at block sizes from one query to the
 whole run. The values themselves are checked against pytrec_eval once, independently."""
 
@@ -13,7 +13,7 @@ import pytest
 import pytrec_eval
 
 import harness
-from harness.metrics import blocked
+from harness.metrics.engine import blocked
 
 # measures that read the whole judged set (ideal='judged', bpref, infAP, Compat, recall),
 # the collection's top grade (mnDCG, ERR with max_label=None), tie rules, empty policies
@@ -93,7 +93,7 @@ def test_blocks_give_the_unblocked_table(monkeypatch, block_rows, text, shuffle)
 
 
 def test_one_block_per_query_splits_the_run(monkeypatch):
-    module = importlib.import_module("harness.metrics.evaluate")  # not the function
+    module = importlib.import_module("harness.metrics.engine.evaluate")  # not the function
     run, qrels = _data(1, False, True)
     whole, seen = module._evaluate_whole, []
 

@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 
 import harness
-from harness.metrics import blocked
-from harness.metrics.prepare import prepare
+from harness.metrics.engine import blocked
+from harness.metrics.layout.prepare import prepare
 
 
 def _run(queries: int, per_query: int, seed: int = 0) -> pd.DataFrame:

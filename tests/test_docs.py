@@ -113,9 +113,9 @@ def test_every_relative_link_points_to_an_existing_file_and_heading(path: Path) 
 
 
 def test_the_options_table_lists_every_declared_option() -> None:
-    """Every option of a metric definition (harness.metrics.options.OPTIONS) has its row,
+    """Every option of a metric definition (harness.metrics.vocabulary.options.OPTIONS) has its row,
     between the table's marker lines; a new option without a row fails here."""
-    from harness.metrics.options import OPTIONS
+    from harness.metrics.vocabulary.options import OPTIONS
 
     text = (DOCS / "measures.md").read_text()
     assert text.count("<!-- options:begin -->") == 1 and text.count("<!-- options:end -->") == 1

@@ -29,8 +29,8 @@ from hypothesis import strategies as st
 import harness
 from harness import Metric, evaluate, evaluate_dask, evaluate_parquet
 from harness.engines.stream import evaluate_memory
-from harness.metrics.options import EMPTY_POLICIES, IDEAL_MODES, TIE_MODES
-from harness.metrics.registry import measures
+from harness.metrics.vocabulary.options import EMPTY_POLICIES, IDEAL_MODES, TIE_MODES
+from harness.metrics.vocabulary.registry import measures
 
 _VALUES: dict[str, list[Any]] = {
     "gain": ["exp2", "linear", {0: 0.5, 1: 1, 2: 3}],

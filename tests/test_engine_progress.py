@@ -18,7 +18,7 @@ import tqdm.auto
 import harness
 from harness.engines.dask import dask_client, evaluate_dask
 from harness.engines.stream import evaluate_memory
-from harness.metrics.definition import parse_metric
+from harness.metrics.vocabulary.definition import parse_metric
 
 METRICS = ["ndcg@10", "ap", "rr", "P@5", "err@10(ties=input)"]
 

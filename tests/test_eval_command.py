@@ -244,8 +244,8 @@ def test_a_run_memory_cannot_hold_is_one_line_naming_harness_cluster(
         flags: list[str]) -> None:
     """A MemoryError while evaluating (numpy's, Arrow's) becomes one line and exit 2, on
     the quick path (column arrays) and on the DataFrame path (-J takes it)."""
-    import harness.metrics.trec_eval_arrays as arrays
-    import harness.metrics.trec_eval_compute as compute
+    import harness.metrics.trec_eval.trec_eval_arrays as arrays
+    import harness.metrics.trec_eval.trec_eval_compute as compute
 
     def no_memory(*args: object, **kwargs: object) -> None:
         raise MemoryError("Unable to allocate 7.63 MiB")

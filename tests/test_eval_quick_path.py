@@ -1,6 +1,6 @@
 """``harness eval``'s two paths print the same lines: the quick one (column arrays, no
-pandas: :mod:`harness.metrics.trec_eval_arrays`) and the DataFrame one
-(:func:`harness.metrics.trec_eval_compute.evaluate_trec`), whose output trec_eval 10.0's
+pandas: :mod:`harness.metrics.trec_eval.trec_eval_arrays`) and the DataFrame one
+(:func:`harness.metrics.trec_eval.trec_eval_compute.evaluate_trec`), whose output trec_eval 10.0's
 own files check (tests/test_trec_eval10_edges.py, tests/test_eval_command.py).
 
 Seeded random files with what trips evaluations: tied scores (two decimals), unjudged and
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import harness.data.trec_arrays as trec_arrays
-import harness.metrics.trec_eval_arrays as arrays
+import harness.metrics.trec_eval.trec_eval_arrays as arrays
 from harness.commands.base import run_command
 from harness.commands.eval import main
 
@@ -87,7 +87,7 @@ def test_a_run_read_block_by_block_prints_what_the_whole_run_prints(
     here blocks of 1,500 bytes, so queries straddle blocks. A run not grouped by query
     (the seeded one) is read whole instead, with the same output."""
     import harness.commands.eval as command
-    import harness.metrics.trec_eval_blocks as blocks
+    import harness.metrics.trec_eval.trec_eval_blocks as blocks
 
     qrels, shuffled = _files(tmp_path, 5)
     lines = shuffled.read_text().splitlines()

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import FormulaError
-from harness.metrics import formula
-from harness.metrics.definition import parse_metric
+from harness.metrics.vocabulary import formula
+from harness.metrics.vocabulary.definition import parse_metric
 
 
 @pytest.mark.parametrize("levels", [5, 12, 21])

@@ -14,7 +14,7 @@ import pytest
 
 from harness import Metric, evaluate, judgment_interval
 from harness.errors import InputError, MetricDefinitionError
-from harness.metrics.registry import measures
+from harness.metrics.vocabulary.registry import measures
 
 GRADE = 2  # the top grade in the qrels below: labelings take 0, 1, 2
 

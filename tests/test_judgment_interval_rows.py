@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import harness.metrics.judgment_interval as ji
+import harness.metrics.unjudged.judgment_interval as ji
 from harness import evaluate, judgment_interval, parse_metric
 
 GRADE = 2

@@ -247,7 +247,7 @@ def test_the_app_metric_extra_takes_tool_names() -> None:
 
 def test_duplicate_definitions_are_dropped_in_order() -> None:
     from harness import parse_metric
-    from harness.metrics.evaluate import as_metrics
+    from harness.metrics.engine.evaluate import as_metrics
 
     got = as_metrics(["ndcg@10", "AP", "nDCG@10", parse_metric("ndcg@10(ties=average)"),
                       "ndcg@10(ties=input)", "ap"])

@@ -18,7 +18,7 @@ import pytest
 
 import harness
 from harness import MetricDefinitionError
-from harness.metrics.registry import TABLE_MARKERS, measure_table, measures
+from harness.metrics.vocabulary.registry import TABLE_MARKERS, measure_table, measures
 
 PROJECT = Path(harness.__file__).resolve().parent.parent
 
@@ -152,13 +152,13 @@ def test_an_installed_package_declares_measures_through_an_entry_point(tmp_path:
 
 def test_the_docs_measure_table_is_generated_from_the_declarations() -> None:
     """docs/measures.md holds, between its markers, exactly :func:`measure_table`'s text;
-    regenerate it with ``python -m harness.metrics.measure_docs``."""
+    regenerate it with ``python -m harness.metrics.vocabulary.measure_docs``."""
     text = (PROJECT / "docs" / "measures.md").read_text()
     begin, end = TABLE_MARKERS
     inside = re.search(re.escape(begin) + r"\n(.*?)" + re.escape(end), text, re.S)
     assert inside, f"docs/measures.md has no {begin} ... {end} block"
     assert inside.group(1) == measure_table(), (
         "docs/measures.md's measure table drifted from the declarations: run "
-        "`python -m harness.metrics.measure_docs` to regenerate it")
+        "`python -m harness.metrics.vocabulary.measure_docs` to regenerate it")
     for m in measures():
         assert f"`{m.display}` (`{m.name}`)" in inside.group(1)

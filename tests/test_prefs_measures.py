@@ -1,4 +1,4 @@
-"""trec_eval's prefs measures (harness.metrics.prefs) against trec_eval's own expected
+"""trec_eval's prefs measures (harness.metrics.trec_eval.prefs) against trec_eval's own expected
 outputs: out.test.prefs (``-m all_prefs -q -R prefs prefs.test prefs.results.test``, the
 same from prefs.comment.test) and out.test.qrels_prefs (``-m all_prefs -q -R qrels_prefs
 qrels.test results.test``). Every per-query and ``all`` value must match at the printed 4
@@ -15,7 +15,7 @@ import pytest
 from harness.data.trec import read_qrels, read_run
 from harness.errors import InputError, MetricDefinitionError
 from harness.data.trec import read_prefs
-from harness.metrics.prefs import (PREFS_MEASURES, PREFS_SUMMARY, prefs_from_qrels,
+from harness.metrics.trec_eval.prefs import (PREFS_MEASURES, PREFS_SUMMARY, prefs_from_qrels,
                                    prefs_measures, prefs_summary)
 from tests.shared import shared_data_dir
 

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import harness
-from harness.metrics.ids import _arrow_string_hash, docid_codes as _docid_codes
-from harness.metrics.segments import Layout, duplicate_within, segment_argsort
+from harness.metrics.layout.ids import _arrow_string_hash, docid_codes as _docid_codes
+from harness.metrics.layout.segments import Layout, duplicate_within, segment_argsort
 
 TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
 
@@ -123,8 +123,8 @@ def test_contender_ranking_equals_full_ranking(sizes: list[int], seed: int, k: i
     """Ranking only the rows that can reach the top k gives the same value as ranking all
     rows, for every metric and tie rule (scores drawn from few values, so ties straddle k,
     some apart by 1e-12 only: equal in the float32 selection, distinct in the ranking)."""
-    from harness.metrics.kernels import Cache, compute
-    from harness.metrics.prepare import prepare
+    from harness.metrics.engine.kernels import Cache, compute
+    from harness.metrics.layout.prepare import prepare
 
     rng = np.random.default_rng(seed)
     n = int(sum(sizes))
@@ -155,9 +155,9 @@ def test_relevant_rows_alone_give_the_sums_of_every_row(sizes: list[int], seed: 
     """Without tie groups, AP, RR, precision, recall and the DCG family summed over the
     relevant rows only (Ranking.positive) equal, bit for bit, the sums over every row;
     a gain with gain(0) > 0 and level 0 keep the path over every row."""
-    from harness.metrics.kernels import Cache, compute
-    from harness.metrics.prepare import prepare
-    from harness.metrics.ranking import Ranking
+    from harness.metrics.engine.kernels import Cache, compute
+    from harness.metrics.layout.prepare import prepare
+    from harness.metrics.layout.ranking import Ranking
 
     rng = np.random.default_rng(seed)
     n = int(sum(sizes))

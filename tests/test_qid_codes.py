@@ -1,4 +1,4 @@
-"""Query codes by sorted qid (harness.metrics.qids) against pandas' sorted factorisation of
+"""Query codes by sorted qid (harness.metrics.layout.qids) against pandas' sorted factorisation of
 both tables' qids together: the same codes and uniques for Arrow text grouped by query
 (sorted or not, one set of queries or two, string or large_string), and for text that is
 not grouped, which takes the general path."""
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.metrics.qids import factorize_qid, joint_qid_codes
+from harness.metrics.layout.qids import factorize_qid, joint_qid_codes
 
 QIDS = st.text(alphabet="abz019é\u00ff\U0001f600", min_size=0, max_size=4)
 

@@ -10,7 +10,7 @@ import pytest
 
 from harness import evaluate
 from harness.errors import InputError
-from harness.metrics.columns import evaluate_columns, score_column
+from harness.metrics.engine.columns import evaluate_columns, score_column
 
 METRICS = ["ndcg@5", "ndcg@10(ties=input,gain=linear)", "ndcg", "mndcg@5", "AP@10", "AP",
            "RR", "P@5(ties=input)", "R@10", "err@10", "bpref", "AP@10(unjudged=condensed)",

@@ -1,4 +1,4 @@
-"""The per-query sort of scores by values (harness.metrics.segments.segment_sort): each
+"""The per-query sort of scores by values (harness.metrics.layout.segments.segment_sort): each
 query's rows in the order numpy's stable argsort gives them, query by query, whatever the
 keys: ties, -0.0 and 0.0, infinities, keys one ulp apart (the rows whose packed integers
 cannot tell them apart are sorted again), float32 scores, long and empty queries."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.metrics.segments import Layout, segment_argsort, segment_sort
+from harness.metrics.layout.segments import Layout, segment_argsort, segment_sort
 
 
 def _expected(starts: np.ndarray, n: np.ndarray, key: np.ndarray) -> np.ndarray:

@@ -166,7 +166,7 @@ def test_quicksort_is_numbas_argsort() -> None:
     scores under nan_scores='last') included."""
     import numba
 
-    from harness.metrics.quicksort_ties import quicksort_argsort
+    from harness.metrics.layout.quicksort_ties import quicksort_argsort
 
     argsort = numba.njit(lambda a: np.argsort(a))
     rng = np.random.default_rng(3)

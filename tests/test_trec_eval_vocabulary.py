@@ -17,8 +17,8 @@ import harness
 from harness.commands.base import run_command
 from harness.commands.eval import main
 from harness.errors import MetricDefinitionError
-from harness.metrics.registry import lookup
-from harness.metrics.tool_names.trec_eval_measures import FAMILIES, NICKNAMES, expand
+from harness.metrics.vocabulary.registry import lookup
+from harness.metrics.vocabulary.tool_names.trec_eval_measures import FAMILIES, NICKNAMES, expand
 from tests.shared import shared_data_dir
 
 TE = shared_data_dir() / "trec_eval_test"

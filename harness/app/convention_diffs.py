@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from harness.errors import InputError
-from harness.metrics.definition import CONVENTIONS, parse_metric
+from harness.metrics.vocabulary.definition import CONVENTIONS, parse_metric
 
 __all__ = ["ExplainPlan", "explain_plan", "explain_ranker", "write_explanations"]
 

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from harness.metrics import Metric
-from harness.metrics.judgment_summary import judged_distribution
+from harness.metrics.unjudged.judgment_summary import judged_distribution
 
 __all__ = ["JUDGED_K", "JUDGED_WARN_BELOW", "judged_at_k", "judged_per_query",
            "judged_distribution", "distribution_text", "judged_warning", "judged_line",

@@ -1,6 +1,6 @@
 """Judgment intervals in a study (issue 24): per ranker and metric variant, each query's
 least and greatest value over every labeling of the unjudged documents any ranker retrieved
-(:func:`~harness.metrics.judgment_interval.judgment_interval` with the union of the rankers'
+(:func:`~harness.metrics.unjudged.judgment_interval.judgment_interval` with the union of the rankers'
 retrieved documents as its pool: one set of labelings for every ranker), whether both bounds
 are exact, and the query's Judged@10; written to ``judgments/<ranker>.parquet`` (long
 format, :data:`COLUMNS`) and summarised in ``judgments.csv``; and per compared pair of
@@ -23,7 +23,7 @@ import pandas as pd
 from harness.app.judged_share import judged_distribution
 from harness.errors import InputError, MetricDefinitionError
 from harness.metrics import Metric
-from harness.metrics.judgment_summary import difference_bounds
+from harness.metrics.unjudged.judgment_summary import difference_bounds
 
 __all__ = ["COLUMNS", "WIDE", "Judgments", "study_judgments", "write_judgments",
            "pair_verdicts"]
@@ -91,7 +91,7 @@ def study_judgments(mode: str, max_labelings: int, metrics: Sequence[Metric],
             for m, value in zip(metrics, block.T):
                 bounds[name][m.display_name] = (value, value, exact)
     else:
-        from harness.metrics.judgment_interval import judgment_interval
+        from harness.metrics.unjudged.judgment_interval import judgment_interval
         from harness.progress import progress
 
         groups: dict[tuple[Metric, Any], list[Metric]] = {}

@@ -288,7 +288,7 @@ def _viewable_table(per_query: pd.DataFrame, folder: Path) -> Path:
     first :data:`VIEWABLE_ROWS` queries, values rounded to 6 decimals; the parquet is the
     exact record). The metric columns come first, the counts (documents, judged, relevant)
     last, so the preview opens on the values."""
-    from harness.metrics.evaluate import metric_columns
+    from harness.metrics.engine.evaluate import metric_columns
 
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "per_query.csv"

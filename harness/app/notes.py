@@ -15,7 +15,7 @@ import pandas as pd
 
 from harness.app.judgment_notes import closing_lines, pair_markdown, ranker_sentence
 from harness.metrics import Metric
-from harness.metrics.options import display_value
+from harness.metrics.vocabulary.options import display_value
 
 __all__ = ["DEFAULTS_LINE", "ranker_description", "study_description", "closing_summary",
            "results_table", "interval", "open_hint", "sweep_description"]
@@ -32,7 +32,7 @@ _MEANING = {
 
 
 def _defaults_line() -> str:
-    from harness.metrics.options import OPTIONS
+    from harness.metrics.vocabulary.options import OPTIONS
 
     d = {k: OPTIONS[k].default for k in _MEANING}
     say = {k: _MEANING[k].get(str(v), str(v)) for k, v in d.items()}
@@ -359,7 +359,7 @@ def sweep_description(jobs: Mapping[str, tuple[Sequence[str], Mapping[str, pd.Da
 
     ``jobs`` maps a job's number to (its overrides, ranker -> summary table indexed by
     variant display name); ``report_link`` is where the report will be in MLflow's UI."""
-    from harness.metrics.definition import parse_metric
+    from harness.metrics.vocabulary.definition import parse_metric
     from harness.reporting.figures import headline_variants
 
     names = list(dict.fromkeys(v for _, summaries in jobs.values() for s in summaries.values()

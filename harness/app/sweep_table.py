@@ -24,7 +24,7 @@ def sweep_table(jobs: Mapping[str, tuple[Sequence[str], Mapping[str, pd.DataFram
     display name with a ``mean`` column), as :func:`harness.app.callbacks.sweep_jobs` reads
     them."""
     from harness.app.notes import _bold_ok, results_table
-    from harness.metrics.definition import Metric, parse_metric
+    from harness.metrics.vocabulary.definition import Metric, parse_metric
     from harness.reporting.figures import headline_variants
 
     if not jobs:

@@ -113,7 +113,7 @@ def _split_inputs(inputs: list[str]) -> tuple[str, list[str], list[str]]:
 
 
 def _named(names: list[str]) -> list[tuple[str, object]]:
-    from harness.metrics.definition import parse_metric
+    from harness.metrics.vocabulary.definition import parse_metric
 
     out = []
     for name in names:
@@ -185,7 +185,7 @@ def _note_skipped(lacking: list[str], path: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_intermixed_args(argv)
-    from harness.metrics.tool_names.trec_eval_measures import expand, select
+    from harness.metrics.vocabulary.tool_names.trec_eval_measures import expand, select
     from harness.reporting.trec_eval_output import render
 
     qrels_path, run_paths, names = _split_inputs(args.inputs)
@@ -242,13 +242,13 @@ BLOCK = 32 << 20
 
 class _Inputs:
     """The qrels read once, as column arrays for the quick path
-    (:mod:`harness.metrics.trec_eval_arrays`, no pandas) and as a DataFrame when a run
-    needs the DataFrame path (:func:`~harness.metrics.trec_eval_compute.evaluate_trec`);
+    (:mod:`harness.metrics.trec_eval.trec_eval_arrays`, no pandas) and as a DataFrame when a run
+    needs the DataFrame path (:func:`~harness.metrics.trec_eval.trec_eval_compute.evaluate_trec`);
     each run evaluated by the first that takes it."""
 
     def __init__(self, args: argparse.Namespace, qrels_path: str, columns: list[Any],
                  extra: list[tuple[str, object]], zscores: Any) -> None:
-        from harness.metrics.trec_eval_arrays import quick_path
+        from harness.metrics.trec_eval.trec_eval_arrays import quick_path
 
         self.args, self.path, self.columns, self.extra = args, qrels_path, columns, extra
         self.zscores = zscores
@@ -279,7 +279,7 @@ class _Inputs:
                        convention=self.convention, collection_size=a.Number_docs_in_coll)
         if self.arrays is not None:
             from harness.data.trec_arrays import read_columns
-            from harness.metrics.trec_eval_arrays import evaluate_arrays
+            from harness.metrics.trec_eval.trec_eval_arrays import evaluate_arrays
 
             streamed = self._blocks(path, options)
             if streamed is not None:
@@ -303,10 +303,10 @@ class _Inputs:
 
     def _blocks(self, path: str, options: dict[str, Any]) -> Any:
         """A run of more than ``STREAM_FROM`` bytes evaluated block by block (memory
-        follows a block: :mod:`harness.metrics.trec_eval_blocks`); None when it is smaller,
+        follows a block: :mod:`harness.metrics.trec_eval.trec_eval_blocks`); None when it is smaller,
         or not grouped by query, or not plain: it is read whole."""
         from harness.data.trec_arrays import run_blocks
-        from harness.metrics.trec_eval_blocks import evaluate_blocks
+        from harness.metrics.trec_eval.trec_eval_blocks import evaluate_blocks
 
         if Path(path).stat().st_size <= STREAM_FROM or Path(path).suffix == ".parquet":
             return None
@@ -325,7 +325,7 @@ class _Inputs:
 
     def _frames(self, path: str, options: dict[str, Any]) -> Any:
         from harness.data.eval_inputs import read_eval_qrels, read_eval_run, read_prefs
-        from harness.metrics.trec_eval_compute import evaluate_trec
+        from harness.metrics.trec_eval.trec_eval_compute import evaluate_trec
 
         fmt = self.args.Rel_info_format
         if self.frame is None:
@@ -338,7 +338,7 @@ class _Inputs:
                 self.frame = _whole_labels(read_eval_qrels(self.path), self.path,
                                            note=not self.noted)
                 if fmt == "qrels_prefs":
-                    self.prefs = self.frame  # harness.metrics.prefs reads what they imply
+                    self.prefs = self.frame  # harness.metrics.trec_eval.prefs reads what they imply
         run, runid = read_eval_run(path)
         try:
             ev = evaluate_trec(run, self.frame, self.columns, self.extra,

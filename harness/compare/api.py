@@ -57,7 +57,7 @@ def _read(value: RunLike, what: str) -> pd.DataFrame:
 
 def _per_query(name: str, value: RunLike, qrels: pd.DataFrame | None,
                metrics: list[Any]) -> pd.DataFrame:
-    from harness.metrics.evaluate import evaluate
+    from harness.metrics.engine.evaluate import evaluate
 
     frame = _read(value, f"run {name!r}")
     if "docid" not in frame.columns:  # already evaluated: a per-query table
@@ -113,7 +113,7 @@ def compare(qrels: pd.DataFrame | str | Path | None,
     -------
     Comparison
     """
-    from harness.metrics.definition import parse_metric
+    from harness.metrics.vocabulary.definition import parse_metric
 
     if isinstance(runs, Mapping):
         named = dict(runs)

@@ -61,7 +61,7 @@ def log_file_comparison(comparison: Comparison, directory: Path, spec: Mapping[s
     """Log the comparison written in ``directory`` as a run of ``experiment``; returns its
     id. Raises TrackingUnavailable (the log plan left pending for ``harness sync``) when
     the store cannot be reached."""
-    from harness.metrics.definition import parse_metric
+    from harness.metrics.vocabulary.definition import parse_metric
     from harness.tracking import RunRecord, resolve_tracking_uri
 
     uri = resolve_tracking_uri(tracking_uri)

@@ -20,8 +20,8 @@ from scipy import stats
 from harness.compare.unjudged_verdicts import UNJUDGED_OPTIONS
 from harness.errors import MetricDefinitionError
 from harness.metrics import parse_metric
-from harness.metrics.options import display_value
-from harness.metrics.registry import get_measure
+from harness.metrics.vocabulary.options import display_value
+from harness.metrics.vocabulary.registry import get_measure
 
 __all__ = ["INCOMPLETENESS_COLUMNS", "incompleteness_taus", "incompleteness_note"]
 

@@ -28,8 +28,8 @@ import pandas as pd
 from harness.compare.artifact_check import ArtifactChanged, checked_parquet
 from harness.compare.unjudged_verdicts import _treatment
 from harness.compare.verdict_names import BETTER, EQUIVALENT, NOT_WORSE, WORSE
-from harness.metrics.judgment_summary import difference_bounds
-from harness.metrics.judgment_summary import judged_distribution as summarise_judged
+from harness.metrics.unjudged.judgment_summary import difference_bounds
+from harness.metrics.unjudged.judgment_summary import judged_distribution as summarise_judged
 
 
 __all__ = ["JUDGMENTS_DIGEST_TAG", "judgments_artifact", "read_judgments", "merge_judgments",

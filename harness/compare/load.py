@@ -38,7 +38,7 @@ from harness.errors import (
     TrackingUnavailable,
     UnknownName,
 )
-from harness.metrics.evaluate import metric_columns
+from harness.metrics.engine.evaluate import metric_columns
 
 __all__ = ["RankerVersion", "Sweep", "load_sweep", "latest_parent_run", "mlflow_call"]
 

@@ -44,7 +44,7 @@ from harness.compare.labeling_verdicts import (
 )
 from harness.compare.versions import RunInfo, group_versions
 from harness.errors import CompareError, DatasetMismatch, NoOverlap, RunNotFound
-from harness.metrics.evaluate import metric_columns
+from harness.metrics.engine.evaluate import metric_columns
 
 __all__ = ["PER_QUERY_DIGEST_TAG", "DEFINITION_PARAMS", "load_runs", "load_versions",
            "QuerySetMismatch", "DefinitionMismatch", "ArtifactChanged"]

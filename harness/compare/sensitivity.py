@@ -27,7 +27,7 @@ from harness.compare.incompleteness import (INCOMPLETENESS_COLUMNS, incompletene
 from harness.compare.stats import per_query_frame
 from harness.errors import MetricDefinitionError
 from harness.metrics import parse_metric
-from harness.metrics.evaluate import metric_columns
+from harness.metrics.engine.evaluate import metric_columns
 
 if TYPE_CHECKING:
     from harness.compare.result import Comparison

@@ -17,7 +17,7 @@ import pandas as pd
 from scipy import stats
 
 from harness.errors import CompareError, NoOverlap, TooFewRankers, UnknownName
-from harness.metrics.evaluate import metric_columns
+from harness.metrics.engine.evaluate import metric_columns
 from harness.compare.pairs import align
 from harness.compare.resampling import bootstrap_intervals, permutation_pvalues
 

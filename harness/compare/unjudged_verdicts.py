@@ -16,7 +16,7 @@ import pandas as pd
 
 from harness.errors import MetricDefinitionError
 from harness.metrics import parse_metric
-from harness.metrics.options import display_value
+from harness.metrics.vocabulary.options import display_value
 
 __all__ = ["UNJUDGED_OPTIONS", "unjudged_flags", "unjudged_lines"]
 

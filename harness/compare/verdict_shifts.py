@@ -34,7 +34,7 @@ from harness.compare.verdicts import VERDICT_CODES, VERDICTS
 from harness.errors import MetricDefinitionError
 from harness.explain.shapley import differing_options, hybrid, shapley_terms, shown
 from harness.metrics import parse_metric
-from harness.metrics.definition import Metric
+from harness.metrics.vocabulary.definition import Metric
 
 __all__ = ["CHANGES_FILE", "CHANGE_COLUMNS", "Split", "split_change", "verdict_changes",
            "comparable", "change_lines", "changes_display", "change_markdown"]

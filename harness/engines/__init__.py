@@ -27,7 +27,7 @@ import pandas as pd
 from harness.engines import local, stream
 from harness.engines.parts import PassClock
 from harness.errors import InputError
-from harness.metrics.definition import Metric
+from harness.metrics.vocabulary.definition import Metric
 
 __all__ = ["ENGINES", "Engine"]
 

@@ -28,8 +28,8 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import InputError
-from harness.metrics.definition import Metric
-from harness.metrics.evaluate import MetricLike, evaluate
+from harness.metrics.vocabulary.definition import Metric
+from harness.metrics.engine.evaluate import MetricLike, evaluate
 from harness.engines.parts import (
     QrelsByQuery,
     assemble,

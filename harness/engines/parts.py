@@ -17,12 +17,12 @@ import pandas as pd
 
 from harness.engines.workers import InOrder, Meanwhile
 from harness.errors import InputError, plain
-from harness.metrics.blocked import collection_top_label as memory_top_label
-from harness.metrics.definition import Metric
-from harness.metrics.columns import evaluate_columns
-from harness.metrics.evaluate import MetricLike, as_metrics, evaluate, negative_policy
-from harness.metrics.inputs import QRELS_COLUMNS, check_labels, numeric, require_frame
-from harness.metrics.weighting import EMPTY_ATTR, merge_empty
+from harness.metrics.engine.blocked import collection_top_label as memory_top_label
+from harness.metrics.vocabulary.definition import Metric
+from harness.metrics.engine.columns import evaluate_columns
+from harness.metrics.engine.evaluate import MetricLike, as_metrics, evaluate, negative_policy
+from harness.metrics.layout.inputs import QRELS_COLUMNS, check_labels, numeric, require_frame
+from harness.metrics.engine.weighting import EMPTY_ATTR, merge_empty
 
 __all__ = ["evaluate_part", "evaluate_parts", "evaluate_score_parts", "PassClock", "assemble",
            "check_options", "memory_parts", "file_columns", "top_label", "parquet_reader",
@@ -201,7 +201,7 @@ def evaluate_score_parts(parts: Iterable[pd.DataFrame], qrels: pd.DataFrame | No
     """Per score column of the parts, the table :func:`evaluate_parts` gives for it: each
     part is read once and evaluated with each column of ``scores`` as its ``score`` (None:
     the part's own ``score``), laid out once for all of them
-    (:func:`harness.metrics.evaluate.evaluate_columns`). With two columns or more and
+    (:func:`harness.metrics.engine.evaluate.evaluate_columns`). With two columns or more and
     ``workers`` > 1, parts go whole to ``workers - 1`` worker processes while they have
     fewer than two parts each in hand, and are evaluated here otherwise
     (:mod:`harness.engines.workers`); the tables, and the first error, are those of one

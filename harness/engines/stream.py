@@ -36,8 +36,8 @@ from harness.engines.parts import (
 from harness.engines.units import evaluate_units, file_units
 from harness.engines.workers import Meanwhile
 from harness.errors import InputError
-from harness.metrics.definition import Metric
-from harness.metrics.evaluate import MetricLike
+from harness.metrics.vocabulary.definition import Metric
+from harness.metrics.engine.evaluate import MetricLike
 from harness.progress import bars_on, progress_sized
 
 __all__ = ["evaluate_parquet", "evaluate_parquet_scores", "evaluate_memory",

@@ -29,7 +29,7 @@ import pandas as pd
 from harness.engines.parts import (PassClock, Tables, assemble, evaluate_part_columns,
                                    not_clustered, parquet_reader)
 from harness.engines.workers import ColumnWorkers, InOrder, Meanwhile
-from harness.metrics.definition import Metric
+from harness.metrics.vocabulary.definition import Metric
 from harness.progress import progress_sized
 
 __all__ = ["Unit", "file_units", "evaluate_units", "unit_parts"]

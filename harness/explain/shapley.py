@@ -37,9 +37,9 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import MetricDefinitionError
-from harness.metrics.conventions import TREC_EVAL_CONVENTIONS
-from harness.metrics.definition import CONVENTIONS, Metric, parse_metric
-from harness.metrics.options import OPTIONS
+from harness.metrics.vocabulary.conventions import TREC_EVAL_CONVENTIONS
+from harness.metrics.vocabulary.definition import CONVENTIONS, Metric, parse_metric
+from harness.metrics.vocabulary.options import OPTIONS
 
 __all__ = ["Explanation", "explain_difference", "DATA_OPTIONS", "METRIC_OPTIONS",
            "differing_options", "hybrid", "shapley_terms", "shown"]
@@ -216,7 +216,7 @@ def explain_difference(run: pd.DataFrame, qrels: pd.DataFrame | None = None,
     for s in subsets:
         data = {o: (db if o in s else da)[o] for o in DATA_OPTIONS}
         by_data.setdefault(tuple(data.values()), []).append((s, hybrid(ma, mb, s)))
-    from harness.metrics.evaluate import aggregate, evaluate
+    from harness.metrics.engine.evaluate import aggregate, evaluate
 
     for data_values, members in by_data.items():
         data = dict(zip(DATA_OPTIONS, data_values))

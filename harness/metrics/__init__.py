@@ -11,9 +11,9 @@ from harness.lazy import lazy_names
 
 _LAZY = {
     **dict.fromkeys(("CONVENTIONS", "METRIC_NAMES", "TIE_MODES", "Metric", "parse_metric"),
-                    "harness.metrics.definition"),
+                    "harness.metrics.vocabulary.definition"),
     **dict.fromkeys(("aggregate", "evaluate", "evaluate_dense", "tie_interval"),
-                    "harness.metrics.evaluate"),
+                    "harness.metrics.engine.evaluate"),
 }
 
 __all__ = [
@@ -29,9 +29,9 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from harness.metrics.definition import (CONVENTIONS, METRIC_NAMES, TIE_MODES, Metric,
+    from harness.metrics.vocabulary.definition import (CONVENTIONS, METRIC_NAMES, TIE_MODES, Metric,
                                             parse_metric)
-    from harness.metrics.evaluate import aggregate, evaluate, evaluate_dense, tie_interval
+    from harness.metrics.engine.evaluate import aggregate, evaluate, evaluate_dense, tie_interval
 
 
 __getattr__ = lazy_names(__name__, _LAZY, globals())

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.metrics.definition import Metric
+from harness.metrics.vocabulary.definition import Metric
 
 __all__ = ["CheckResult", "SklearnSide", "sklearn_expressible", "check_against_sklearn",
            "sklearn_side"]

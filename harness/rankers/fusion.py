@@ -188,7 +188,7 @@ def tune_weights(spec: Any, ds: Dataset, specs: Mapping[str, Any], norm: str, sc
     """The weights of the best weighted sum on the training queries, its value and the
     number of those queries."""
     from harness.metrics import parse_metric
-    from harness.metrics.evaluate import aggregate, evaluate
+    from harness.metrics.engine.evaluate import aggregate, evaluate
 
     tune = dict(spec.option("tune", {}) or {})
     unknown = sorted(set(tune) - {"metric", "convention", "step"})

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from harness.metrics import parse_metric
-from harness.metrics.evaluate import aggregate, evaluate
+from harness.metrics.engine.evaluate import aggregate, evaluate
 
 __all__ = ["TOLERANCE", "trainer_check", "harness_value", "library_value", "trec_eval_gap"]
 

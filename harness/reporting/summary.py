@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from harness.metrics.evaluate import aggregate, metric_columns
+from harness.metrics.engine.evaluate import aggregate, metric_columns
 
 __all__ = ["STATS", "bootstrap_mean_intervals", "normal_interval", "summarize",
            "summarize_study"]

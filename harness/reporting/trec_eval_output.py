@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.metrics.trec_eval_compute import Evaluation
+from harness.metrics.trec_eval.trec_eval_compute import Evaluation
 
 __all__ = ["trec_lines", "table_rows", "render", "FORMATS"]
 

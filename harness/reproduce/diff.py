@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from harness.metrics.evaluate import STAT_COLUMNS
+from harness.metrics.engine.evaluate import STAT_COLUMNS
 from harness.reproduce.checks import ReproduceError
 
 __all__ = ["ReproResult", "compare_per_query", "DIFF_COLUMNS", "N_EXAMPLES"]

@@ -30,7 +30,7 @@ from harness.datasets.dataset import file_sha256, input_files
 from harness.datasets import Dataset, ParquetRun, load_dataset
 from harness.engines import Engine
 from harness.errors import HarnessError, TrackingUnavailable
-from harness.metrics.evaluate import evaluate  # the function, not its module
+from harness.metrics.engine.evaluate import evaluate  # the function, not its module
 from harness.rankers import TRAINERS, RankerSpec, cache_key, score
 from harness.reproduce.diff import ReproResult, compare_per_query
 from harness.reproduce.checks import (

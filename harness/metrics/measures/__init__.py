@@ -1,5 +1,5 @@
 """The built-in measures, each declared once with its kernel (see
-:mod:`harness.metrics.registry`). Importing this package registers them, in the order of
+:mod:`harness.metrics.vocabulary.registry`). Importing this package registers them, in the order of
 :data:`BUILTIN`."""
 
 from harness.metrics.measures import gain  # noqa: F401  (dcg, ndcg, mndcg)
@@ -20,7 +20,7 @@ from harness.metrics.measures import cwl  # noqa: F401
 from harness.metrics.measures import compat  # noqa: F401
 # intent-aware measures over subtopic judgments (pyndeval's)
 from harness.metrics.measures import diversity  # noqa: F401
-from harness.metrics.registry import measures
+from harness.metrics.vocabulary.registry import measures
 
 #: The built-in measures' names, in the order the README's table lists them.
 BUILTIN = tuple(m.name for m in measures() if m.builtin)

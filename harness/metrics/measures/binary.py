@@ -11,10 +11,10 @@ group:
   relevant before the group has expected precision ``(c + 1 + J (r - 1) / (n - 1)) / rank``;
   each offset holds a relevant document with probability ``r / n``;
 - RR is a cascade whose stop probability is the binary relevance
-  (:func:`harness.metrics.ranked.cascade`).
+  (:func:`harness.metrics.layout.ranked.cascade`).
 
 Without tie groups each sums over the ranking's relevant rows only
-(:meth:`~harness.metrics.ranking.Ranking.positive`): the same sums, term for term.
+(:meth:`~harness.metrics.layout.ranking.Ranking.positive`): the same sums, term for term.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from harness.metrics.ranked import cascade, exclusive_count, ratio
-from harness.metrics.registry import MeasureInput, register_measure
+from harness.metrics.layout.ranked import cascade, exclusive_count, ratio
+from harness.metrics.vocabulary.registry import MeasureInput, register_measure
 
 __all__ = ["group_relevant", "relevant_before"]
 

@@ -8,7 +8,7 @@ k. With ``ties="average"``, with ``mu_t`` the mean over ``t``-subsets of a tied 
 product of ``(1 - R)``, the chance that the cascade stops at offset ``t`` of the group is
 ``S (mu_t - mu_{t+1})`` where ``S`` is the survival up to the group; ``mu`` comes from a
 dynamic programme batched over groups of equal size
-(:func:`harness.metrics.ranked.group_stop_probability`).
+(:func:`harness.metrics.layout.ranked.group_stop_probability`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import numpy as np
 
 from harness.errors import InputError
 from harness.metrics.measures.top_grade import check_top_grade, top_grade
-from harness.metrics.prepared import whole_grades
-from harness.metrics.ranked import cascade, group_stop_probability, survival_before, topk_sum
-from harness.metrics.registry import MeasureInput, register_measure
+from harness.metrics.layout.prepared import whole_grades
+from harness.metrics.layout.ranked import cascade, group_stop_probability, survival_before, topk_sum
+from harness.metrics.vocabulary.registry import MeasureInput, register_measure
 
 __all__: list[str] = []
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.metrics.ranked import ratio
-from harness.metrics.registry import MeasureInput, register_measure
+from harness.metrics.layout.ranked import ratio
+from harness.metrics.vocabulary.registry import MeasureInput, register_measure
 
 __all__: list[str] = []
 

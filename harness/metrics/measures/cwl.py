@@ -24,7 +24,7 @@ import numpy as np
 from harness.errors import InputError, MetricDefinitionError
 from harness.metrics.measures.rank_points import refuse_average
 from harness.metrics.measures.top_grade import check_top_grade, top_grade
-from harness.metrics.registry import MeasureInput, register_measure
+from harness.metrics.vocabulary.registry import MeasureInput, register_measure
 
 __all__ = ["CWL_DEPTH"]
 

@@ -3,7 +3,7 @@
 ERR-IA and nERR-IA (Chapelle et al. 2009), NRBP and nNRBP (Clarke et al. 2009), AP-IA,
 P-IA and subtopic recall.
 
-They read the qrels' ``subtopic`` column (:mod:`harness.metrics.subtopics`): relevance is
+They read the qrels' ``subtopic`` column (:mod:`harness.metrics.layout.subtopics`): relevance is
 ``label >= level`` per (document, subtopic), and ``N`` counts the query's subtopics with a
 relevant document (a query with none is empty). ndeval's conventions, kept here:
 
@@ -28,7 +28,7 @@ import numpy as np
 from harness.errors import InputError
 from harness.metrics.measures import diversity_ndeval as nd
 from harness.metrics.measures.rank_points import refuse_average
-from harness.metrics.registry import MeasureInput, register_measure
+from harness.metrics.vocabulary.registry import MeasureInput, register_measure
 
 __all__: list[str] = []
 

@@ -14,9 +14,9 @@ from collections.abc import Callable
 import numpy as np
 
 from harness.errors import InputError, MetricDefinitionError
-from harness.metrics.prepared import Ideal, Prepared, level_counts
-from harness.metrics.ranked import ratio
-from harness.metrics.registry import MeasureInput, register_measure
+from harness.metrics.layout.prepared import Ideal, Prepared, level_counts
+from harness.metrics.layout.ranked import ratio
+from harness.metrics.vocabulary.registry import MeasureInput, register_measure
 from harness.metrics.measures.top_grade import check_top_grade
 
 __all__ = ["MAX_MNDCG_K", "gains", "discounts"]

@@ -16,9 +16,9 @@ import numpy as np
 
 from harness.metrics.measures.gain import gains
 from harness.metrics.measures.rank_points import refuse_average
-from harness.metrics.ranked import ratio
-from harness.metrics.registry import MeasureInput, register_measure
-from harness.metrics.segments import Layout
+from harness.metrics.layout.ranked import ratio
+from harness.metrics.vocabulary.registry import MeasureInput, register_measure
+from harness.metrics.layout.segments import Layout
 
 __all__ = ["running_sum", "ranked_gains", "ideal_gains"]
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from harness.metrics.measures.binary import group_relevant, relevant_before
-from harness.metrics.ranked import count_before, exclusive_count, ratio, topk_sum
-from harness.metrics.registry import MeasureInput, register_measure
+from harness.metrics.layout.ranked import count_before, exclusive_count, ratio, topk_sum
+from harness.metrics.vocabulary.registry import MeasureInput, register_measure
 
 __all__ = ["depth", "judged_above", "judged_rows", "every_row_judged"]
 

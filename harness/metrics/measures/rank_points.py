@@ -17,8 +17,8 @@ import numpy as np
 from harness.errors import MetricDefinitionError
 from harness.metrics.measures.judged import judged_above
 from harness.metrics.measures.recall_levels import interpolated_at, relevant_within
-from harness.metrics.ranked import exclusive_count, ratio
-from harness.metrics.registry import MeasureInput, register_measure
+from harness.metrics.layout.ranked import exclusive_count, ratio
+from harness.metrics.vocabulary.registry import MeasureInput, register_measure
 
 __all__ = ["refuse_average"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from harness.metrics.measures.judged import depth
-from harness.metrics.ranked import topk_sum
-from harness.metrics.registry import MeasureInput, register_measure
+from harness.metrics.layout.ranked import topk_sum
+from harness.metrics.vocabulary.registry import MeasureInput, register_measure
 
 __all__: list[str] = []
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from harness.errors import MetricDefinitionError
-from harness.metrics.ranked import ratio, recall_count
-from harness.metrics.registry import MeasureInput, register_measure
+from harness.metrics.layout.ranked import ratio, recall_count
+from harness.metrics.vocabulary.registry import MeasureInput, register_measure
 
 __all__ = ["suffix_max", "interpolated_at", "relevant_within"]
 
@@ -35,7 +35,7 @@ def _rprec(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
 def relevant_within(x: MeasureInput, cut: np.ndarray | None) -> np.ndarray:
     """Per query, the relevant ranked rows among its first ``cut`` ranks (all without a
     cut), each its tie group's mean under ``ties='average'``. Without tie groups, counted
-    over the relevant rows alone (:meth:`~harness.metrics.ranking.Ranking.positive`): the
+    over the relevant rows alone (:meth:`~harness.metrics.layout.ranking.Ranking.positive`): the
     same integers as the sum of every row's 1.0 or 0.0, for a few percent of the rows."""
     r, level = x.ranking, x.metric.level
     if r.sparse() and level > 0:

@@ -16,8 +16,8 @@ import numpy as np
 
 from harness.metrics.measures.binary import _ap_dense, _ap_sparse, _binary
 from harness.metrics.measures.judged import _bpref, depth
-from harness.metrics.ranked import ratio
-from harness.metrics.registry import MeasureInput, register_measure
+from harness.metrics.layout.ranked import ratio
+from harness.metrics.vocabulary.registry import MeasureInput, register_measure
 
 __all__: list[str] = []
 

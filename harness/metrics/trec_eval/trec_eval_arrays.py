@@ -1,0 +1,237 @@
+"""trec_eval's procedure on column arrays (:mod:`harness.data.trec_arrays`), without pandas:
+``harness eval``'s quick path, for plain qrels and runs.
+
+The same metric engine as :func:`harness.metrics.trec_eval.trec_eval_compute.evaluate_trec` (one
+:class:`~harness.metrics.layout.prepared.Prepared`, the registry's kernels, the same lines and
+summaries), reached without the DataFrame layer: the ids are coded by a dict (small files)
+or Arrow's hash (large ones), the run joined to the qrels by a sorted merge of integer
+keys. It covers ``-q -m -c -M -l -n -N -Z --compat``; :func:`quick_path` says when a call
+needs the DataFrame path instead (``-J``, ``relstring``, preference or judge-group
+measures, other tools' names, parquet), and :func:`evaluate_arrays` returns None for input
+that path must judge (a document twice in a run or in the qrels): it names the line.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from harness.metrics.engine import background
+from harness.metrics.layout.prepared import Prepared
+from harness.metrics.layout.ranking import take_docids, trec_order_rows
+from harness.metrics.layout.segments import group_by_query
+from harness.metrics.vocabulary.tool_names.trec_eval_measures import Column
+from harness.metrics.trec_eval.trec_eval_compute import (Evaluation, finish, in_head, plan_lines,
+                                               relstring_chars)
+
+if TYPE_CHECKING:  # harness.data is a layer beside this one: its arrays, duck-typed
+    from harness.data.trec_arrays import Columns
+
+__all__ = ["quick_path", "evaluate_arrays"]
+
+QID, DOCID = 0, 2  # the id columns' positions in both a qrels and a run line
+
+
+def quick_path(columns: list[Column], extra: list[Any], *, judged_only: bool,
+               rel_format: str) -> bool:
+    """Whether the arrays compute these lines (else the DataFrame path does)."""
+    return (not extra and not judged_only and rel_format == "qrels"
+            and all(c.family.source == "qrels" for c in columns))
+
+
+def chunks_of(column: Any) -> list[Any]:
+    """An Arrow column's arrays: a chunked array's chunks, or the array itself."""
+    return list(getattr(column, "chunks", [column]))
+
+
+def _as_arrow(column: Any) -> Any:
+    import pyarrow as pa
+
+    return column if isinstance(column, (pa.Array, pa.ChunkedArray)) else pa.array(
+        column, type=pa.string())
+
+
+def _codes(a: Any, b: Any, *, sort: bool) -> tuple[np.ndarray, np.ndarray, list[str], int]:
+    """Integer codes of two id columns over their joint distinct values (code order = str
+    order with ``sort``; the values listed then), and the number of values."""
+    if isinstance(a, list) and isinstance(b, list):
+        distinct = set(a)
+        distinct.update(b)
+        values = sorted(distinct) if sort else list(distinct)
+        index = {v: i for i, v in enumerate(values)}
+        ca = np.fromiter(map(index.__getitem__, a), np.int64, len(a))
+        cb = np.fromiter(map(index.__getitem__, b), np.int64, len(b))
+        return ca, cb, values if sort else [], len(values)
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    a, b = _as_arrow(a), _as_arrow(b)
+    if sort:  # query ids come in runs of equal values: code the first of each run only
+        (a, ra), (b, rb) = _runs(a), _runs(b)
+    parts = [*chunks_of(a), *chunks_of(b)]
+    encoded = pa.chunked_array(parts, type=pa.string()).dictionary_encode()  # one dictionary
+    codes = np.concatenate([np.zeros(0, np.int64)] + [c.indices.to_numpy() for c in
+                                                       encoded.chunks]).astype(np.int64)
+    dictionary = encoded.chunks[0].dictionary if encoded.num_chunks else pa.array(
+        [], pa.string())
+    values: list[str] = []
+    if sort:
+        order = pc.sort_indices(dictionary).to_numpy()
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        codes = rank[codes]
+        values = dictionary.take(pa.array(order)).to_pylist()
+    ca, cb = codes[:len(a)], codes[len(a):]
+    if sort:
+        ca, cb = np.repeat(ca, ra), np.repeat(cb, rb)
+    return ca, cb, values, len(dictionary)
+
+
+def _runs(column: Any) -> tuple[Any, np.ndarray]:
+    """The first value of each run of equal values of an Arrow string array, and the runs'
+    lengths (one vectorised comparison of neighbours)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(column)
+    if n < 2:
+        return column, np.ones(n, dtype=np.int64)
+    change = pc.not_equal(column.slice(1), column.slice(0, n - 1))
+    starts = np.flatnonzero(np.concatenate(([True], change.to_numpy(zero_copy_only=False))))
+    return column.take(pa.array(starts)), np.diff(np.append(starts, n))
+
+
+def _has_repeats(keys: np.ndarray) -> bool:
+    s = np.sort(keys)
+    return bool(len(s) > 1 and (s[1:] == s[:-1]).any())
+
+
+def evaluate_arrays(run: Columns, qrels: Columns, columns: list[Column], *, level: int = 1,
+                    depth: int | None = None, complete: bool = False,
+                    zscores: dict[tuple[str, str], tuple[float, float]] | None = None,
+                    runid: str = "", convention: str = "trec_eval",
+                    collection_size: int = 0, max_label: float | None = None,
+                    keep_arrays: bool = False) -> tuple[Evaluation, list[str]] | None:
+    """One run evaluated as :func:`~harness.metrics.trec_eval.trec_eval_compute.evaluate_trec`
+    evaluates it, and the judged queries it lacks; None when the input needs the DataFrame
+    path (a (query, docid) pair twice). ``qrels``' labels are whole already.
+    ``max_label``: the highest grade judged when ``qrels`` are a part of the judgments
+    (:mod:`harness.metrics.trec_eval.trec_eval_blocks`); ``keep_arrays``: per-query values as
+    arrays, not lists."""
+    rq, jq, qvalues, n_q = _codes(run.text[QID], qrels.qid_column(), sort=True)
+    rd, jd, _, n_d = _codes(run.text[DOCID], qrels.text[DOCID], sort=False)
+    if n_q * max(n_d, 1) >= 1 << 62:
+        return None
+    jkey = jq * n_d + jd
+    rkey = rq * n_d + rd
+    repeats = background.start_value(lambda: _has_repeats(rkey), len(rkey))
+    jorder = np.argsort(jkey, kind="stable")
+    sorted_j = jkey[jorder]
+    if len(sorted_j) > 1 and (sorted_j[1:] == sorted_j[:-1]).any():
+        repeats.result()
+        return None  # judged twice (judge groups): the DataFrame path reads the first
+    in_run = np.bincount(rq, minlength=n_q) > 0
+    in_qrels = np.bincount(jq, minlength=n_q) > 0
+    chosen = in_qrels if complete else in_run & in_qrels
+    nq = int(chosen.sum())
+    remap = np.full(n_q, -1, dtype=np.int64)
+    remap[chosen] = np.arange(nq)
+    qids = [qvalues[i] for i in np.flatnonzero(chosen)]
+    lacking = [qvalues[i] for i in np.flatnonzero(in_qrels & ~in_run)]
+
+    score = run.number
+    row = np.flatnonzero(chosen[rq])
+    if depth is not None:  # trec_eval's order, then each query's first `depth` rows
+        s = score[row].astype(np.float32 if convention == "trec_eval9" else np.float64)
+        ordered = row[trec_order_rows(rq[row], s, take_docids(_docids(run), row))]
+        row = np.sort(ordered[in_head(rq[ordered], depth)])
+    q = remap[rq[row]]
+    grouping = group_by_query(q, nq)
+    if grouping is not None:
+        row, q = row[grouping], q[grouping]
+    jlabel = qrels.number
+    keep = jlabel >= 0  # a negative label: in the pool, not judged (trec_eval)
+    jmask = keep & chosen[jq]
+    judged_q = remap[jq[jmask]]
+    n_docs = np.bincount(q, minlength=nq)
+    prep = Prepared(
+        qids=np.array(qids, dtype=object), q=q, row=row, score=score[row],
+        label=np.zeros(len(row)), docid=_docids(run), qid_values=None,
+        judged_q=judged_q, judged_label=jlabel[jmask], n_docs=n_docs,
+        n_judged=np.bincount(judged_q, minlength=nq), missing_qids=np.array([]),
+        unjudged_qids=np.array([]),
+        max_label=max(float(jlabel[keep].max()) if keep.any() else 0.0, 0.0)
+        if max_label is None else max_label,
+        judged=np.zeros(len(row), dtype=bool),
+        negative=None if keep.all() else np.zeros(len(row), dtype=bool))
+
+    ev = Evaluation(runid, qids, [])
+    wanted = plan_lines(ev, columns, [], level, convention, collection_size)
+    metrics = list(dict.fromkeys(ln.metric for ln, _ in wanted if ln.metric is not None))
+    from harness.metrics.engine.kernels import full_rankings, measure_columns
+
+    if len(row):
+        prep.rank_early(full_rankings(metrics, prep))  # on the other core, while joining
+    judgment = _join(prep, rkey[row], sorted_j, jorder, jlabel)
+    if repeats.result():
+        return None  # a document twice in the run: the DataFrame path names it
+    values, _ = measure_columns(prep, metrics) if metrics and nq else ({}, {})
+    if complete and convention == "trec_eval9":  # 9.x averages them in, prints none
+        ev.unprinted = [qvalues[i] for i in np.flatnonzero(chosen & ~in_run)]
+    absent = n_docs == 0  # -c: judged queries the run lacks score 0
+    relevant = np.bincount(remap[jq[(jlabel >= level) & chosen[jq]]], minlength=nq)
+    for line, col in wanted:
+        fam = col.family
+        if fam.name == "runid":
+            ev.summary[line.name] = runid
+        elif fam.name == "relstring":
+            ev.values[line.name] = _relstrings(prep, judgment, convention,
+                                               int(col.options["length"][0]))
+        elif fam.name == "num_q":
+            ev.summary[line.name] = nq
+        elif line.metric is not None:
+            vals = values.get(line.metric.display_name, np.zeros(nq))
+            if fam.judged_count and absent.any():
+                vals = np.where(absent, relevant, vals)
+            ev.values[line.name] = vals if keep_arrays else list(vals)
+    finish(ev, wanted, zscores, int((jlabel > 0).sum()) if complete else None)
+    return ev, lacking
+
+
+def _docids(run: Columns) -> Any:
+    column = run.text[DOCID]
+    return column if run.arrow else np.array(column, dtype=object)
+
+
+def _relstrings(prep: Prepared, judgment: np.ndarray, convention: str, length: int
+                ) -> list[str]:
+    """Per query, the labels of its first ``length`` documents in trec_eval's order, one
+    character each: the grade, ``>`` above 9, ``.`` negative, ``-`` unjudged
+    (``judgment``: each grouped row's label, NaN where unjudged)."""
+    score = prep.score.astype(np.float32 if convention == "trec_eval9" else np.float64)
+    order = trec_order_rows(prep.q, score, take_docids(prep.docid, prep.row))
+    q, rel = prep.q[order], judgment[order]
+    head = in_head(q, max(length, 0))
+    q, rel = q[head], rel[head]
+    chars = relstring_chars(rel)
+    bounds = np.searchsorted(q, np.arange(prep.n_queries + 1))
+    return ["'" + "".join(chars[a:b].tolist()) + "'" for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _join(prep: Prepared, rkey: np.ndarray, sorted_j: np.ndarray, jorder: np.ndarray,
+          jlabel: np.ndarray) -> np.ndarray:
+    """Each grouped row's label (0 where unjudged), whether it is judged and whether its
+    judgment is negative, written in place (the early rankings share these arrays); and
+    each row's judgment as given (NaN: none)."""
+    if not len(rkey):
+        return np.zeros(0)
+    pos = np.minimum(np.searchsorted(sorted_j, rkey), max(len(sorted_j) - 1, 0))
+    hit = sorted_j[pos] == rkey if len(sorted_j) else np.zeros(len(rkey), dtype=bool)
+    label = jlabel[jorder[pos]] if len(sorted_j) else np.zeros(len(rkey))
+    good = hit & (label >= 0)
+    prep.label[:] = np.where(good, label, 0.0)
+    prep.judged[:] = good
+    if prep.negative is not None:
+        prep.negative[:] = hit & (label < 0)
+    return np.where(hit, label, np.nan)

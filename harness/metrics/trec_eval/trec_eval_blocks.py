@@ -1,0 +1,208 @@
+"""A large run evaluated block by block (:func:`harness.data.trec_arrays.run_blocks`), so
+that ``harness eval``'s memory follows a block and the qrels, not the run file.
+
+A TREC run lists each query's documents together (trec_eval writes and reads them so):
+the rows of the last query of a block wait for the next block; each block's complete
+queries are evaluated with :func:`~harness.metrics.trec_eval.trec_eval_arrays.evaluate_arrays` on
+their own judgments; the per-query values are gathered in trec_eval's query order and
+summarised once, exactly as the whole run would be. A run whose query comes back after
+another (not grouped), or a block that is not plain, returns None: the caller reads the
+run whole. The next block is read on the other core while one is evaluated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from harness.metrics.trec_eval.trec_eval_arrays import QID, chunks_of, evaluate_arrays
+from harness.metrics.trec_eval.trec_eval_compute import Evaluation, finish, plan_lines
+
+if TYPE_CHECKING:
+    from harness.data.trec_arrays import Columns
+
+__all__ = ["evaluate_blocks"]
+
+
+def _concat(a: Columns, b: Columns) -> Columns:
+    import pyarrow as pa
+
+    text = {i: pa.chunked_array([*chunks_of(a.text[i]), *chunks_of(b.text[i])], type=pa.string())
+            for i in a.text}
+    return type(a)(text, np.concatenate([a.number, b.number]), True, b.runid)
+
+
+def _qid_codes(cols: Columns) -> tuple[np.ndarray, list[str]]:
+    """The query ids as codes and the distinct ids (code order: first appearance)."""
+    column = cols.text[QID]
+    if cols.arrow:
+        encoded = column.dictionary_encode()
+        chunks = chunks_of(encoded)
+        if not chunks:
+            return np.zeros(0, np.int64), []
+        return (np.concatenate([c.indices.to_numpy() for c in chunks]),
+                chunks[0].dictionary.to_pylist())
+    index: dict[str, int] = {}
+    codes = np.fromiter((index.setdefault(q, len(index)) for q in column), np.int64,
+                        len(column))
+    return codes, list(index)
+
+
+def _prefetched(blocks: Iterable[Columns | None]) -> Iterator[Columns | None]:
+    """``blocks``, the next one read on another thread while the caller works."""
+    it = iter(blocks)
+    with ThreadPoolExecutor(1) as pool:
+        ahead = pool.submit(next, it, StopIteration)
+        while True:
+            block = ahead.result()
+            if block is StopIteration:
+                return
+            ahead = pool.submit(next, it, StopIteration)
+            yield block
+
+
+def evaluate_blocks(blocks: Iterable[Columns | None], qrels: Columns, columns: list[Any], *,
+                    complete: bool = False, zscores: Any = None, convention: str =
+                    "trec_eval", **options: Any) -> tuple[Evaluation, list[str]] | None:
+    """The run of ``blocks`` evaluated as :func:`evaluate_arrays` evaluates it whole, and
+    the judged queries it lacks; None when the whole-run path must take it."""
+    if qrels.ranges is None:  # the query ids as ranges of rows: their column let go
+        qrels.ranges = _query_ranges(qrels)
+        del qrels.text[QID]
+    ranges = qrels.ranges
+    top = qrels.number[qrels.number >= 0]
+    shared = dict(convention=convention, max_label=max(float(top.max(initial=0.0)), 0.0),
+                  **options)
+    done: set[str] = set()
+    parts: list[Evaluation] = []
+    runid = ""
+    pending: Columns | None = None
+    for block in _prefetched(blocks):
+        if block is None:
+            return None
+        if pending is not None:
+            block = _concat(pending, block)
+        codes, names = _qid_codes(block)
+        if not len(codes):
+            continue
+        runid = block.runid
+        tail = int(np.flatnonzero(codes != codes[-1])[-1]) + 1 if (codes != codes[-1]).any() \
+            else 0
+        if (codes[:tail] == codes[-1]).any():
+            return None  # the last query came before another: not grouped by query
+        pending = _rows(block, [(tail, len(codes))])
+        part = _evaluate_part(_rows(block, [(0, tail)]),
+                              {names[c] for c in np.unique(codes[:tail])}, qrels, ranges,
+                              done, columns, shared)
+        if part is False:
+            return None
+        if part is not None:
+            parts.append(part)
+    if pending is not None:
+        part = _evaluate_part(pending, set(_qid_codes(pending)[1]), qrels, ranges, done,
+                              columns, shared)
+        if part is False:
+            return None
+        if part is not None:
+            parts.append(part)
+    lacking = sorted(set(ranges) - done)
+    if complete and lacking:  # judged queries the run lacks: each line's value for them
+        empty = type(qrels)({QID: [], 2: [], 5: []}, np.zeros(0), False)
+        absent = evaluate_arrays(empty, _judged(qrels, lacking, ranges), columns,
+                                 complete=True, **shared, keep_arrays=True)
+        if absent is None:
+            return None
+        parts.append(absent[0])
+    return _gathered(parts, columns, runid, zscores, complete, qrels, convention,
+                     shared, lacking), lacking
+
+
+def _query_ranges(qrels: Columns) -> dict[str, list[tuple[int, int]]]:
+    """Per query id, the ranges of qrels rows that judge it (one when the qrels list a
+    query's judgments together, as they usually do)."""
+    jq, names = _qid_codes(qrels)
+    starts = np.flatnonzero(np.concatenate(([True], jq[1:] != jq[:-1]))) if len(jq) else jq
+    ends = np.append(starts[1:], len(jq))
+    out: dict[str, list[tuple[int, int]]] = {}
+    for code, a, b in zip(jq[starts].tolist(), starts.tolist(), ends.tolist()):
+        out.setdefault(names[code], []).append((a, b))
+    return out
+
+
+def _rows(cols: Columns, ranges: list[tuple[int, int]]) -> Columns:
+    """The rows of ``ranges`` of ``cols``: slices of its columns (no copy of Arrow's)."""
+    text = {}
+    for i, column in cols.text.items():
+        if cols.arrow:
+            import pyarrow as pa
+
+            parts = [c for a, b in ranges if b > a for c in chunks_of(column.slice(a, b - a))]
+            # one contiguous array: Arrow's kernels are slow on thousands of small chunks
+            text[i] = pa.concat_arrays(parts) if parts else pa.array([], pa.string())
+        else:
+            text[i] = [v for a, b in ranges for v in column[a:b]]
+    number = np.concatenate([np.zeros(0)] + [cols.number[a:b] for a, b in ranges])
+    return type(cols)(text, number, cols.arrow, cols.runid)
+
+
+def _judged(qrels: Columns, names: list[str], ranges: dict[str, list[tuple[int, int]]]
+            ) -> Columns:
+    """The judgments of the queries ``names``, their query id column rebuilt."""
+    spans = [(q, a, b) for q in names for a, b in ranges[q]]
+    sub = _rows(qrels, [(a, b) for _, a, b in spans])
+    ids = [q for q, a, b in spans for _ in range(b - a)]
+    if sub.arrow:
+        import pyarrow as pa
+
+        sub.text[QID] = pa.array(ids, pa.string())
+    else:
+        sub.text[QID] = ids
+    return sub
+
+
+def _evaluate_part(block: Columns, names: set[str], qrels: Columns,
+                   ranges: dict[str, list[tuple[int, int]]], done: set[str],
+                   columns: list[Any], shared: dict[str, Any]) -> Evaluation | None | bool:
+    """One block's complete queries (``names``) evaluated on their judgments (None: none
+    judged; False: a query seen in an earlier block, or input the whole-run path must
+    judge)."""
+    if not names:
+        return None
+    if names & done:
+        return False  # not grouped by query
+    done |= names & ranges.keys()
+    judged = [q for q in names if q in ranges]
+    if not judged:
+        return None
+    out = evaluate_arrays(block, _judged(qrels, judged, ranges), columns, **shared,
+                          keep_arrays=True)
+    return False if out is None else out[0]
+
+
+def _gathered(parts: list[Evaluation], columns: list[Any], runid: str, zscores: Any,
+              complete: bool, qrels: Columns, convention: str, shared: dict[str, Any],
+              lacking: list[str]) -> Evaluation:
+    """The parts' per-query values in trec_eval's query order, summarised once."""
+    qids = [q for part in parts for q in part.qids]
+    order = np.array(sorted(range(len(qids)), key=qids.__getitem__), dtype=np.int64)
+    ev = Evaluation(runid, [qids[i] for i in order.tolist()], [])
+    level = shared.get("level", 1)
+    wanted = plan_lines(ev, columns, [], level, convention, shared.get("collection_size", 0))
+    for line, col in wanted:
+        if col.family.name == "runid":
+            ev.summary[line.name] = runid
+        elif col.family.name == "num_q":
+            ev.summary[line.name] = len(qids)
+        elif parts and line.name in parts[0].values:
+            # each part's values let go as they are gathered: memory holds them once
+            merged = np.concatenate([np.asarray(p.values.pop(line.name), dtype=object if
+                                                col.family.name == "relstring" else float)
+                                     for p in parts])
+            ev.values[line.name] = merged[order]
+    if complete and convention == "trec_eval9":  # 9.x averages them in, prints none
+        ev.unprinted = lacking
+    finish(ev, wanted, zscores, int((qrels.number > 0).sum()) if complete else None)
+    return ev
