@@ -1,6 +1,6 @@
-"""The package's shape, read from its own source: no import circles, packages that import
-only downward (the layers docs/architecture.md draws), modules of at most
-about 400 lines, and one home per command."""
+"""The package's shape, read from its own source: no import circles (imports for type
+checking included), packages that import only downward (the layers docs/architecture.md
+draws), no private name imported from another module, and one home per command."""
 
 from __future__ import annotations
 
@@ -13,10 +13,6 @@ import pytest
 import harness
 
 ROOT = Path(harness.__file__).resolve().parent
-#: Packages holding only a ``python -m harness.<name>`` entry point (``__main__.py``, a few
-#: lines handing over to harness.commands); compare, explain and reproduce hold theirs beside
-#: their library code.
-ENTRY_PACKAGES = ("sync", "cluster", "scored_run", "eval", "judgments")
 #: Packages (and top-level modules) by layer; a layer imports only the layers below it.
 LAYERS = (
     ("errors", "paths", "version", "progress", "allocator", "lazy"),
@@ -27,7 +23,6 @@ LAYERS = (
     ("reproduce",),
     ("commands", ""),  # "" is harness/__init__.py: the public API
 )
-MAX_LINES = 400
 
 
 def _modules() -> dict[str, Path]:
@@ -44,7 +39,7 @@ MODULES = _modules()
 
 
 def _is_entry(name: str) -> bool:
-    return name.endswith(".__main__") or name in {f"harness.{s}" for s in ENTRY_PACKAGES}
+    return name.endswith(".__main__")
 
 
 def _type_checking_only(tree: ast.AST) -> set[int]:
@@ -63,12 +58,13 @@ def _resolve(name: str) -> str:
     return name
 
 
-def _imports(module: str) -> set[str]:
+def _imports(module: str, *, typing: bool = False) -> set[str]:
     """The harness modules ``module`` imports at run time, at any depth of its code (a
-    function-level import is as much a dependency as a top-level one)."""
+    function-level import is as much a dependency as a top-level one); with ``typing``,
+    those imported for type checking only as well."""
     path = MODULES[module]
     tree = ast.parse(path.read_text())
-    skip = _type_checking_only(tree)
+    skip = set() if typing else _type_checking_only(tree)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out = set()
     for node in ast.walk(tree):
@@ -89,6 +85,8 @@ def _imports(module: str) -> set[str]:
 
 
 GRAPH = {m: _imports(m) for m in MODULES if not _is_entry(m)}
+#: The same with the imports made for type checking only: a circle there is a circle too.
+TYPED = {m: _imports(m, typing=True) for m in MODULES if not _is_entry(m)}
 
 
 def _package(module: str) -> str:
@@ -135,12 +133,15 @@ def test_the_walk_sees_the_imports_it_must_see() -> None:
     function-level one, are found, and a TYPE_CHECKING-only one is not."""
     assert "harness.metrics.engine.kernels" in GRAPH["harness.metrics.engine.evaluate"]
     assert "harness.app.study" in GRAPH["harness.app.main"]  # imported inside a function
-    assert "harness.metrics.layout.prepared" not in GRAPH["harness.metrics.layout.ranking"]  # types only
+    top_grade = "harness.metrics.measures.top_grade"  # it imports Prepared for its types
+    assert "harness.metrics.layout.prepared" not in GRAPH[top_grade]
+    assert "harness.metrics.layout.prepared" in TYPED[top_grade]
+    assert "harness.metrics.measures" in GRAPH["harness.metrics.vocabulary.registry"]
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
 def test_no_module_imports_itself_back() -> None:
-    assert _cycles(GRAPH) == []
+    assert _cycles(TYPED) == []
 
 
 def test_packages_import_only_downward() -> None:
@@ -152,10 +153,32 @@ def test_packages_import_only_downward() -> None:
     assert upward == []
 
 
-@pytest.mark.parametrize("module", sorted(MODULES))
-def test_modules_stay_short(module: str) -> None:
-    lines = len(MODULES[module].read_text().splitlines())
-    assert lines <= MAX_LINES, f"{module} has {lines} lines; split it along its concepts"
+def _private_imports(module: str, source: str | None = None) -> list[str]:
+    """``from harness.x import _name`` in ``module`` (or in ``source`` as if it were
+    ``module``'s): a private name of another module."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out = []
+    for node in ast.walk(ast.parse(source if source is not None else path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            out += [f"{base}.{a.name}" for a in node.names if base.startswith("harness")
+                    and a.name.startswith("_") and not a.name.startswith("__")
+                    and f"{base}.{a.name}" not in MODULES]
+    return out
+
+
+def test_no_private_name_crosses_modules() -> None:
+    """A module is one concept: what another module needs of it is public (in its
+    ``__all__``), not reached for behind an underscore."""
+    crossing = {m: names for m in MODULES if (names := _private_imports(m))}
+    assert crossing == {}
+    seen = _private_imports("harness.app.study", "from harness.app.notes import _x, __all__\n"
+                            "from harness.metrics import layout\nfrom . import _y")
+    assert seen == ["harness.app.notes._x", "harness.app._y"]
 
 
 def test_every_command_has_one_home_and_one_entry_point() -> None:
@@ -163,8 +186,7 @@ def test_every_command_has_one_home_and_one_entry_point() -> None:
 
     commands = sorted(p.stem for p in (ROOT / "commands").glob("*.py")
                       if p.stem not in ("__init__", "base", "dispatch"))
-    assert commands == ["cluster", "compare", "eval", "explain", "judgments", "reproduce",
-                        "scored_run", "sync"]
+    assert "compare" in commands and "eval" in commands  # the walk found them
     # ``harness <command>``: each command's module, and the study (Hydra) as ``run``
     assert {name: c.module for name, c in COMMANDS.items()} == {
         STUDY: "harness.app.main",
@@ -173,13 +195,10 @@ def test_every_command_has_one_home_and_one_entry_point() -> None:
         source = MODULES[f"harness.commands.{name}"].read_text()
         assert "def main(argv: list[str] | None = None) -> int:" in source
         assert f'prog="harness {name.replace("_", "-")}"' in source
-        entry = ROOT / name / "__main__.py"  # ``python -m harness.<name>``
-        text = entry.read_text()
-        assert f"from harness.commands.{name} import main" in text
-        assert len(text.splitlines()) <= 12, f"{entry} should only hand over to the command"
-    for name in ENTRY_PACKAGES:  # nothing but the entry point
-        assert ast.parse(MODULES[f"harness.{name}"].read_text()).body[1:] == []
-    # ``python -m harness`` and the ``harness`` console script are the dispatcher
+    # ``python -m harness <command>`` and the ``harness`` console script are the one entry
+    # point: no package has a ``__main__`` of its own
+    assert sorted(p.relative_to(ROOT).as_posix() for p in ROOT.rglob("__main__.py")) == \
+        ["__main__.py"]
     assert "from harness.commands.dispatch import main" in (ROOT / "__main__.py").read_text()
     pyproject = (ROOT.parent / "pyproject.toml").read_text()
     assert 'harness = "harness.commands.dispatch:main"' in pyproject

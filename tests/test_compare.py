@@ -457,7 +457,7 @@ def test_errors_are_harness_errors() -> None:
 
 def test_cli_end_to_end(small_sweep: SmallSweep, tmp_path: Path) -> None:
     out = tmp_path / "reports"
-    args = [sys.executable, "-m", "harness.compare", small_sweep.parent_run_id,
+    args = [sys.executable, "-m", "harness", "compare", small_sweep.parent_run_id,
             "--tracking-uri", small_sweep.uri, "--out-dir", str(out), "--resamples", "500",
             "--correction", "bh"]
     proc = subprocess.run(args, cwd=PROJECT_ROOT, env=clean_env() | {"COLUMNS": "120"},

@@ -109,7 +109,7 @@ def test_a_large_run_is_checked_for_duplicates_on_the_other_core(
     """From BACKGROUND_ROWS rows the duplicate check runs in a worker thread while the
     metrics are computed; its error still reaches the caller, naming the row, and the
     values equal those of the inline check."""
-    from harness.metrics.engine import background
+    from harness.metrics.layout import background
 
     rng = np.random.default_rng(3)
     n_q, per = 3000, 80
@@ -161,7 +161,7 @@ def test_rankings_made_while_the_qrels_are_joined_equal_those_made_after(
     """With qrels, the full rankings are computed on the other core while the run is joined
     to the qrels (labels filled in afterwards): the trec_eval set equals the one computed
     all in one thread, and pytrec_eval's on the first queries."""
-    from harness.metrics.engine import background
+    from harness.metrics.layout import background
 
     rng = np.random.default_rng(5)
     per = 100

@@ -128,7 +128,7 @@ def test_the_command_prints_the_table_and_writes_csv(tmp_path: Path, shared_data
                                                      ) -> None:
     cast = shared_data / "trec_cast_2021"
     out = tmp_path / "table.csv"
-    proc = subprocess.run([sys.executable, "-m", "harness.explain", "--run",
+    proc = subprocess.run([sys.executable, "-m", "harness", "explain", "--run",
                            str(cast / "org_manual_bm25.run"), "--qrels",
                            str(cast / "trec-cast-qrels-docs.2021.qrel"), "--a", "sklearn",
                            "--b", "trec_eval", "--csv", str(out)], cwd=PROJECT_ROOT,
@@ -139,7 +139,7 @@ def test_the_command_prints_the_table_and_writes_csv(tmp_path: Path, shared_data
     head = proc.stdout.splitlines()
     mean_a, mean_b = (float(line.rsplit("= ", 1)[1]) for line in head[:2])
     assert table["contribution"].sum() == pytest.approx(mean_b - mean_a, abs=2e-6)
-    bad = subprocess.run([sys.executable, "-m", "harness.explain", "--run", "/nope", "--qrels",
+    bad = subprocess.run([sys.executable, "-m", "harness", "explain", "--run", "/nope", "--qrels",
                           "/nope"], cwd=PROJECT_ROOT, capture_output=True, text=True,
                          timeout=120)
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0

@@ -1,4 +1,4 @@
-"""A job killed (SIGKILL) at any point of its MLflow logging is completed by harness.sync:
+"""A job killed (SIGKILL) at any point of its MLflow logging is completed by harness sync:
 exactly one FINISHED run per ranker and one job run, each with every metric, never a copy.
 
 The job runs as a subprocess whose MLflow client kills its own process right after the
@@ -67,7 +67,7 @@ def _args(tmp: Path) -> list[str]:
 
 
 def _sync(tmp: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.sync", "--pending-dir",
+    return subprocess.run([sys.executable, "-m", "harness", "sync", "--pending-dir",
                            f"{tmp}/pending", *extra], cwd=PROJECT, env=_env(),
                           capture_output=True, text=True, timeout=300)
 

@@ -171,9 +171,9 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small stand-in for docs/scaling.md's runs/big.parquet, written by the same
-    command (``harness scored-run`` is ``python -m harness.scored_run``)."""
+    command (``harness scored-run`` is ``python -m harness scored-run``)."""
     path = tmp_path_factory.mktemp("scored") / "big.parquet"
-    subprocess.run([sys.executable, "-m", "harness.scored_run", str(path), "--queries", "200"],
+    subprocess.run([sys.executable, "-m", "harness", "scored-run", str(path), "--queries", "200"],
                    cwd=PROJECT, check=True, capture_output=True, timeout=TIMEOUT)
     return path
 

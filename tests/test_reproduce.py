@@ -1,4 +1,4 @@
-"""``python -m harness.reproduce``: real runs logged by the app into temporary SQLite stores.
+"""``python -m harness reproduce``: real runs logged by the app into temporary SQLite stores.
 
 Two jobs run as subprocesses, side by side, each into its own store:
 
@@ -123,7 +123,7 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Stores:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.reproduce", *args], cwd=PROJECT,
+    return subprocess.run([sys.executable, "-m", "harness", "reproduce", *args], cwd=PROJECT,
                           env=_env(), capture_output=True, text=True, timeout=TIMEOUT)
 
 

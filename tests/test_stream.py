@@ -93,12 +93,12 @@ def test_batches_hold_whole_queries(tmp_path: Path) -> None:
 def test_cluster_command(tmp_path: Path) -> None:
     src, dst = tmp_path / "in.parquet", tmp_path / "out.parquet"
     _run(seed=5).sample(frac=1.0, random_state=1).to_parquet(src, index=False)
-    done = subprocess.run([sys.executable, "-m", "harness.cluster", str(src), str(dst),
+    done = subprocess.run([sys.executable, "-m", "harness", "cluster", str(src), str(dst),
                            "--batch-rows", "200"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "clustered by qid" in done.stdout
     harness.evaluate_parquet(dst, metrics="ndcg@10", batch_rows=50)  # no NotClustered
-    bad = subprocess.run([sys.executable, "-m", "harness.cluster", str(tmp_path / "no.parquet"),
+    bad = subprocess.run([sys.executable, "-m", "harness", "cluster", str(tmp_path / "no.parquet"),
                           str(dst)], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and bad.stderr.startswith("error:")
 

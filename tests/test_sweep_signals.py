@@ -143,7 +143,7 @@ class Job:
 
 
 def _sync(tmp: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.sync", "--pending-dir",
+    return subprocess.run([sys.executable, "-m", "harness", "sync", "--pending-dir",
                            str(tmp / "pending")], cwd=PROJECT, env=_env(tmp),
                           capture_output=True, text=True, timeout=300)
 

@@ -204,12 +204,12 @@ def test_server_down_then_sync(server: MlflowServer, tmp_path: Path, shared_data
     assert all(r.run_id is None and not r.done for r in plan.runs)
 
     # while the server is still down, sync keeps the plan and says the store is unreachable
-    proc, _ = run_module("harness.sync", ["--pending-dir", str(tmp_path / "pending")],
+    proc, _ = run_module("harness", ["sync", "--pending-dir", str(tmp_path / "pending")],
                          shared_data)
     assert proc.returncode == 3, _explain(proc)
     assert len(list((tmp_path / "pending").glob("*.json"))) == 1
     srv.start()
-    proc, _ = run_module("harness.sync", ["--pending-dir", str(tmp_path / "pending")],
+    proc, _ = run_module("harness", ["sync", "--pending-dir", str(tmp_path / "pending")],
                          shared_data)
     assert proc.returncode == 0, _explain(proc)
     assert not list((tmp_path / "pending").glob("*.json"))
@@ -217,7 +217,7 @@ def test_server_down_then_sync(server: MlflowServer, tmp_path: Path, shared_data
                       tmp_path / "downloaded")
 
     # a second sync has nothing to do and creates no duplicate
-    proc, _ = run_module("harness.sync", ["--pending-dir", str(tmp_path / "pending")],
+    proc, _ = run_module("harness", ["sync", "--pending-dir", str(tmp_path / "pending")],
                          shared_data)
     assert proc.returncode == 0, _explain(proc)
     exp = MlflowClient(tracking_uri=srv.uri).get_experiment_by_name("offline")
@@ -343,7 +343,7 @@ def test_long_config_value_goes_to_params_overflow(where: str, tmp_path: Path, l
 
 def test_replay_continues_a_half_sent_plan_without_duplicates(tmp_path: Path,
                                                               local_uri: str) -> None:
-    """A plan that failed half-way (a missing artifact) is finished by harness.sync: the
+    """A plan that failed half-way (a missing artifact) is finished by harness sync: the
     runs it already created are reused, none is created twice."""
     from harness.tracking.pending import sync
     from harness.tracking import execute

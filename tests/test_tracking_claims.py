@@ -1,7 +1,7 @@
 """Sending a log plan is claimed: any number of ``harness sync`` processes and jobs send each
 pending plan once; a file in the pending folder that is not a log plan is set aside.
 
-The syncs are real subprocesses (``python -m harness.sync``) started together against one
+The syncs are real subprocesses (``python -m harness sync``) started together against one
 SQLite store; the race they used to lose (issue 26: 24 runs for 18, and ``No such file or
 directory`` from the second sync) is run twice.
 """
@@ -44,7 +44,7 @@ def _plan(tmp: Path, uri: str, n: int) -> LogPlan:
 
 
 def _sync(tmp: Path, *extra: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "harness.sync", "--pending-dir",
+    return subprocess.Popen([sys.executable, "-m", "harness", "sync", "--pending-dir",
                              str(tmp / "pending"), *extra], cwd=PROJECT, env=_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 

@@ -5,7 +5,7 @@ the notebook rendered by ``jupyter nbconvert`` against that sweep.
 The commands are read from the README's "Compare rankers" code block (looked for in
 README.md, then docs/*.md, should the section move), so an edit there is tested as written.
 ``harness compare ...`` and ``harness reproduce ...`` lines are the short form of
-``python -m harness.compare ...`` and ``python -m harness.reproduce ...`` and run as such,
+``python -m harness compare ...`` and ``python -m harness reproduce ...`` and run as such,
 with this interpreter. Everything goes to a temporary store; the sweep runs on 60 queries.
 """
 

@@ -157,7 +157,7 @@ class TrackingConfig:
     uri: Optional[str] = None  # None: $MLFLOW_TRACKING_URI, else sqlite:///<project>/runs/mlflow.db
     experiment: Optional[str] = None  # None: the study name
     artifact_root: str = "runs/artifacts"
-    pending_dir: str = "runs/pending"  # log plans not yet sent (python -m harness.sync)
+    pending_dir: str = "runs/pending"  # log plans not yet sent (harness sync)
     timeout_s: int = 5
     max_retries: int = 1
     # ready MLflow in a child process while the study computes (false: all in process)

@@ -257,7 +257,7 @@ def results_table(summaries: Mapping[str, pd.DataFrame], metrics: Sequence[Metri
     return out
 
 
-def _bold_ok() -> bool:
+def bold_ok() -> bool:
     """Bold on a terminal unless ``NO_COLOR`` is set."""
     import os
     import sys
@@ -307,7 +307,7 @@ def closing_summary(*, study: str, seconds: float, summaries: Mapping[str, pd.Da
     if training:  # the time spent fitting models, apart from evaluating
         out[-1:] = textwrap.wrap(training, width=max(cols, 40), break_on_hyphens=False) + [""]
     out += results_table(summaries, metrics, baseline=baseline, width=cols,
-                         bold=_bold_ok() if bold is None else bold)
+                         bold=bold_ok() if bold is None else bold)
     out += closing_lines(summaries, pairs, cols)  # judged@10, judgment intervals
     out += [""] + textwrap.wrap(DEFAULTS_LINE, width=max(cols, 40), break_on_hyphens=False,
                                 break_long_words=False)

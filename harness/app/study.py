@@ -16,7 +16,7 @@ this package and only call downward:
 4. summarise and write (:mod:`harness.app.write`): per-query tables, summaries, the check
    table and figures in the output dir;
 5. log (:mod:`harness.app.log`): a log plan saved to the pending folder and sent to MLflow;
-   a failure to reach the store leaves the plan for ``python -m harness.sync``.
+   a failure to reach the store leaves the plan for ``harness sync``.
 """
 
 from __future__ import annotations

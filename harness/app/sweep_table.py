@@ -23,7 +23,7 @@ def sweep_table(jobs: Mapping[str, tuple[Sequence[str], Mapping[str, pd.DataFram
     ``jobs`` maps a job's number to (its overrides, ranker -> summary indexed by variant
     display name with a ``mean`` column), as :func:`harness.app.callbacks.sweep_jobs` reads
     them."""
-    from harness.app.notes import _bold_ok, results_table
+    from harness.app.notes import bold_ok, results_table
     from harness.metrics.vocabulary.definition import Metric, parse_metric
     from harness.reporting.figures import headline_variants
 
@@ -53,5 +53,5 @@ def sweep_table(jobs: Mapping[str, tuple[Sequence[str], Mapping[str, pd.DataFram
              "column; every variant: each job's summary.csv."]
     lines += [f"  job {num}: {' '.join(o for o in given if o not in shared) or '(shared)'}"
               for num, (given, _) in jobs.items()]
-    lines += [""] + results_table(rows, columns, width=width, bold=_bold_ok(), missing="")
+    lines += [""] + results_table(rows, columns, width=width, bold=bold_ok(), missing="")
     return lines

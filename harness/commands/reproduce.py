@@ -83,10 +83,10 @@ def format_result(result: ReproResult) -> list[str]:
 
 def _comparison(run_id: str, uri: str) -> ComparisonResult | None:
     """The recomputation of ``run_id`` when it is a logged comparison, else None."""
-    from harness.reproduce.run import _client, _get_run
+    from harness.reproduce.run import open_store, get_run
 
-    client = _client(uri)
-    run = _get_run(client, run_id)
+    client = open_store(uri)
+    run = get_run(client, run_id)
     return reproduce_comparison(client, run) if is_comparison(run) else None
 
 

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from harness.compare.artifact_check import ArtifactChanged, checked_parquet
-from harness.compare.unjudged_verdicts import _treatment
+from harness.compare.unjudged_verdicts import treatment_of
 from harness.compare.verdict_names import BETTER, EQUIVALENT, NOT_WORSE, WORSE
 from harness.metrics.unjudged.judgment_summary import difference_bounds
 from harness.metrics.unjudged.judgment_summary import judged_distribution as summarise_judged
@@ -96,7 +96,7 @@ def labeling_bounds(a: pd.DataFrame, b: pd.DataFrame, variant: str
 
 
 def _unjudged_as(variant: str) -> str:
-    parsed = _treatment(variant)
+    parsed = treatment_of(variant)
     treatment = "nonrelevant" if parsed is None else parsed[1]
     name, _, grade = treatment.partition(" ")
     return _UNJUDGED_AS.get(name, name) + (f" {grade}" if grade else "")

@@ -134,7 +134,7 @@ def mlflow_call(call: Callable[[], T], uri: str, what: str) -> T:
         raise TrackingUnavailable(f"{what}: MLflow at {uri} is unreachable ({exc})") from None
 
 
-def _client(tracking_uri: str | None) -> tuple[Any, str]:
+def store_client(tracking_uri: str | None) -> tuple[Any, str]:
     from harness.tracking.store import open_client
 
     from harness.tracking import resolve_tracking_uri
@@ -149,7 +149,7 @@ def latest_parent_run(tracking_uri: str | None = None, *, min_rankers: int = 2) 
     """Id of the most recently started sweep (or single-job) parent run in the store whose
     ranker runs name at least ``min_rankers`` rankers (a comparison needs two), looking at
     the 50 newest parents."""
-    client, uri = _client(tracking_uri)
+    client, uri = store_client(tracking_uri)
     ids = [e.experiment_id for e in mlflow_call(client.search_experiments, uri, "experiments")]
     runs = mlflow_call(lambda: client.search_runs(
         ids, "tags.`harness.role` != 'ranker'", max_results=50,
@@ -167,7 +167,7 @@ def latest_parent_run(tracking_uri: str | None = None, *, min_rankers: int = 2) 
                         "rankers first (harness run)")
 
 
-def _run_info(run: Any) -> RunInfo:
+def run_info(run: Any) -> RunInfo:
     tags = run.data.tags
     return RunInfo(run_id=run.info.run_id, ranker=tags.get("ranker.name", run.info.run_name),
                    cache_key=tags.get("ranker.cache_key", ""), job=tags.get("job", ""),
@@ -178,7 +178,7 @@ def _run_info(run: Any) -> RunInfo:
                    metrics=dict(run.data.metrics))
 
 
-def _search(client: Any, uri: str, experiment_id: str, filter_string: str) -> list[Any]:
+def search_runs(client: Any, uri: str, experiment_id: str, filter_string: str) -> list[Any]:
     runs, token = [], None
     while True:
         page = mlflow_call(lambda: client.search_runs(
@@ -215,7 +215,7 @@ def load_sweep(tracking_uri: str | None = None, parent_run_id: str | None = None
     TooFewRankers
         No finished ranker run matched.
     """
-    client, uri = _client(tracking_uri)
+    client, uri = store_client(tracking_uri)
     clauses = ["tags.`harness.role` = 'ranker'"]
     parent_tags: dict[str, str] = {}
     if parent_run_id:
@@ -239,10 +239,10 @@ def load_sweep(tracking_uri: str | None = None, parent_run_id: str | None = None
     if filter_string:
         clauses.append(filter_string)
     where = f"parent run {parent_run_id}" if parent_run_id else f"experiment {experiment!r}"
-    found = _search(client, uri, experiment_id, " and ".join(clauses))
+    found = search_runs(client, uri, experiment_id, " and ".join(clauses))
     notes = [f"left out {r.info.run_name} ({r.info.run_id}): status {r.info.status}"
              for r in found if r.info.status != "FINISHED"]
-    runs = [_run_info(r) for r in found if r.info.status == "FINISHED"]
+    runs = [run_info(r) for r in found if r.info.status == "FINISHED"]
     if not runs:
         raise TooFewRankers(f"no finished ranker run under {where}"
                             + (f" matching {filter_string!r}" if filter_string else ""))
@@ -267,7 +267,7 @@ def load_sweep(tracking_uri: str | None = None, parent_run_id: str | None = None
                 run_files[r.run_id] = files
                 frames.append(files.pop("per_query"))
                 judged.append(files.pop("judgments"))
-            per_query[label], merge_notes = _merge(label, frames)
+            per_query[label], merge_notes = merge_frames(label, frames)
             found, judged_notes = merge_judgments(label, judged, per_query[label].index)
             if found is not None:
                 intervals[label] = found
@@ -275,7 +275,7 @@ def load_sweep(tracking_uri: str | None = None, parent_run_id: str | None = None
             versions[label] = RankerVersion.of(label, members)
     parents = {r.parent_run_id for r in runs}
     report_parent = parent_run_id or (parents.pop() if len(parents) == 1 else None)
-    provenance = _provenance(uri, experiment_name, parent_run_id, parent_tags, filter_string,
+    provenance = provenance_of(uri, experiment_name, parent_run_id, parent_tags, filter_string,
                              groups, run_files)
     return Sweep(uri, experiment_name, str(experiment_id), report_parent, filter_string,
                  runs[0].dataset, runs[0].digest, versions, per_query, provenance,
@@ -304,7 +304,7 @@ def _download(uri: str, run: RunInfo, dst: Path) -> dict[str, Any]:
             "config": config.read_text() if config.is_file() else ""}
 
 
-def _merge(label: str, frames: list[pd.DataFrame]) -> tuple[pd.DataFrame, list[str]]:
+def merge_frames(label: str, frames: list[pd.DataFrame]) -> tuple[pd.DataFrame, list[str]]:
     notes = []
     merged: pd.DataFrame | None = None
     for frame in frames:
@@ -325,7 +325,7 @@ def _merge(label: str, frames: list[pd.DataFrame]) -> tuple[pd.DataFrame, list[s
     return merged, notes
 
 
-def _provenance(uri: str, experiment: str, parent_run_id: str | None,
+def provenance_of(uri: str, experiment: str, parent_run_id: str | None,
                 parent_tags: Mapping[str, str], filter_string: str | None,
                 groups: Mapping[str, list[RunInfo]],
                 run_files: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

@@ -29,11 +29,11 @@ from harness.compare.artifact_check import ArtifactChanged, checked_parquet
 from harness.compare.load import (
     RankerVersion,
     Sweep,
-    _client,
-    _merge,
-    _provenance,
-    _run_info,
-    _search,
+    store_client,
+    merge_frames,
+    provenance_of,
+    run_info,
+    search_runs,
     mlflow_call,
 )
 from harness.compare.labeling_verdicts import (
@@ -76,7 +76,7 @@ def _ranker_runs(client: Any, uri: str, run_id: str) -> tuple[list[Any], list[st
     if role not in ("job", "sweep"):
         raise CompareError(f"run {run_id} is not a harness run (tag harness.role is {role!r}; "
                            "expected ranker, job or sweep)")
-    children = _search(client, uri, run.info.experiment_id,
+    children = search_runs(client, uri, run.info.experiment_id,
                        f"tags.`mlflow.parentRunId` = '{run_id}' and "
                        "tags.`harness.role` = 'ranker'")
     notes = [f"left out {r.info.run_name} ({r.info.run_id}): status {r.info.status}"
@@ -100,7 +100,7 @@ def load_runs(tracking_uri: str | None, run_ids: Sequence[str], *,
         The runs measured different things, or an artifact is missing or altered; the
         message names the runs and the difference.
     """
-    client, uri = _client(tracking_uri)
+    client, uri = store_client(tracking_uri)
     runs: dict[str, Any] = {}
     sources: dict[str, str] = {}  # ranker run id -> the id given for it
     notes: list[str] = []
@@ -111,7 +111,7 @@ def load_runs(tracking_uri: str | None, run_ids: Sequence[str], *,
             if r.info.run_id not in runs:
                 runs[r.info.run_id] = r
                 sources[r.info.run_id] = given
-    infos = [_run_info(r) for r in runs.values()]
+    infos = [run_info(r) for r in runs.values()]
     _same_dataset(infos)
     groups: dict[str, list[RunInfo]] = {}
     for label, members in group_versions(infos).items():
@@ -143,10 +143,10 @@ def load_versions(tracking_uri: str | None, versions: Mapping[str, Sequence[str]
     artifact checked against ``digests`` (run id -> sha256), each judgments artifact against
     ``judgment_digests`` (none read without: a comparison that recorded none read none):
     what ``harness reproduce`` recomputes a comparison from."""
-    client, uri = _client(tracking_uri)
+    client, uri = store_client(tracking_uri)
     runs = {i: mlflow_call(lambda i=i: client.get_run(i), uri, f"run {i!r}")
             for ids in versions.values() for i in ids}
-    groups = {label: [_run_info(runs[i]) for i in ids] for label, ids in versions.items()}
+    groups = {label: [run_info(runs[i]) for i in ids] for label, ids in versions.items()}
     _same_dataset([r for rs in groups.values() for r in rs])
     names = sorted({mlflow_call(lambda r=r: client.get_experiment(r.info.experiment_id), uri,
                                 "experiment").name for r in runs.values()})
@@ -274,7 +274,7 @@ def _build(uri: str, experiments: list[str], groups: dict[str, list[RunInfo]],
                 frame = files["per_query"]
                 columns[r.run_id] = metric_columns(frame.set_index("qid"))
                 frames.append(frame)
-            per_query[label], merge_notes = _merge(label, frames)
+            per_query[label], merge_notes = merge_frames(label, frames)
             notes.extend(merge_notes)
             judged[label] = [run_files[r.run_id].pop("judgments") for r in members]
             versions[label] = RankerVersion.of(label, members)
@@ -293,7 +293,7 @@ def _build(uri: str, experiments: list[str], groups: dict[str, list[RunInfo]],
         notes.extend(judged_notes)
         if found is not None:
             intervals[label] = found
-    provenance = _provenance(uri, ", ".join(experiments), None, {}, None, groups, run_files)
+    provenance = provenance_of(uri, ", ".join(experiments), None, {}, None, groups, run_files)
     provenance |= {"sources": sources, "allow_subset": allow_subset,
                    "experiments": experiments}
     first = next(iter(groups.values()))[0]

@@ -24,7 +24,7 @@ __all__ = ["UNJUDGED_OPTIONS", "unjudged_flags", "unjudged_lines"]
 UNJUDGED_OPTIONS = ("unjudged", "unjudged_grade")
 
 
-def _treatment(variant: str) -> tuple[Hashable, str] | None:
+def treatment_of(variant: str) -> tuple[Hashable, str] | None:
     """The metric without its unjudged options, and the treatment (``relevant`` with its
     grade when one is set); None for a name that does not parse as a metric."""
     try:
@@ -46,17 +46,17 @@ def unjudged_flags(verdicts: pd.DataFrame) -> pd.Series:
     out = pd.Series("", index=verdicts.index, dtype=object)
     if verdicts.empty:
         return out
-    parsed = verdicts["variant"].map(_treatment)
+    parsed = verdicts["variant"].map(treatment_of)
     keep = parsed.notna()
     if not keep.any():
         return out
     base = parsed[keep].map(lambda t: t[0])
     treatment = parsed[keep].map(lambda t: t[1])
-    sub = verdicts[keep].assign(_base=base, _treatment=treatment)
+    sub = verdicts[keep].assign(_base=base, treatment_of=treatment)
     for _, group in sub.groupby(["candidate", "baseline", "_base"], sort=False):
-        if group["_treatment"].nunique() < 2:
+        if group["treatment_of"].nunique() < 2:
             continue
-        by = dict(zip(group["_treatment"], group["verdict"]))
+        by = dict(zip(group["treatment_of"], group["verdict"]))
         if len(set(by.values())) == 1:
             text = ("holds under unjudged="
                     + ", ".join(t for t in by if t != "nonrelevant"))
@@ -82,7 +82,7 @@ def unjudged_lines(verdicts: pd.DataFrame, *, limit: int = 6) -> list[str]:
         return ["Verdict across unjudged treatments: the same under each, for every pair and "
                 "metric measured under several; harness judgments bounds it over every "
                 "labeling of the unjudged documents"]
-    parsed = flagged["variant"].map(_treatment)  # each group once, its nonrelevant row
+    parsed = flagged["variant"].map(treatment_of)  # each group once, its nonrelevant row
     firsts = (flagged.assign(_base=parsed.map(lambda t: t[0]),
                              _last=parsed.map(lambda t: t[1] != "nonrelevant"))
               .sort_values("_last", kind="stable")

@@ -53,7 +53,7 @@ ENV_ARTIFACT = "environment.json"
 # MLflow access
 
 
-def _client(tracking_uri: str | None) -> Any:
+def open_store(tracking_uri: str | None) -> Any:
     from harness.tracking.store import open_client
 
     uri = resolve_tracking_uri(tracking_uri)
@@ -64,7 +64,7 @@ def _client(tracking_uri: str | None) -> Any:
     return open_client(uri)
 
 
-def _get_run(client: Any, run_id: str) -> Any:
+def get_run(client: Any, run_id: str) -> Any:
     from mlflow.exceptions import MlflowException
 
     try:
@@ -123,8 +123,8 @@ def ranker_run_ids(run_id: str, *, tracking_uri: str | None = None) -> list[str]
     ReproduceError
         The run does not exist, is not a harness run, or has no ranker runs.
     """
-    client = _client(tracking_uri)
-    run = _get_run(client, run_id)
+    client = open_store(tracking_uri)
+    run = get_run(client, run_id)
     role = run.data.tags.get("harness.role")
     if role == "ranker":
         return [run.info.run_id]
@@ -186,8 +186,8 @@ def reproduce_run(run_id: str, *, tracking_uri: str | None = None) -> ReproResul
         result = reproduce_run("1d718a0e6e7e4b2aaf3fb8e2de5ffb32")
         result.identical, result.env_changes   # (True, {}) when nothing changed
     """
-    client = _client(tracking_uri)
-    run = _get_run(client, run_id)
+    client = open_store(tracking_uri)
+    run = get_run(client, run_id)
     tags = run.data.tags
     if tags.get("harness.role") != "ranker":
         role = tags.get("harness.role")

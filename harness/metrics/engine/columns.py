@@ -11,8 +11,8 @@ from collections.abc import Iterable
 import pandas as pd
 
 from harness.metrics.engine import blocked
-from harness.metrics.engine.evaluate import (MetricLike, _check_top_label,
-                                      _refuse_fractional_labels_for_ranx, _table, as_metrics,
+from harness.metrics.engine.evaluate import (MetricLike, check_top_label,
+                                      refuse_fractional_labels_for_ranx, per_query_table, as_metrics,
                                       evaluate, negative_policy)
 from harness.metrics.engine.kernels import full_rankings
 from harness.metrics.layout.prepare import checked_scores, prepare
@@ -49,18 +49,18 @@ def evaluate_columns(run: pd.DataFrame, qrels: pd.DataFrame | None,
                                nan_scores=nan_scores, missing=missing,
                                negative_labels=negative_labels, top_label=top_label))
                 for s in scores]
-    _check_top_label(top_label)
+    check_top_label(top_label)
     negative = negative_policy(mlist, negative_labels)
     levels = {m.level for m in mlist if m.binary}
     level = levels.pop() if len(levels) == 1 else 1
     prep = prepare(score_column(run, scores[0], scores), qrels, level=level,
                    nan_scores=nan_scores, missing=missing, negative_labels=negative,
                    max_label=top_label, rankings=lambda p: full_rankings(mlist, p))
-    _refuse_fractional_labels_for_ranx(prep, mlist)
-    tables = [timed(_table(prep, mlist, level, missing))]
+    refuse_fractional_labels_for_ranx(prep, mlist)
+    tables = [timed(per_query_table(prep, mlist, level, missing))]
     for s in scores[1:]:
         score = checked_scores(score_column(run, s, scores), nan_scores)
-        tables.append(timed(_table(prep.with_score(score), mlist, level, missing)))
+        tables.append(timed(per_query_table(prep.with_score(score), mlist, level, missing)))
     return tables
 
 

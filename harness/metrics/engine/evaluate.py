@@ -10,7 +10,7 @@ import pandas as pd
 
 from harness.errors import InputError, MetricDefinitionError
 from harness.metrics.engine.blocked import evaluate_blocked
-from harness.metrics.vocabulary.conventions import TREC_EVAL_CONVENTIONS, negative_policy
+from harness.metrics.vocabulary.conventions import TREC_EVAL_CONVENTIONS
 from harness.metrics.vocabulary.definition import Metric, parse_metric
 from harness.metrics.layout.dense import dense_array
 from harness.metrics.engine.kernels import full_rankings, measure_columns
@@ -24,6 +24,15 @@ STAT_COLUMNS = ("n_docs", "n_judged", "n_relevant")
 
 MetricLike = Metric | str
 
+
+
+def negative_policy(metrics: list[Metric], given: str | None) -> str:
+    """``negative_labels``: as given, else 'unjudged' when every metric uses a trec_eval
+    convention (trec_eval reads a negative label as unjudged) and 'error' otherwise."""
+    if given is not None:
+        return given
+    trec = all(m.convention in TREC_EVAL_CONVENTIONS for m in metrics)
+    return "unjudged" if trec else "error"
 
 def as_metrics(metrics: MetricLike | Iterable[MetricLike]) -> list[Metric]:
     """Metrics from a :class:`Metric`, a name, or an iterable of either (duplicates dropped)."""
@@ -110,7 +119,7 @@ def evaluate(
     q1        4         4           3  0.8354               0.9134
     """
     mlist = as_metrics(metrics)
-    _check_top_label(top_label)
+    check_top_label(top_label)
     options = {"nan_scores": nan_scores, "missing": missing, "top_label": top_label,
                "negative_labels": negative_policy(mlist, negative_labels)}
     out = evaluate_blocked(run, qrels, mlist, _evaluate_whole, options)  # a large run
@@ -130,11 +139,11 @@ def _evaluate_whole(run: pd.DataFrame, qrels: pd.DataFrame | None, mlist: list[M
     prep = prepare(run, qrels, level=level, nan_scores=nan_scores, missing=missing,
                    negative_labels=negative_labels, max_label=top_label,
                    rankings=lambda p: full_rankings(mlist, p))
-    _refuse_fractional_labels_for_ranx(prep, mlist)
-    return _table(prep, mlist, level, missing)
+    refuse_fractional_labels_for_ranx(prep, mlist)
+    return per_query_table(prep, mlist, level, missing)
 
 
-def _table(prep: Any, mlist: list[Metric], level: float, missing: str) -> pd.DataFrame:
+def per_query_table(prep: Any, mlist: list[Metric], level: float, missing: str) -> pd.DataFrame:
     """The per-query table of the metrics on prepared rows."""
     columns: dict[str, Any] = {
         "n_docs": prep.n_docs,
@@ -151,7 +160,7 @@ def _table(prep: Any, mlist: list[Metric], level: float, missing: str) -> pd.Dat
     return out
 
 
-def _refuse_fractional_labels_for_ranx(prep: Any, metrics: list[Metric]) -> None:
+def refuse_fractional_labels_for_ranx(prep: Any, metrics: list[Metric]) -> None:
     """ranx and trec_eval store labels as integers, truncating a fractional label toward
     zero: a definition said to reproduce them cannot take such labels silently."""
     tools = [m for m in metrics if m.convention in ("ranx", *TREC_EVAL_CONVENTIONS)]
@@ -183,7 +192,7 @@ def _weights_for(index: pd.Index, weights: Mapping[Any, float] | pd.Series) -> n
     return w
 
 
-def _check_top_label(value: Any) -> None:
+def check_top_label(value: Any) -> None:
     """The scale's top grade: a finite number (ERR with an infinite one exceeded 1); one
     below a label is refused where the labels are read."""
     if value is None:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from harness.errors import InputError
-from harness.metrics.vocabulary.registry import GMEAN_FLOOR
+from harness.metrics.vocabulary.measure import GMEAN_FLOOR
 
 if TYPE_CHECKING:
     import pandas as pd

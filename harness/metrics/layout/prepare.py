@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import InputError
-from harness.metrics.engine import background
+from harness.metrics.layout import background
 from harness.metrics.layout.ids import (
     check_unique_pairs,
     docid_codes,

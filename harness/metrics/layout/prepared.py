@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.metrics.engine import background
+from harness.metrics.layout import background
 from harness.metrics.layout.ranking import QUICKSORT_RULES, Ranking, rank
 from harness.metrics.layout.segments import Layout
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -19,14 +19,41 @@ from harness.metrics.layout.segments import segment_argsort, segment_sort
 if TYPE_CHECKING:
     import pandas as pd
 
-    from harness.metrics.layout.prepared import Prepared
+    from harness.metrics.layout.segments import Layout
 
-__all__ = ["Ranking", "rank", "rank_docid", "trec_order_rows", "QUICKSORT_RULES",
+__all__ = ["Ranking", "Rankable", "rank", "rank_docid", "trec_order_rows", "QUICKSORT_RULES",
            "DOCID_RULES"]
+
+
+class Rankable(Protocol):
+    """What ranking reads of a laid-out run: the rows grouped by query, their scores, labels
+    and ids, and the rankings already made
+    (:class:`~harness.metrics.layout.prepared.Prepared` is one)."""
+
+    q: np.ndarray  # query code per row, rows grouped by query
+    score: np.ndarray
+    label: np.ndarray
+    docid: Any
+    qid_values: Any
+    row: np.ndarray  # each grouped row's row in the input
+
+    @property
+    def pos(self) -> np.ndarray: ...
+
+    @property
+    def n_docs(self) -> np.ndarray: ...
+
+    @property
+    def starts(self) -> np.ndarray: ...
+
+    @property
+    def layout(self) -> Layout: ...
+
+    def ranking(self, ties: str, seed: int = 0, top: int | None = None) -> Ranking: ...
 
 @dataclass
 class Ranking:
-    """Rows in ranked order for one tie mode (see :meth:`Prepared.ranking`).
+    """Rows in ranked order for one tie mode (see :meth:`Rankable.ranking`).
 
     Queries keep their place: query ``i`` owns ranked rows ``starts[i] : starts[i]+n[i]``,
     so ``q`` and ``pos`` are shared by every ranking of the same input.
@@ -154,7 +181,7 @@ class Ranking:
         return np.bincount(self.gid, weights=values, minlength=len(self.gsize))[self.gid]
 
 
-def rank(prep: Prepared, ties: str, seed: int) -> Ranking:
+def rank(prep: Rankable, ties: str, seed: int) -> Ranking:
     if ties in DOCID_RULES:
         return rank_docid(prep, descending=ties != "docid_ascending")
     if ties in QUICKSORT_RULES:
@@ -226,7 +253,7 @@ def rank(prep: Prepared, ties: str, seed: int) -> Ranking:
 DOCID_RULES = ("docid", "docid_float32", "docid_ascending")
 
 
-def rank_docid(prep: Prepared, *, descending: bool = True) -> Ranking:
+def rank_docid(prep: Rankable, *, descending: bool = True) -> Ranking:
     """Score descending, then docid descending (or ascending) as strings.
 
     Only the rows of tie groups of the score order are looked at: their docids are

@@ -24,9 +24,12 @@ from collections.abc import Callable
 import numpy as np
 
 from harness.metrics.layout.ranked import cascade, exclusive_count, ratio
-from harness.metrics.vocabulary.registry import MeasureInput, register_measure
+from harness.metrics.vocabulary.measure import MeasureInput, builtin_measure
 
 __all__ = ["group_relevant", "relevant_before"]
+
+#: Where this family's measures stand in the docs' measure table (harness.metrics.measures).
+TABLE_ORDER = 1
 
 Result = tuple[np.ndarray, np.ndarray]
 _EMPTY = ("empty", "empty_weight")
@@ -41,7 +44,7 @@ def _n_relevant(x: MeasureInput, ideal: bool) -> np.ndarray:
     return np.bincount(prep.q, weights=prep.label >= metric.level, minlength=prep.n_queries)
 
 
-def _binary(sparse: Callable[[MeasureInput, tuple[np.ndarray, ...], np.ndarray], np.ndarray],
+def binary_kernel(sparse: Callable[[MeasureInput, tuple[np.ndarray, ...], np.ndarray], np.ndarray],
             dense: Callable[[MeasureInput, np.ndarray], np.ndarray], *,
             ideal: bool = False) -> Callable[[MeasureInput], Result]:
     """A kernel summing over the relevant rows when the ranking has no tie groups (and
@@ -94,13 +97,13 @@ def relevant_before(x: MeasureInput) -> np.ndarray:
                           lambda: exclusive_count(r, rel.astype(np.int64), r.n))
 
 
-def _ap_sparse(x: MeasureInput, rows: tuple[np.ndarray, ...], n_rel: np.ndarray) -> np.ndarray:
+def ap_sparse(x: MeasureInput, rows: tuple[np.ndarray, ...], n_rel: np.ndarray) -> np.ndarray:
     q, pos, before = rows
     return ratio(np.bincount(q, weights=(before + 1.0) / (pos + 1.0), minlength=x.n_queries),
                  n_rel)
 
 
-def _ap_dense(x: MeasureInput, n_rel: np.ndarray) -> np.ndarray:
+def ap_dense(x: MeasureInput, n_rel: np.ndarray) -> np.ndarray:
     r, k = x.ranking, x.metric.k
 
     def numerator() -> np.ndarray:  # once per ranking, level and k (whatever R is)
@@ -141,8 +144,8 @@ def _ap_terms(x: MeasureInput, before: np.ndarray, rows: np.ndarray | None) -> n
     return (n_rel / size) * (before_group + 1.0 + within) / rank
 
 
-register_measure(
-    "ap", _binary(_ap_sparse, _ap_dense, ideal=True),
+builtin_measure(
+    "ap", binary_kernel(ap_sparse, ap_dense, ideal=True),
     display="AP", aliases=("map", "map_cut"), options=(*_EMPTY, "ideal"), binary=True,
     builtin=True, reads_top_k=True, unjudged_bounds="swap",
     matches="trec_eval `map`, `map_cut.k`; ir_measures `AP@k`; ranx `map@k`",
@@ -161,31 +164,31 @@ def _rr_dense(x: MeasureInput, n_rel: np.ndarray) -> np.ndarray:
                    before=relevant_before(x))
 
 
-register_measure(
-    "rr", _binary(_rr_sparse, _rr_dense),
+builtin_measure(
+    "rr", binary_kernel(_rr_sparse, _rr_dense),
     display="RR", aliases=("mrr", "recip_rank"), options=_EMPTY, binary=True, builtin=True,
     reads_top_k=True, unjudged_bounds="monotone",
     matches="trec_eval `recip_rank`; ir_measures `RR`; ranx `mrr`",
     formula="$1 / \\min\\{i \\le k : rel_i \\ge level\\}$ (0 if none)")
 
-register_measure(
-    "precision", _binary(lambda x, rows, n_rel: ratio(_hits(x, rows), _depth(x)),
+builtin_measure(
+    "precision", binary_kernel(lambda x, rows, n_rel: ratio(_hits(x, rows), _depth(x)),
                          lambda x, n_rel: ratio(_relevant_in_top(x), _depth(x))),
     display="P", aliases=("p",), options=_EMPTY, binary=True, builtin=True,
     reads_top_k=True, unjudged_bounds="monotone",
     matches="trec_eval `P.k`; ir_measures `P@k`; ranx `precision@k`",
     formula="$\\frac{1}{k} \\sum_{i=1}^{k} [rel_i \\ge level]$")
 
-register_measure(
-    "recall", _binary(lambda x, rows, n_rel: ratio(_hits(x, rows), n_rel),
+builtin_measure(
+    "recall", binary_kernel(lambda x, rows, n_rel: ratio(_hits(x, rows), n_rel),
                       lambda x, n_rel: ratio(_relevant_in_top(x), n_rel), ideal=True),
     display="R", aliases=("r",), options=(*_EMPTY, "ideal"), binary=True, builtin=True,
     reads_top_k=True, unjudged_bounds="swap",
     matches="trec_eval `recall.k`; ir_measures `R@k`; ranx `recall@k`",
     formula="$\\frac{1}{R} \\sum_{i=1}^{k} [rel_i \\ge level]$")
 
-register_measure(
-    "hits", _binary(lambda x, rows, n_rel: _hits(x, rows),
+builtin_measure(
+    "hits", binary_kernel(lambda x, rows, n_rel: _hits(x, rows),
                     lambda x, n_rel: _relevant_in_top(x).copy()),
     display="Hits", options=_EMPTY, binary=True, builtin=True, reads_top_k=True,
     unjudged_bounds="monotone",

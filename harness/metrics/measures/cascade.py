@@ -19,14 +19,17 @@ from harness.errors import InputError
 from harness.metrics.measures.top_grade import check_top_grade, top_grade
 from harness.metrics.layout.prepared import whole_grades
 from harness.metrics.layout.ranked import cascade, group_stop_probability, survival_before, topk_sum
-from harness.metrics.vocabulary.registry import MeasureInput, register_measure
+from harness.metrics.vocabulary.measure import MeasureInput, builtin_measure
+
+#: Where this family's measures stand in the docs' measure table (harness.metrics.measures).
+TABLE_ORDER = 2
 
 __all__: list[str] = []
 
 _EMPTY = ("empty", "empty_weight")
 
 
-@register_measure("err", display="ERR", options=(*_EMPTY, "max_label"), graded=True,
+@builtin_measure("err", display="ERR", options=(*_EMPTY, "max_label"), graded=True,
                   top_grade=True, builtin=True, unjudged_bounds="monotone",
                   matches="ir_measures `ERR@k` (gdeval)",
                   formula="$\\sum_{i=1}^{k} \\frac{1}{i} R_i \\prod_{j<i} (1 - R_j)$, "
@@ -56,7 +59,7 @@ def _err(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     return cascade(r, stop, r.n, metric.k, nq, binary=False, few=bool(few)), empty
 
 
-@register_measure("success", display="Success", aliases=("hit_rate",), options=_EMPTY,
+@builtin_measure("success", display="Success", aliases=("hit_rate",), options=_EMPTY,
                   binary=True, builtin=True, unjudged_bounds="monotone",
                   matches="trec_eval `success.k`; ir_measures `Success@k`; ranx `hit_rate@k`",
                   formula="$[\\exists i \\le k : rel_i \\ge level]$")

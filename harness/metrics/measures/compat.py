@@ -25,7 +25,10 @@ from __future__ import annotations
 import numpy as np
 
 from harness.metrics.layout.ranked import ratio
-from harness.metrics.vocabulary.registry import MeasureInput, register_measure
+from harness.metrics.vocabulary.measure import MeasureInput, builtin_measure
+
+#: Where this family's measures stand in the docs' measure table (harness.metrics.measures).
+TABLE_ORDER = 11
 
 __all__: list[str] = []
 
@@ -64,7 +67,7 @@ def _ideal_ranks(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     return m, counts
 
 
-@register_measure("compat", display="Compatibility", options=("empty", "empty_weight", "p",
+@builtin_measure("compat", display="Compatibility", options=("empty", "empty_weight", "p",
                                                                "normalize"),
                   graded=True, cutoff=False, reads_judged=True, builtin=True,
                   matches="ir_measures `Compat(p=...,normalize=...)` (its own provider)",

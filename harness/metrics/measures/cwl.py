@@ -24,9 +24,12 @@ import numpy as np
 from harness.errors import InputError, MetricDefinitionError
 from harness.metrics.measures.rank_points import refuse_average
 from harness.metrics.measures.top_grade import check_top_grade, top_grade
-from harness.metrics.vocabulary.registry import MeasureInput, register_measure
+from harness.metrics.vocabulary.measure import MeasureInput, builtin_measure
 
 __all__ = ["CWL_DEPTH"]
+
+#: Where this family's measures stand in the docs' measure table (harness.metrics.measures).
+TABLE_ORDER = 10
 
 #: cwl_eval's depth (``max_n``): every list is read as exactly this many ranks.
 CWL_DEPTH = 1000
@@ -111,7 +114,7 @@ def _cutoff(x: MeasureInput) -> int:
     return CWL_DEPTH if x.metric.k is None else min(x.metric.k, CWL_DEPTH)
 
 
-@register_measure("inst", display="INST", options=(*_SCALE, "target"), graded=True,
+@builtin_measure("inst", display="INST", options=(*_SCALE, "target"), graded=True,
                   top_grade=True, cutoff=False, builtin=True, matches=_MATCH.format("INST"),
                   formula="$\\sum_i S_i g_i / \\sum_{i=1}^{N} S_i$, $S_i = \\prod_{j<i} c_j$, "
                           "$c_j = \\left(\\frac{j + T + T_j - 1}{j + T + T_j}\\right)^2$, "
@@ -127,7 +130,7 @@ def _inst(x: MeasureInput) -> Result:
     return _expected(gained, reached, _square_tail(last, own, a))
 
 
-@register_measure("insq", display="INSQ", options=(*_SCALE, "target"), graded=True,
+@builtin_measure("insq", display="INSQ", options=(*_SCALE, "target"), graded=True,
                   top_grade=True, cutoff=False, builtin=True, matches=_MATCH.format("INSQ"),
                   formula="$\\sum_i S_i g_i / \\sum_{i=1}^{N} S_i$, "
                           "$S_i = \\prod_{j<i} \\left(\\frac{j + 2T - 1}{j + 2T}\\right)^2$ "
@@ -146,7 +149,7 @@ def _insq(x: MeasureInput) -> Result:
     return value, np.zeros(x.n_queries, dtype=bool)
 
 
-@register_measure("bpm", display="BPM", options=(*_SCALE, "target"), graded=True,
+@builtin_measure("bpm", display="BPM", options=(*_SCALE, "target"), graded=True,
                   top_grade=True, builtin=True, matches=_MATCH.format("BPM@k"),
                   formula="$\\frac{1}{m} \\sum_{i=1}^{m} g_i$, $m = \\min(k, N, "
                           "\\min\\{i : \\sum_{j \\le i} g_j \\ge T\\})$: the user reads until "
@@ -182,7 +185,7 @@ def _nerr_truncated(x: MeasureInput, weighted: bool) -> Result:
     return _expected(gained, reached, tail)
 
 
-@register_measure("nerr8", display="NERR8", options=_SCALE, graded=True, top_grade=True,
+@builtin_measure("nerr8", display="NERR8", options=_SCALE, graded=True, top_grade=True,
                   builtin=True, matches=_MATCH.format("NERR8@k"),
                   formula="$\\sum_{i \\le k} S_i g_i / \\sum_{i \\le k} S_i$, "
                           "$S_i = \\prod_{j<i} (1 - g_j)$ (Azzopardi et al. 2021, eq. 8; "
@@ -191,7 +194,7 @@ def _nerr8(x: MeasureInput) -> Result:
     return _nerr_truncated(x, weighted=False)
 
 
-@register_measure("nerr9", display="NERR9", options=_SCALE, graded=True, top_grade=True,
+@builtin_measure("nerr9", display="NERR9", options=_SCALE, graded=True, top_grade=True,
                   builtin=True, matches=_MATCH.format("NERR9@k"),
                   formula="$\\sum_{i \\le k} S_i g_i / \\sum_{i \\le k} S_i$, "
                           "$S_i = \\prod_{j<i} \\frac{j}{j+1} (1 - g_j)$ (eq. 9); " + _GAIN)
@@ -199,7 +202,7 @@ def _nerr9(x: MeasureInput) -> Result:
     return _nerr_truncated(x, weighted=True)
 
 
-@register_measure("nerr10", display="NERR10", options=(*_SCALE, "p"), graded=True,
+@builtin_measure("nerr10", display="NERR10", options=(*_SCALE, "p"), graded=True,
                   top_grade=True, cutoff=False, builtin=True,
                   matches=_MATCH.format("NERR10(p=...)"),
                   formula="$\\sum_i S_i g_i / \\sum_{i=1}^{N} S_i$, "
@@ -213,7 +216,7 @@ def _nerr10(x: MeasureInput) -> Result:
     return _expected(gained, reached, last * (1.0 - p ** rest) / (1.0 - p))
 
 
-@register_measure("nerr11", display="NERR11", options=(*_SCALE, "target"), graded=True,
+@builtin_measure("nerr11", display="NERR11", options=(*_SCALE, "target"), graded=True,
                   top_grade=True, cutoff=False, builtin=True,
                   matches=_MATCH.format("NERR11(T=...)"),
                   formula="$\\sum_i S_i g_i / \\sum_{i=1}^{N} S_i$, $S_i = \\prod_{j<i} "

@@ -28,7 +28,10 @@ import numpy as np
 from harness.errors import InputError
 from harness.metrics.measures import diversity_ndeval as nd
 from harness.metrics.measures.rank_points import refuse_average
-from harness.metrics.vocabulary.registry import MeasureInput, register_measure
+from harness.metrics.vocabulary.measure import MeasureInput, builtin_measure
+
+#: Where this family's measures stand in the docs' measure table (harness.metrics.measures).
+TABLE_ORDER = 12
 
 __all__: list[str] = []
 
@@ -127,7 +130,7 @@ def _ideal(x: MeasureInput, jq: nd.QueryJudgments) -> np.ndarray:
 
 def _declare(name: str, display: str, irm: str, formula: str, options: tuple[str, ...] = (),
              cutoff: bool = True) -> Callable[[Any], Any]:
-    return register_measure(name, display=display, options=(*_EMPTY, *options),
+    return builtin_measure(name, display=display, options=(*_EMPTY, *options),
                             binary=True, cutoff=cutoff, reads_judged=True, subtopics=True,
                             builtin=True,
                             matches=_MATCH.format(irm), formula=formula + "; " + _REL)

@@ -16,17 +16,20 @@ import numpy as np
 from harness.errors import InputError, MetricDefinitionError
 from harness.metrics.layout.prepared import Ideal, Prepared, level_counts
 from harness.metrics.layout.ranked import ratio
-from harness.metrics.vocabulary.registry import MeasureInput, register_measure
+from harness.metrics.vocabulary.measure import MeasureInput, builtin_measure
 from harness.metrics.measures.top_grade import check_top_grade
 
 __all__ = ["MAX_MNDCG_K", "gains", "discounts"]
+
+#: Where this family's measures stand in the docs' measure table (harness.metrics.measures).
+TABLE_ORDER = 0
 
 #: The largest cut-off of mnDCG beyond the longest list (its ideal sums k discounts).
 MAX_MNDCG_K = 10_000_000
 _SHAPE = ("gain", "discount", "min_label")
 
 
-@register_measure("dcg", display="DCG", options=_SHAPE, graded=True, builtin=True,
+@builtin_measure("dcg", display="DCG", options=_SHAPE, graded=True, builtin=True,
                   reads_top_k=True,
                   unjudged_bounds="monotone",
                   matches="sklearn `dcg_score` (its nDCG numerator)",
@@ -35,7 +38,7 @@ def _dcg(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     return _dcg_sum(x, x.prep.max_len), np.zeros(x.n_queries, dtype=bool)
 
 
-@register_measure("ndcg", display="nDCG", options=(*_SHAPE, "ideal", "empty", "empty_weight"),
+@builtin_measure("ndcg", display="nDCG", options=(*_SHAPE, "ideal", "empty", "empty_weight"),
                   aliases=("ndcg_cut",), graded=True, sklearn=True, builtin=True,
                   reads_top_k=True,
                   unjudged_bounds="ideal",
@@ -50,7 +53,7 @@ def _ndcg(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     return ratio(_dcg_sum(x, x.prep.max_len), idcg), idcg == 0
 
 
-@register_measure("mndcg", display="mnDCG", options=(*_SHAPE, "empty", "empty_weight",
+@builtin_measure("mndcg", display="mnDCG", options=(*_SHAPE, "empty", "empty_weight",
                                                       "max_label"),
                   aliases=("sdcg",), graded=True, top_grade=True, builtin=True,
                   unjudged_bounds="monotone",

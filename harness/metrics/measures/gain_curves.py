@@ -17,10 +17,13 @@ import numpy as np
 from harness.metrics.measures.gain import gains
 from harness.metrics.measures.rank_points import refuse_average
 from harness.metrics.layout.ranked import ratio
-from harness.metrics.vocabulary.registry import MeasureInput, register_measure
+from harness.metrics.vocabulary.measure import MeasureInput, builtin_measure
 from harness.metrics.layout.segments import Layout
 
 __all__ = ["running_sum", "ranked_gains", "ideal_gains"]
+
+#: Where this family's measures stand in the docs' measure table (harness.metrics.measures).
+TABLE_ORDER = 8
 
 Result = tuple[np.ndarray, np.ndarray]
 _OPTIONS = ("gain", "empty", "empty_weight")
@@ -98,7 +101,7 @@ def _at(n_rows: np.ndarray, cum: np.ndarray, q: np.ndarray, count: np.ndarray) -
                     0.0)
 
 
-@register_measure("g", display="G", options=_OPTIONS, graded=True, reads_judged=True,
+@builtin_measure("g", display="G", options=_OPTIONS, graded=True, reads_judged=True,
                   cutoff=False, builtin=True, matches="trec_eval `G` (`G.l=g,...`)",
                   formula="$\\frac{1}{\\sum_j g^*_j} \\sum_{g_i \\ne 0} g_i / \\log_2(2 + "
                           "C_i - S_i)$, $S_i = \\sum_{j \\le i} g_j$, $C_i = \\sum_{j \\le i} "
@@ -128,7 +131,7 @@ def _dcg_prefixes(x: MeasureInput, g: np.ndarray
     return hit, dcg, ideal, n_ideal
 
 
-@register_measure("ndcg_rel", display="nDCGrel", options=_OPTIONS, graded=True,
+@builtin_measure("ndcg_rel", display="nDCGrel", options=_OPTIONS, graded=True,
                   reads_judged=True, cutoff=False, builtin=True,
                   matches="trec_eval `ndcg_rel`",
                   formula="mean over the $R^*$ documents of positive gain of $DCG@i / "
@@ -150,7 +153,7 @@ def _ndcg_rel(x: MeasureInput) -> Result:
     return np.where(sums > 0, ratio(sums, n_ideal.astype(np.float64)), 0.0), n_ideal == 0
 
 
-@register_measure("rndcg", display="RnDCG", options=_OPTIONS, binary=True, graded=True,
+@builtin_measure("rndcg", display="RnDCG", options=_OPTIONS, binary=True, graded=True,
                   reads_judged=True, cutoff=False, builtin=True,
                   matches="trec_eval `Rndcg`",
                   formula="mean of $nDCG@i$ at each rank $i \\ge 1$ where the ideal gain "

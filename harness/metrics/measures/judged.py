@@ -15,9 +15,12 @@ import numpy as np
 
 from harness.metrics.measures.binary import group_relevant, relevant_before
 from harness.metrics.layout.ranked import count_before, exclusive_count, ratio, topk_sum
-from harness.metrics.vocabulary.registry import MeasureInput, register_measure
+from harness.metrics.vocabulary.measure import MeasureInput, builtin_measure
 
 __all__ = ["depth", "judged_above", "judged_rows", "every_row_judged"]
+
+#: Where this family's measures stand in the docs' measure table (harness.metrics.measures).
+TABLE_ORDER = 4
 
 
 def depth(x: MeasureInput) -> np.ndarray:
@@ -26,7 +29,7 @@ def depth(x: MeasureInput) -> np.ndarray:
     return n if x.metric.k is None else np.minimum(n, float(x.metric.k))
 
 
-@register_measure("judged", display="Judged", options=(), reads_judged=True, builtin=True,
+@builtin_measure("judged", display="Judged", options=(), reads_judged=True, builtin=True,
                   matches="ir_measures `Judged@k`",
                   formula="$\\frac{1}{\\min(k, n)} \\sum_{i=1}^{k} [d_i \\text{ judged}]$")
 def _judged(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
@@ -35,14 +38,14 @@ def _judged(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     return ratio(hits, depth(x)), np.zeros(x.n_queries, dtype=bool)
 
 
-@register_measure("bpref", display="Bpref", options=("empty", "empty_weight", "no_nonrelevant"),
+@builtin_measure("bpref", display="Bpref", options=("empty", "empty_weight", "no_nonrelevant"),
                   binary=True,
                   reads_judged=True, cutoff=False, builtin=True, unjudged_bounds="swap",
                   matches="trec_eval `bpref`; ir_measures `Bpref`; ranx `bpref`",
                   formula="$\\frac{1}{R} \\sum_{rel_i \\ge level} 1 - "
                           "\\frac{\\min(n_i, R)}{\\min(R, N)}$, $n_i$ judged non-relevant "
                           "above $i$")
-def _bpref(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
+def bpref_kernel(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     prep, metric, r = x.prep, x.metric, x.ranking
     nq = prep.n_queries
     n_rel = x.n_relevant()

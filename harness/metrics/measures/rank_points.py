@@ -18,9 +18,12 @@ from harness.errors import MetricDefinitionError
 from harness.metrics.measures.judged import judged_above
 from harness.metrics.measures.recall_levels import interpolated_at, relevant_within
 from harness.metrics.layout.ranked import exclusive_count, ratio
-from harness.metrics.vocabulary.registry import MeasureInput, register_measure
+from harness.metrics.vocabulary.measure import MeasureInput, builtin_measure
 
 __all__ = ["refuse_average"]
+
+#: Where this family's measures stand in the docs' measure table (harness.metrics.measures).
+TABLE_ORDER = 7
 
 Result = tuple[np.ndarray, np.ndarray]
 _EMPTY = ("empty", "empty_weight")
@@ -38,7 +41,7 @@ def refuse_average(x: MeasureInput, why: str) -> None:
             "'pessimistic'")
 
 
-@register_measure("rprec_mult", display="RprecMult", options=(*_EMPTY, "mult"), binary=True,
+@builtin_measure("rprec_mult", display="RprecMult", options=(*_EMPTY, "mult"), binary=True,
                   cutoff=False, builtin=True, unjudged_bounds="swap",
                   matches="trec_eval `Rprec_mult_x` (`Rprec_mult.x`)",
                   formula="$P@c$ with $c = \\lfloor mult \\cdot R + 0.9 \\rfloor$, dividing by "
@@ -49,7 +52,7 @@ def _rprec_mult(x: MeasureInput) -> Result:
     return ratio(relevant_within(x, cut), cut), n_rel == 0
 
 
-@register_measure("relative_precision", display="RelP", options=_EMPTY, binary=True,
+@builtin_measure("relative_precision", display="RelP", options=_EMPTY, binary=True,
                   builtin=True, unjudged_bounds="swap", matches="trec_eval `relative_P_k`",
                   formula="$\\frac{1}{\\min(k, R)} \\sum_{i=1}^{k} [rel_i \\ge level]$ ($k$ = "
                           "the list length without a cut-off)")
@@ -60,7 +63,7 @@ def _relative_precision(x: MeasureInput) -> Result:
                  ), n_rel == 0
 
 
-@register_measure("unj", display="Unj", options=(), reads_judged=True, builtin=True,
+@builtin_measure("unj", display="Unj", options=(), reads_judged=True, builtin=True,
                   matches="trec_eval `unj_k`",
                   formula="$\\frac{1}{k} \\sum_{i=1}^{k} [d_i \\text{ unjudged}]$ (missing "
                           "ranks count as judged; $k$ = the list length without a cut-off)")
@@ -70,7 +73,7 @@ def _unj(x: MeasureInput) -> Result:
     return ratio(x.top_k_sum(1.0 - x.judged), depth), np.zeros(x.n_queries, dtype=bool)
 
 
-@register_measure("iprec_avg", display="IPrecAvg", options=(*_EMPTY, "levels", "recall_cutoff"),
+@builtin_measure("iprec_avg", display="IPrecAvg", options=(*_EMPTY, "levels", "recall_cutoff"),
                   binary=True, cutoff=False, builtin=True, unjudged_bounds="swap",
                   matches="trec_eval `11pt_avg` (`11pt_avg.x,y,...`)",
                   formula="mean over the recall levels $x$ of $\\max_{i \\ge i_x} P@i$, $i_x$ "
@@ -89,7 +92,7 @@ def _iprec_avg(x: MeasureInput) -> Result:
 # unit_range: each term is 1/(i+1) + i/(i+1) times two ratios at most 1 (the rows above
 # counted, r + s + u <= i; (r + eps) / (r + s + 2 eps) < 1), so at most 1; the relevant
 # ranked rows are at most R
-@register_measure("infap", display="infAP", options=_EMPTY, binary=True, reads_judged=True,
+@builtin_measure("infap", display="infAP", options=_EMPTY, binary=True, reads_judged=True,
                   cutoff=False, builtin=True, unit_range=True, matches="trec_eval `infAP`",
                   formula="$\\frac{1}{R} \\sum_{rel_i \\ge level} \\frac{1}{i}\\left(1 + "
                           "(r_i + s_i + u_i) \\frac{r_i + \\epsilon}{r_i + s_i + 2\\epsilon}"
@@ -127,7 +130,7 @@ def _infap(x: MeasureInput) -> Result:
     return ratio(np.bincount(q, weights=term, minlength=nq), n_rel), n_rel == 0
 
 
-@register_measure("bin_g", display="BinG", options=_EMPTY, binary=True, cutoff=False,
+@builtin_measure("bin_g", display="BinG", options=_EMPTY, binary=True, cutoff=False,
                   builtin=True, unjudged_bounds="swap", matches="trec_eval `binG`",
                   formula="$\\frac{1}{R} \\sum_{rel_i \\ge level} 1 / \\log_2(2 + m_i)$, "
                           "$m_i$ the documents above $i$ that are not relevant")

@@ -11,7 +11,10 @@ import numpy as np
 
 from harness.metrics.measures.judged import depth
 from harness.metrics.layout.ranked import topk_sum
-from harness.metrics.vocabulary.registry import MeasureInput, register_measure
+from harness.metrics.vocabulary.measure import MeasureInput, builtin_measure
+
+#: Where this family's measures stand in the docs' measure table (harness.metrics.measures).
+TABLE_ORDER = 5
 
 __all__: list[str] = []
 
@@ -23,7 +26,7 @@ def _rbp_sum(x: MeasureInput, values: np.ndarray) -> np.ndarray:
     return topk_sum(r, weights * values, x.metric.k, x.n_queries)
 
 
-@register_measure("rbp", display="RBP", options=("empty", "empty_weight", "p", "graded"),
+@builtin_measure("rbp", display="RBP", options=("empty", "empty_weight", "p", "graded"),
                   binary=True,
                   builtin=True, unjudged_bounds="monotone",
                   matches="ir_measures `RBP(rel=...)` (cwl_eval); ranx `rbp.p`",
@@ -35,7 +38,7 @@ def _rbp(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     return _rbp_sum(x, x.ranking.group_mean(values)), x.n_relevant() == 0
 
 
-@register_measure("rbp_residual", display="RBPres", options=("p",), reads_judged=True,
+@builtin_measure("rbp_residual", display="RBPres", options=("p",), reads_judged=True,
                   builtin=True,
                   matches="RBP residual (Moffat & Zobel 2008)",
                   formula="$(1 - p) \\sum_{i=1}^{k} p^{i-1} [d_i \\text{ unjudged}] + "

@@ -15,7 +15,10 @@ import numpy as np
 
 from harness.metrics.measures.judged import judged_rows
 from harness.metrics.layout.ranked import topk_sum
-from harness.metrics.vocabulary.registry import MeasureInput, register_measure
+from harness.metrics.vocabulary.measure import MeasureInput, builtin_measure
+
+#: Where this family's measures stand in the docs' measure table (harness.metrics.measures).
+TABLE_ORDER = 9
 
 __all__: list[str] = []
 
@@ -57,7 +60,7 @@ def _scale(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     return np.where(np.isfinite(lo), lo, 0.0), np.where(np.isfinite(hi), hi, 0.0)
 
 
-@register_measure("rbp_scaled", display="RBPscaled", options=("gain", "p"), graded=True,
+@builtin_measure("rbp_scaled", display="RBPscaled", options=("gain", "p"), graded=True,
                   reads_judged=True, builtin=True, matches="trec_eval `rbp` (`rbp.p=x`)",
                   formula="$(1 - p) \\sum_{i=1}^{k} p^{i-1} g'_i$, $g'_i = (g(rel_i) - "
                           "g_{min}) / (g_{max} - g_{min})$ when the query's gains of grades "
@@ -84,7 +87,7 @@ def _rbp_scaled(x: MeasureInput) -> Result:
     return _discounted(x, values), np.zeros(x.n_queries, dtype=bool)
 
 
-@register_measure("rbp_resid", display="RBPresid", options=("p",), reads_judged=True,
+@builtin_measure("rbp_resid", display="RBPresid", options=("p",), reads_judged=True,
                   cutoff=False, builtin=True, matches="trec_eval `rbp_resid` (`rbp_resid.p=x`)",
                   formula="$(1 - p) \\sum_{i=1}^{n} p^{i-1} [d_i \\text{ unjudged}] + p^n$ "
                           "when some $d_i$ is unjudged, else 0")

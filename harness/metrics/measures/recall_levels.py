@@ -16,14 +16,17 @@ import numpy as np
 
 from harness.errors import MetricDefinitionError
 from harness.metrics.layout.ranked import ratio, recall_count
-from harness.metrics.vocabulary.registry import MeasureInput, register_measure
+from harness.metrics.vocabulary.measure import MeasureInput, builtin_measure
 
 __all__ = ["suffix_max", "interpolated_at", "relevant_within"]
+
+#: Where this family's measures stand in the docs' measure table (harness.metrics.measures).
+TABLE_ORDER = 3
 
 _EMPTY = ("empty", "empty_weight")
 
 
-@register_measure("rprec", display="Rprec", aliases=("r_precision",), options=_EMPTY,
+@builtin_measure("rprec", display="Rprec", aliases=("r_precision",), options=_EMPTY,
                   binary=True, cutoff=False, builtin=True, unjudged_bounds="swap",
                   matches="trec_eval `Rprec`; ir_measures `Rprec`; ranx `r-precision`",
                   formula="$\\frac{1}{R} \\sum_{i=1}^{R} [rel_i \\ge level]$")
@@ -50,7 +53,7 @@ def relevant_within(x: MeasureInput, cut: np.ndarray | None) -> np.ndarray:
     return np.bincount(r.q[inside], weights=values[inside], minlength=x.n_queries)
 
 
-@register_measure("f1", display="F1", options=_EMPTY, binary=True, builtin=True,
+@builtin_measure("f1", display="F1", options=_EMPTY, binary=True, builtin=True,
                   unjudged_bounds="swap",
                   matches="ranx `f1@k`",
                   formula="$\\frac{2 \\cdot hits@k}{k + R}$ ($k$ = the list length without "
@@ -62,7 +65,7 @@ def _f1(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     return ratio(2.0 * x.top_k_sum(x.relevant()), depth + n_rel), n_rel == 0
 
 
-@register_measure("iprec", display="IPrec", options=(*_EMPTY, "at_recall", "recall_cutoff"),
+@builtin_measure("iprec", display="IPrec", options=(*_EMPTY, "at_recall", "recall_cutoff"),
                   binary=True, cutoff=False, builtin=True, unjudged_bounds="swap",
                   matches="trec_eval `iprec_at_recall_x`; ir_measures `IPrec@x`",
                   formula="$\\max_{i \\ge i_x} P@i$ over relevant ranks, $i_x$ the rank of "

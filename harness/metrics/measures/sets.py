@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.metrics.measures.binary import _ap_dense, _ap_sparse, _binary
-from harness.metrics.measures.judged import _bpref, depth
+from harness.metrics.measures.binary import ap_dense, ap_sparse, binary_kernel
+from harness.metrics.measures.judged import bpref_kernel, depth
 from harness.metrics.layout.ranked import ratio
-from harness.metrics.vocabulary.registry import MeasureInput, register_measure
+from harness.metrics.vocabulary.measure import MeasureInput, builtin_measure
+
+#: Where this family's measures stand in the docs' measure table (harness.metrics.measures).
+TABLE_ORDER = 6
 
 __all__: list[str] = []
 
@@ -29,14 +32,14 @@ def _none(x: MeasureInput) -> np.ndarray:
     return np.zeros(x.n_queries, dtype=bool)
 
 
-@register_measure("num_ret", display="NumRet", options=(), aggregate="sum", builtin=True,
+@builtin_measure("num_ret", display="NumRet", options=(), aggregate="sum", builtin=True,
                   matches="trec_eval `num_ret`",
                   formula="$\\min(k, n)$, the retrieved documents (summary: the sum)")
 def _num_ret(x: MeasureInput) -> Result:
     return depth(x), _none(x)
 
 
-@register_measure("query_count", display="NumQ", options=(), cutoff=False,
+@builtin_measure("query_count", display="NumQ", options=(), cutoff=False,
                   aggregate="sum", builtin=True, matches="ir_measures `NumQ`; trec_eval `num_q`",
                   formula="1 for each query evaluated (summary: the sum, the number of "
                           "queries)")
@@ -44,7 +47,7 @@ def _num_q(x: MeasureInput) -> Result:
     return np.ones(x.n_queries), _none(x)
 
 
-@register_measure("num_rel", display="NumRel", options=(), binary=True, cutoff=False,
+@builtin_measure("num_rel", display="NumRel", options=(), binary=True, cutoff=False,
                   aggregate="sum", builtin=True,
                   unjudged_bounds="swap", matches="trec_eval `num_rel`",
                   formula="$R$, the judged documents with $rel \\ge level$, retrieved or "
@@ -53,7 +56,7 @@ def _num_rel(x: MeasureInput) -> Result:
     return x.n_relevant(), _none(x)
 
 
-@register_measure("num_rel_ret", display="NumRelRet", options=(), binary=True,
+@builtin_measure("num_rel_ret", display="NumRelRet", options=(), binary=True,
                   aggregate="sum", builtin=True,
                   unjudged_bounds="monotone", matches="trec_eval `num_rel_ret`",
                   formula="$\\sum_{i=1}^{k} [rel_i \\ge level]$ (summary: the sum)")
@@ -61,7 +64,7 @@ def _num_rel_ret(x: MeasureInput) -> Result:
     return x.top_k_sum(x.relevant()), _none(x)
 
 
-@register_measure("num_nonrel_judged_ret", display="NumNonrelJudgedRet", options=(),
+@builtin_measure("num_nonrel_judged_ret", display="NumNonrelJudgedRet", options=(),
                   binary=True, reads_judged=True, aggregate="sum", builtin=True,
                   unjudged_bounds="swap",
                   matches="trec_eval `num_nonrel_judged_ret`",
@@ -71,15 +74,15 @@ def _num_nonrel_judged_ret(x: MeasureInput) -> Result:
     return x.top_k_sum(x.judged * (1.0 - x.relevant())), _none(x)
 
 
-register_measure(
-    "gm_ap", _binary(_ap_sparse, _ap_dense, ideal=True),
+builtin_measure(
+    "gm_ap", binary_kernel(ap_sparse, ap_dense, ideal=True),
     display="GMAP", options=(*_EMPTY, "ideal"), binary=True, aggregate="gmean", builtin=True,
     unjudged_bounds="swap",
     matches="trec_eval `gm_map`",
     formula="AP's value per query; summary $\\exp(\\text{mean}_q \\ln \\max(AP_q, 10^{-5}))$")
 
-register_measure(
-    "gm_bpref", _bpref, display="GMBpref", options=_EMPTY, binary=True, reads_judged=True,
+builtin_measure(
+    "gm_bpref", bpref_kernel, display="GMBpref", options=_EMPTY, binary=True, reads_judged=True,
     cutoff=False, aggregate="gmean", builtin=True,
     unjudged_bounds="swap", matches="trec_eval `gm_bpref`",
     formula="bpref's value per query; summary "
@@ -93,7 +96,7 @@ def _set(x: MeasureInput) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return x.n_docs(), hits, x.n_relevant()
 
 
-@register_measure("set_p", display="SetP", options=_EMPTY, binary=True, cutoff=False,
+@builtin_measure("set_p", display="SetP", options=_EMPTY, binary=True, cutoff=False,
                   builtin=True, unjudged_bounds="monotone", matches="trec_eval `set_P`",
                   formula="$h / n$: $h$ relevant among the $n$ retrieved documents")
 def _set_p(x: MeasureInput) -> Result:
@@ -101,7 +104,7 @@ def _set_p(x: MeasureInput) -> Result:
     return ratio(h, n), big_r == 0
 
 
-@register_measure("set_relative_p", display="SetRelP", options=_EMPTY, binary=True,
+@builtin_measure("set_relative_p", display="SetRelP", options=_EMPTY, binary=True,
                   cutoff=False, builtin=True,
                   unjudged_bounds="swap", matches="trec_eval `set_relative_P`",
                   formula="$h / \\min(n, R)$")
@@ -110,7 +113,7 @@ def _set_relative_p(x: MeasureInput) -> Result:
     return ratio(h, np.minimum(n, big_r)), big_r == 0
 
 
-@register_measure("set_recall", display="SetR", options=_EMPTY, binary=True, cutoff=False,
+@builtin_measure("set_recall", display="SetR", options=_EMPTY, binary=True, cutoff=False,
                   builtin=True,
                   unjudged_bounds="swap", matches="trec_eval `set_recall`", formula="$h / R$")
 def _set_recall(x: MeasureInput) -> Result:
@@ -118,7 +121,7 @@ def _set_recall(x: MeasureInput) -> Result:
     return ratio(h, big_r), big_r == 0
 
 
-@register_measure("set_ap", display="SetAP", options=_EMPTY, binary=True, cutoff=False,
+@builtin_measure("set_ap", display="SetAP", options=_EMPTY, binary=True, cutoff=False,
                   builtin=True, unjudged_bounds="swap", matches="trec_eval `set_map`",
                   formula="$\\frac{h}{n} \\cdot \\frac{h}{R}$")
 def _set_ap(x: MeasureInput) -> Result:
@@ -126,7 +129,7 @@ def _set_ap(x: MeasureInput) -> Result:
     return ratio(h * h, n * big_r), big_r == 0
 
 
-@register_measure("set_f", display="SetF", options=(*_EMPTY, "beta"), binary=True,
+@builtin_measure("set_f", display="SetF", options=(*_EMPTY, "beta"), binary=True,
                   cutoff=False, builtin=True,
                   unjudged_bounds="swap", matches="trec_eval `set_F`, `set_F.beta`",
                   formula="$\\frac{(1 + \\beta) P R'}{\\beta P + R'}$ with $P = h / n$, "
@@ -138,7 +141,7 @@ def _set_f(x: MeasureInput) -> Result:
     return ratio((beta + 1.0) * p * rec, np.where(h > 0, beta * p + rec, 0.0)), big_r == 0
 
 
-@register_measure("utility", display="Utility", options=("weights", "collection_size"),
+@builtin_measure("utility", display="Utility", options=("weights", "collection_size"),
                   binary=True, cutoff=False, builtin=True,
                   unjudged_bounds="swap", matches="trec_eval `utility`, `utility.a,b,c,d`",
                   formula="$a h + b (n - h) + c (R - h) + d (N + h - n - R)$ for weights "

@@ -9,8 +9,8 @@ import numpy as np
 from harness.errors import InputError
 
 if TYPE_CHECKING:
-    from harness.metrics.vocabulary.definition import Metric
     from harness.metrics.layout.prepared import Prepared
+    from harness.metrics.vocabulary.measure import MetricOptions as Metric
 
 __all__ = ["top_grade", "check_top_grade"]
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.metrics.engine import background
+from harness.metrics.layout import background
 from harness.metrics.layout.prepared import Prepared
 from harness.metrics.layout.ranking import take_docids, trec_order_rows
 from harness.metrics.layout.segments import group_by_query

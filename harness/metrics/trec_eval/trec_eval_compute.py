@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from harness.errors import MetricDefinitionError
-from harness.metrics.vocabulary.registry import GMEAN_FLOOR
+from harness.metrics.vocabulary.measure import GMEAN_FLOOR
 from harness.metrics.engine.weighting import summary
 from harness.metrics.vocabulary.tool_names.trec_eval_measures import Column
 

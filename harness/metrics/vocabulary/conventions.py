@@ -4,12 +4,9 @@ each was verified against, and tests/test_peer_conventions.py)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-if TYPE_CHECKING:
-    from harness.metrics.vocabulary.definition import Metric
-
-__all__ = ["CONVENTIONS", "TREC_EVAL_CONVENTIONS", "negative_policy"]
+__all__ = ["CONVENTIONS", "TREC_EVAL_CONVENTIONS"]
 
 #: Presets that reproduce a reference implementation's choices exactly (versions checked:
 #: trec_eval 10.0 and 9.0.8, xgboost 3.2.0, lightgbm 4.7.0, catboost 1.2.10, keras-rs
@@ -50,12 +47,3 @@ CONVENTIONS: Final[dict[str, dict[str, Any]]] = {
 
 #: The conventions of trec_eval's versions: they read a negative label as unjudged.
 TREC_EVAL_CONVENTIONS: Final = ("trec_eval", "trec_eval9")
-
-
-def negative_policy(metrics: list[Metric], given: str | None) -> str:
-    """``negative_labels``: as given, else 'unjudged' when every metric uses a trec_eval
-    convention (trec_eval reads a negative label as unjudged) and 'error' otherwise."""
-    if given is not None:
-        return given
-    trec = all(m.convention in TREC_EVAL_CONVENTIONS for m in metrics)
-    return "unjudged" if trec else "error"
