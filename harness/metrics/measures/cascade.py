@@ -18,7 +18,8 @@ import numpy as np
 from harness.errors import InputError
 from harness.metrics.measures.top_grade import check_top_grade, top_grade
 from harness.metrics.prepared import whole_grades
-from harness.metrics.ranked import cascade, group_stop_probability, survival_before, topk_sum
+from harness.metrics.ranked import (MAX_TIED_CASCADE, TieGroupTooLarge, cascade,
+                                    group_stop_probability, survival_before, topk_sum)
 from harness.metrics.registry import MeasureInput, register_measure
 
 __all__: list[str] = []
@@ -53,7 +54,15 @@ def _err(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
         few = prep.integer_grades
     else:
         few = whole_grades(label)
-    return cascade(r, stop, r.n, metric.k, nq, binary=False, few=bool(few)), empty
+    try:
+        return cascade(r, stop, r.n, metric.k, nq, binary=False, few=bool(few)), empty
+    except TieGroupTooLarge as exc:
+        raise InputError(
+            f"{metric.display_name} (ties={metric.ties!r}): a tie group of {exc.size:,} "
+            f"documents with graded labels; averaging ERR over its orders costs n^2 steps, "
+            f"and the limit is {MAX_TIED_CASCADE:,} documents: break the ties "
+            "(ties='docid' or 'input') or give the documents distinct scores",
+            qid=prep.qids[exc.code]) from None
 
 
 @register_measure("success", display="Success", aliases=("hit_rate",), options=_EMPTY,
