@@ -27,6 +27,7 @@ from mlflow.tracking import MlflowClient
 import harness.paths
 from harness.app import provenance
 from harness.commands.reproduce import format_result
+from harness.datasets.dataset import file_sha256
 from harness.reproduce import ReproduceError, ReproResult, ranker_run_ids, reproduce_run
 from harness.reproduce.diff import compare_per_query as _compare
 
@@ -178,6 +179,8 @@ def tampered(stores: Stores, tmp_path_factory: pytest.TempPathFactory) -> tuple[
     dropped = frame.at[len(frame) - 1, "qid"]
     frame.iloc[:-1].to_parquet(tmp / "noisy_oracle.parquet", index=False)
     tags = {k: v for k, v in source.data.tags.items() if not k.startswith("mlflow.")}
+    # the run logged these values (their digest): as if the code computed them then
+    tags["per_query.sha256"] = file_sha256(tmp / "noisy_oracle.parquet")
     run = client.create_run(source.info.experiment_id, run_name="noisy_oracle tampered",
                             tags=tags)
     run_id = run.info.run_id
@@ -356,9 +359,10 @@ def test_changed_data_names_only_the_file_that_changed(tmp_path: Path) -> None:
 
 
 def _clone(stores: Stores, tmp: Path, *, params: dict[str, str] | None = None,
-           truncate: str | None = None) -> str:
+           truncate: str | None = None, alter: bool = False) -> str:
     """A copy of the noisy_oracle run: its tags, artifacts and ``params`` (none when None);
-    ``truncate``: an artifact cut to its first 100 bytes."""
+    ``truncate``: an artifact cut to its first 100 bytes; ``alter``: one value of its
+    per-query table changed after the run logged the table's digest."""
     client, store = stores.baselines.client(), stores.baselines
     source = client.get_run(store.runs()["noisy_oracle"])
     files = ("noisy_oracle.parquet", "config/config_resolved.yaml", "environment.json")
@@ -367,6 +371,10 @@ def _clone(stores: Stores, tmp: Path, *, params: dict[str, str] | None = None,
     if truncate:
         cut = tmp / truncate
         cut.write_bytes(cut.read_bytes()[:100])
+    if alter:
+        frame = pd.read_parquet(tmp / "noisy_oracle.parquet")
+        frame.loc[0, "nDCG@10"] = 1.0 - frame.at[0, "nDCG@10"]
+        frame.to_parquet(tmp / "noisy_oracle.parquet", index=False)
     tags = {k: v for k, v in source.data.tags.items() if not k.startswith("mlflow.")}
     run_id = client.create_run(source.info.experiment_id, run_name="clone", tags=tags).info.run_id
     for key, value in (params or {}).items():
@@ -388,6 +396,18 @@ def test_a_corrupted_artifact_is_one_line_exit_2_naming_it(stores: Stores, tmp_p
     assert len(lines) == 1, proc.stderr
     assert f"run {run_id}: artifact {artifact!r} is unreadable" in lines[0]
     assert "Traceback" not in proc.stderr
+
+
+def test_an_altered_artifact_is_named_not_reported_different(stores: Stores,
+                                                             tmp_path: Path) -> None:
+    """Issue 40: a per-query table whose bytes are not those its run logged was reported
+    DIFFERENT (exit 1) as if the code had changed; it is named, as compare names it."""
+    run_id = _clone(stores, tmp_path, alter=True)
+    proc = _cli(run_id, "--tracking-uri", stores.baselines.uri)
+    assert proc.returncode == 2, _explain(proc)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "DIFFERENT" not in proc.stdout, proc.stderr
+    assert f"run {run_id}: artifact 'noisy_oracle.parquet' was altered (sha256 " in lines[0]
 
 
 def test_params_that_differ_from_the_saved_config_are_not_identical(stores: Stores,

@@ -258,6 +258,9 @@ def build_plan(cfg: DictConfig | Mapping[str, Any], *, store: str | None = None
     dataset = _dataset_plan(typed.dataset, specs)
     engine = Engine.from_config(dataclasses.asdict(typed.engine))
     _check_check(typed.check)
+    from harness.reporting.summary import check_resamples  # harness.reporting imports scipy
+
+    check_resamples(typed.tracking.bootstrap_resamples)
     from harness.reporting.figures import figure_mode  # harness.reporting imports scipy
 
     figures = figure_mode(typed.tracking.figures)

@@ -10,6 +10,7 @@ The command line's own process also tunes glibc's allocator
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from collections.abc import Callable
@@ -57,10 +58,30 @@ def run_command(main: Callable[[list[str] | None], int],
     # MLflow's per-download progress bars would turn a one-line error into a dozen lines
     os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"
     try:
-        return int(main(argv) or OK)
+        code = int(main(argv) or OK)
+        sys.stdout.flush()  # a write that fails fails here, not in Python's exit
+        return code
     except (HarnessError, FileNotFoundError) as exc:
         return report_error(exc)
     except BrokenPipeError:  # the reader left (harness eval ... | head): stop quietly
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # Python's own flush at exit fails silently
+        _drop_stdout()
         return OK
+    except OSError as exc:
+        if exc.filename is not None or exc.errno not in _WRITE_ERRORS:
+            raise
+        _drop_stdout()  # a full disk or device, an I/O error writing the output: one line
+        print(f"error: writing the output failed: [Errno {exc.errno}] {exc.strerror}; what "
+              "was written is incomplete", file=sys.stderr)
+        return BAD_INPUT
+
+
+#: Errors of a write without a file name (standard output, an open file): no space, a
+#: quota, a file too large, an I/O error, a read-only file system.
+_WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS)
+
+
+def _drop_stdout() -> None:
+    """Point standard output at the null device: Python's own flush at exit then fails
+    silently (and what the buffer held is dropped)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())

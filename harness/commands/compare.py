@@ -160,6 +160,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run the comparison; returns the exit code (0, 2 for bad input, 3 MLflow down)."""
     p = parser()
     args = p.parse_args(argv)
+    for option in ("seed", "max_queries"):  # numpy seeds are >= 0; -1 queries meant "all"
+        if getattr(args, option) < 0:
+            print(f"error: --{option.replace('_', '-')} must be an int >= 0; got "
+                  f"{getattr(args, option)}", file=sys.stderr)
+            return 2
     if args.qrels is not None or args.measure or args.format != "text" or args.log:
         try:
             return _files(args)

@@ -34,6 +34,10 @@ def parser() -> argparse.ArgumentParser:
                    help="cover every order of tied documents too")
     p.add_argument("--max-labelings", type=int, default=4096,
                    help="labelings tried per query where no shortcut is known (default 4096)")
+    p.add_argument("--max-rows", type=int, default=4_000_000,
+                   help="the most rows one query's labelings may take, each labeling a "
+                        "pseudo-query (default 4000000, about 0.6 GB); a query needing more "
+                        "is refused")
     p.add_argument("--csv-prefix", type=Path, default=None,
                    help="also write the tables to PREFIX.runs.csv and PREFIX.pairs.csv")
     return p
@@ -61,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     qrels = read_qrels(args.qrels)
     runs = {name: read_run(path) for name, path in zip(names, args.run)}
     per_run, pairs = judgment_tables(runs, qrels, metrics, ties=args.ties,
-                                     max_labelings=args.max_labelings)
+                                     max_labelings=args.max_labelings,
+                                     max_rows=args.max_rows)
     print(markdown(per_run))
     if len(pairs):
         print()

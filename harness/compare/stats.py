@@ -305,6 +305,9 @@ def pair_rows(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str] | N
                            f"{tests!r})")
     if int(resamples) < 1:
         raise CompareError(f"resamples must be >= 1; got {resamples}")
+    for name, value in (("seed", seed), ("max_queries", max_queries)):
+        if value is not None and int(value) < 0:  # numpy's seeds are >= 0
+            raise CompareError(f"{name} must be an int >= 0; got {value}")
     frames = {label: per_query_frame(f) for label, f in per_query.items()}
     baselines = [baseline] if isinstance(baseline, str) else list(baseline or [])
     for b in baselines:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -28,7 +29,8 @@ def _letor_split(path: Path, query_file: Path | None, n_features: int | None,
     from sklearn.datasets import load_svmlight_file
 
     try:
-        X, y, qid = load_svmlight_file(str(path), n_features=n_features, query_id=True)
+        X, y, qid = load_svmlight_file(str(path), zero_based=True, query_id=True,
+                                       n_features=None if n_features is None else n_features + 1)
     except ValueError as exc:
         raise InputError(f"cannot read {path} as SVMlight: {exc}", table=path.name) from None
     if query_file is not None:
@@ -52,11 +54,45 @@ def _letor_split(path: Path, query_file: Path | None, n_features: int | None,
         "qid": qid_text,
         "docid": np.char.add("d", within.astype(str)),
         "split": split,
-        "label": y.astype(np.int64) if np.all(y == np.round(y)) else y,
+        "label": _exact(y),
     })
+    _finite_features(X, path)
     dense = X.toarray()
-    feats = pd.DataFrame(dense, columns=[f"f{i + 1}" for i in range(dense.shape[1])])
-    return pd.concat([frame, feats], axis=1), dense.shape[1]
+    # columns named by the file's own indices: f0 only when a row has index 0
+    first = 0 if X.shape[1] and X[:, 0].nnz else 1
+    feats = pd.DataFrame(dense[:, first:],
+                         columns=[f"f{i}" for i in range(first, dense.shape[1])])
+    return pd.concat([frame, feats], axis=1), dense.shape[1] - 1
+
+
+def _exact(label: np.ndarray) -> np.ndarray:
+    """Labels as int64 when each is whole, else exactly as read (1.5 stays 1.5: the
+    conventions that truncate, ranx's and trec_eval's, refuse such labels)."""
+    return label.astype(np.int64) if np.all(label == np.round(label)) else label
+
+
+def _finite_features(X: Any, path: Path) -> None:
+    """Refuse a feature value that is NaN or infinite, naming the file, the line and the
+    feature (the reader parses ``nan`` and ``inf``; NaN became 0.0 before)."""
+    bad = np.flatnonzero(~np.isfinite(X.data))
+    if not len(bad):
+        return
+    row = int(np.searchsorted(X.indptr, bad[0], side="right")) - 1
+    index, value = int(X.indices[bad[0]]), X.data[bad[0]]
+    raise InputError(f"{path} line {_data_line(path, row)}: feature {index} is {value}; "
+                     "features must be finite numbers", table=path.name)
+
+
+def _data_line(path: Path, row: int) -> int:
+    """The 1-based line of the ``row``-th data line (0-based) of an SVMlight file: lines
+    that are blank or only a ``#`` comment hold no row."""
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if raw.split(b"#", 1)[0].strip():
+                if row == 0:
+                    return lineno
+                row -= 1
+    return 0
 
 
 def _position_within(qid: np.ndarray) -> np.ndarray:
@@ -84,7 +120,8 @@ def load_letor(*, name: str, test_path: str, train_path: str | None = None,
         parts.append(train_df)
         sources.append(str(train))
     docs = pd.concat([test_df, *parts], ignore_index=True)
-    features = tuple(c for c in docs.columns if c.startswith("f") and c[1:].isdigit())
+    features = tuple(sorted((c for c in docs.columns if c.startswith("f") and c[1:].isdigit()),
+                            key=lambda c: int(c[1:])))
     docs[list(features)] = docs[list(features)].fillna(0.0)
     qrels = docs.loc[docs["split"] == "test", ["qid", "docid", "label"]].reset_index(drop=True)
     return Dataset(name=name, kind="letor", docs=docs, qrels=qrels, features=features,
@@ -103,7 +140,7 @@ def load_trec(*, name: str, qrels_path: str, run_path: str) -> Dataset:
     label = labels.reindex(idx).to_numpy()
     docs = pd.DataFrame({
         "qid": run["qid"].to_numpy(), "docid": run["docid"].to_numpy(), "split": "test",
-        "label": np.where(np.isnan(label.astype(float)), 0, label).astype(np.int64),
+        "label": _exact(np.where(np.isnan(label.astype(float)), 0.0, label.astype(float))),
         "run_score": run["score"].to_numpy(),
     })
     judged_qids = set(qrels["qid"])

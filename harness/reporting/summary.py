@@ -14,9 +14,11 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from harness.errors import InputError
 from harness.metrics.engine.evaluate import aggregate, metric_columns
 
-__all__ = ["STATS", "bootstrap_mean_intervals", "normal_interval", "summarize",
+__all__ = ["STATS", "MAX_BOOTSTRAP_CELLS", "check_resamples", "bootstrap_mean_intervals",
+           "normal_interval", "summarize",
            "summarize_study"]
 
 #: Statistic names, in the order they are logged (MLflow key suffixes).
@@ -25,6 +27,23 @@ STATS = ("mean", "std", "median", "p10", "p90", "ci_low", "ci_high", "frac_zero"
 
 #: Resample counts held in memory at once (float64): about 32 MB.
 _BATCH_CELLS = 4_000_000
+#: The most bootstrap draws (resamples x queries) of one set of queries: about 50 s; the
+#: default 2,000 resamples of up to 20,000 queries draw 4e7.
+MAX_BOOTSTRAP_CELLS = 1_000_000_000
+#: The most resamples a study may ask for (``tracking.bootstrap_resamples``).
+MAX_RESAMPLES = 1_000_000
+RESAMPLES_KEY = "tracking.bootstrap_resamples"
+
+
+def check_resamples(value: object) -> int:
+    """``tracking.bootstrap_resamples`` as an int in [0, :data:`MAX_RESAMPLES`] (0: no
+    bootstrap interval), or an InputError naming the key."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_RESAMPLES:
+        shown = f"{value:,}" if isinstance(value, int) else repr(value)
+        raise InputError(f"{RESAMPLES_KEY} must be an int from 0 to {MAX_RESAMPLES:,}; got "
+                         f"{shown} (the interval's cost grows with resamples x queries)",
+                         key=RESAMPLES_KEY)
+    return value
 
 
 def summarize(per_query: pd.DataFrame, *, resamples: int = 2000, seed: int = 0,
@@ -107,6 +126,13 @@ def summarize_study(tables: Mapping[str, pd.DataFrame], *, resamples: int = 2000
                     break
             else:
                 groups.append((qids, members))
+    for qids, _ in groups:  # refused before any is drawn
+        if resamples * len(qids) > MAX_BOOTSTRAP_CELLS:
+            raise InputError(f"the bootstrap of {resamples:,} resamples of {len(qids):,} "
+                             f"queries draws {resamples * len(qids):,} indices; the limit is "
+                             f"{MAX_BOOTSTRAP_CELLS:,}: lower the resamples, or "
+                             "bootstrap_max_queries (larger query sets get the normal "
+                             "interval)", key=RESAMPLES_KEY)
     for qids, members in groups:
         values = np.column_stack([v for *_, v in members]) if members else np.empty((0, 0))
         low, high = bootstrap_mean_intervals(values, resamples=resamples, seed=seed,

@@ -25,6 +25,7 @@ import yaml
 
 from harness.app import provenance
 from harness.app.in_place import evaluate_in_place
+from harness.app.log import PER_QUERY_DIGEST_TAG
 from harness.app.plan import DatasetPlan, build_plan
 from harness.datasets.dataset import file_sha256, input_files
 from harness.datasets import Dataset, ParquetRun, load_dataset
@@ -200,8 +201,9 @@ def reproduce_run(run_id: str, *, tracking_uri: str | None = None) -> ReproResul
         dst = Path(tmp)
         cfg = read_artifact(run_id, _download(client, run_id, CONFIG_ARTIFACT, dst),
                             lambda p: yaml.safe_load(p.read_text()))
-        logged = read_artifact(run_id, _download(client, run_id, f"{name}.parquet", dst),
-                               pd.read_parquet)
+        table_path = _download(client, run_id, f"{name}.parquet", dst)
+        logged = read_artifact(run_id, table_path, pd.read_parquet)
+        _check_digest(run_id, table_path, tags.get(PER_QUERY_DIGEST_TAG))
         env_path = _download(client, run_id, ENV_ARTIFACT, dst, required=False)
         logged_env = read_artifact(run_id, env_path, lambda p: json.loads(p.read_text())) \
             if env_path else None
@@ -243,6 +245,16 @@ def reproduce_run(run_id: str, *, tracking_uri: str | None = None) -> ReproResul
     if mismatched:  # values equal to a config the run did not log prove nothing
         result = replace(result, identical=False)
     return result
+
+
+def _check_digest(run_id: str, path: Path, logged: str | None) -> None:
+    """Refuse a per-query artifact whose bytes are not those the run logged (tag
+    ``per_query.sha256``), as ``harness compare`` does: its values would be compared as if
+    they were the run's. A run that logged no digest (older runs) is read as it is."""
+    digest = file_sha256(path)
+    if logged and digest != logged:
+        raise ReproduceError(f"run {run_id}: artifact {path.name!r} was altered (sha256 "
+                             f"{digest[:12]}…, its run logged {logged[:12]}…)")
 
 
 def _score_with_model(run_id: str, spec: RankerSpec, dataset: Dataset, uri: str,

@@ -12,7 +12,8 @@ import numpy as np
 from harness.metrics.layout.ranking import Ranking
 
 __all__ = ["topk_sum", "exclusive_count", "count_before", "ratio", "cascade",
-           "survival_before", "group_stop_probability", "recall_count"]
+           "survival_before", "group_stop_probability", "recall_count", "MAX_TIED_CASCADE",
+           "TieGroupTooLarge"]
 
 
 def recall_count(level: float, n_rel: np.ndarray, rule: str) -> np.ndarray:
@@ -198,6 +199,20 @@ def group_stop_probability(r: Ranking, stop: np.ndarray, survival: np.ndarray,
     return hit
 
 
+#: The largest tie group whose graded stop probabilities are averaged over its orders: the
+#: dynamic programme costs n^2 steps (1.3 s at 16,384 documents, 25 s at 64,000). Binary
+#: stops (RR, Success, a group without relevant documents) have a closed form, any size.
+MAX_TIED_CASCADE = 16_384
+
+
+class TieGroupTooLarge(Exception):
+    """A tie group past :data:`MAX_TIED_CASCADE` with graded stops: its query code, size."""
+
+    def __init__(self, code: int, size: int) -> None:
+        super().__init__(code, size)
+        self.code, self.size = code, size
+
+
 def _tied_stops(r: Ranking, stop: np.ndarray, tied: np.ndarray, start_survival: np.ndarray
                 ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
     """Per size ``n`` of the tie groups ``tied`` (group ids, ascending): the groups and,
@@ -210,6 +225,16 @@ def _tied_stops(r: Ranking, stop: np.ndarray, tied: np.ndarray, start_survival: 
         groups = tied[which]
         rows = r.gstart[groups][:, None] + np.arange(n)[None, :]
         keep = 1.0 - stop[rows]
+        if np.all((keep == 0.0) | (keep == 1.0)):  # z documents that do not stop: the
+            # mean over t-subsets is C(z, t) / C(n, t), a product of (z - i) / (n - i)
+            z = (keep == 1.0).sum(axis=1)[:, None]
+            i = np.arange(n)[None, :]
+            factors = np.maximum(z - i, 0) / (n - i)
+            mu = np.hstack([np.ones((len(groups), 1)), np.cumprod(factors, axis=1)])
+            yield int(n), groups, start_survival[which][:, None] * (mu[:, :-1] - mu[:, 1:])
+            continue
+        if n > MAX_TIED_CASCADE:
+            raise TieGroupTooLarge(int(r.q[r.gstart[groups[0]]]), int(n))
         mu = np.zeros((len(groups), n + 1))
         mu[:, 0] = 1.0
         for j in range(1, n + 1):  # add item j: mu_t <- ((j-t) mu_t + t q_j mu_{t-1}) / j

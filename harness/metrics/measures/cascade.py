@@ -18,13 +18,14 @@ import numpy as np
 from harness.errors import InputError
 from harness.metrics.measures.top_grade import check_top_grade, top_grade
 from harness.metrics.layout.prepared import whole_grades
-from harness.metrics.layout.ranked import cascade, group_stop_probability, survival_before, topk_sum
+from harness.metrics.layout.ranked import (MAX_TIED_CASCADE, TieGroupTooLarge, cascade,
+                                    group_stop_probability, survival_before, topk_sum)
 from harness.metrics.vocabulary.measure import MeasureInput, builtin_measure
+
+__all__: list[str] = []
 
 #: Where this family's measures stand in the docs' measure table (harness.metrics.measures).
 TABLE_ORDER = 2
-
-__all__: list[str] = []
 
 _EMPTY = ("empty", "empty_weight")
 
@@ -56,7 +57,15 @@ def _err(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
         few = prep.integer_grades
     else:
         few = whole_grades(label)
-    return cascade(r, stop, r.n, metric.k, nq, binary=False, few=bool(few)), empty
+    try:
+        return cascade(r, stop, r.n, metric.k, nq, binary=False, few=bool(few)), empty
+    except TieGroupTooLarge as exc:
+        raise InputError(
+            f"{metric.display_name} (ties={metric.ties!r}): a tie group of {exc.size:,} "
+            f"documents with graded labels; averaging ERR over its orders costs n^2 steps, "
+            f"and the limit is {MAX_TIED_CASCADE:,} documents: break the ties "
+            "(ties='docid' or 'input') or give the documents distinct scores",
+            qid=prep.qids[exc.code]) from None
 
 
 @builtin_measure("success", display="Success", aliases=("hit_rate",), options=_EMPTY,

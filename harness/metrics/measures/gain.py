@@ -89,7 +89,9 @@ def _mndcg(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     top_gain = float(metric.gain_function()(np.array([top]))[0])
     cum = np.concatenate(([0.0], np.cumsum(discounts(x, length))))
     length_q = np.minimum(prep.n_docs, length) if metric.k is None else np.full(nq, metric.k)
-    return ratio(dcg, top_gain * cum[length_q]), empty
+    with np.errstate(over="ignore"):
+        ideal = _finite(x, top_gain * cum[length_q], "the top grade's DCG")
+    return ratio(dcg, ideal), empty
 
 
 # -- gains and discounts, checked once per call -------------------------------------------
@@ -137,6 +139,23 @@ def _top(prep: Prepared, labels: np.ndarray) -> float:
     return float(labels.max()) if len(labels) else 0.0
 
 
+def _finite(x: MeasureInput, sums: np.ndarray, what: str) -> np.ndarray:
+    """``sums`` (per query), or an error naming the first query whose sum overflowed
+    float64 and its highest label: gains each finite (exp2's below label 1024) can still
+    sum past 1.8e308 (three labels of 1023). sklearn's ``dcg_score`` returns inf there and
+    ``ndcg_score`` NaN; trec_eval's gain is the label itself."""
+    bad = ~np.isfinite(sums)
+    if not bad.any():
+        return sums
+    prep, q = x.prep, int(np.flatnonzero(bad)[0])
+    top = max(prep.label[prep.q == q].max(initial=0.0),
+              prep.judged_label[prep.judged_q == q].max(initial=0.0))
+    raise InputError(f"{x.metric.display_name}: {what} overflows float64 (gain "
+                     f"{_gain_text(x.metric.gain)}, highest label {top:g}); lower the labels "
+                     "or use a gain that grows less (gain='linear')", column="label",
+                     qid=prep.qids[q])
+
+
 def _gain_text(gain: object) -> str:
     return repr(gain) if isinstance(gain, str) else "table"
 
@@ -176,7 +195,7 @@ def _dcg_sum(x: MeasureInput, length: int) -> np.ndarray:
     cut-off, gain and discount (nDCG and mnDCG share it)."""
     metric = x.metric
     return x.cache.get_or(("dcg", id(x.ranking), metric.k, metric.gain_key, metric.discount,
-                           length), lambda: _dcg_sum_of(x, length))
+                           length), lambda: _finite(x, _dcg_sum_of(x, length), "DCG"))
 
 
 def _dcg_sum_of(x: MeasureInput, length: int) -> np.ndarray:
@@ -256,7 +275,7 @@ def _ideal_dcg(prep: Prepared, x: MeasureInput, disc: np.ndarray) -> np.ndarray:
     metric = x.metric
     key = (metric.ideal, metric.gain_key, metric.discount, metric.k, len(disc))
     if key not in prep.ideal_dcgs:
-        prep.ideal_dcgs[key] = _ideal_dcg_of(prep, x, disc)
+        prep.ideal_dcgs[key] = _finite(x, _ideal_dcg_of(prep, x, disc), "the ideal DCG")
     return prep.ideal_dcgs[key]
 
 

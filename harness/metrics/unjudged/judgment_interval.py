@@ -23,7 +23,7 @@ from harness.metrics.vocabulary.definition import Metric, parse_metric
 from harness.metrics.engine.evaluate import evaluate, negative_policy
 from harness.metrics.layout.inputs import QRELS_COLUMNS, numeric, require_frame
 from harness.metrics.unjudged.judgment_labelings import (GROUP_RULES, ORDER_RULES, Candidates,
-                                                candidates, grade_choices)
+                                                TooManyRows, candidates, grade_choices)
 from harness.metrics.layout.prepare import prepare
 
 __all__ = ["judgment_interval", "COLUMNS"]
@@ -33,11 +33,16 @@ COLUMNS = ("nonrelevant", "relevant", "condensed", "low", "high", "exact", "judg
 #: Run and qrels rows evaluated per call of evaluate (pseudo-queries are batched up to
 #: about this).
 BATCH_ROWS = 1_000_000
+#: The most pseudo-query rows (labelings x the rows of each) one query may need, about
+#: 0.6 GB; past it the query is refused (3,000 tied documents under ties: 36M rows, which
+#: took 35 s and 2.55 GB).
+MAX_ROWS = 4_000_000
 
 
 def judgment_interval(run: pd.DataFrame, qrels: pd.DataFrame, metric: Metric | str,
                       *, ties: bool = False, max_labelings: int = 4096,
-                      pool: pd.DataFrame | None = None, **kwargs: Any) -> pd.DataFrame:
+                      max_rows: int = MAX_ROWS, pool: pd.DataFrame | None = None,
+                      **kwargs: Any) -> pd.DataFrame:
     """Per query, the range of a metric over every labeling of the unjudged retrieved
     documents.
 
@@ -57,6 +62,10 @@ def judgment_interval(run: pd.DataFrame, qrels: pd.DataFrame, metric: Metric | s
     max_labelings : int, default 4096
         The most labelings tried for one query where the measure declares no shortcut (every
         labeling: 12 binary documents, 5 with grades 0..4), or multisets for ``ideal``.
+    max_rows : int, default 4,000,000
+        The most rows one query's labelings may take, each evaluated as a pseudo-query of
+        the rows read, the documents labelled and the query's judgments: a query needing
+        more is refused (an :class:`InputError` naming it and the sizes).
     pool : DataFrame with columns ``qid``, ``docid``, optional
         More unjudged documents to label, beyond those the run retrieved: the ones other runs
         retrieved, so that runs compared are bounded over one set of labelings (a labelled
@@ -88,6 +97,8 @@ def judgment_interval(run: pd.DataFrame, qrels: pd.DataFrame, metric: Metric | s
     m = metric if isinstance(metric, Metric) else parse_metric(metric)
     if not isinstance(max_labelings, int) or max_labelings < 1:
         raise InputError(f"max_labelings must be an int >= 1, got {max_labelings!r}")
+    if not isinstance(max_rows, int) or max_rows < 1:
+        raise InputError(f"max_rows must be an int >= 1, got {max_rows!r}")
     if m.ties == "random" and not ties:
         raise MetricDefinitionError(
             f"{m.display_name}: judgment_interval evaluates each labeling as a query of its "
@@ -109,7 +120,8 @@ def judgment_interval(run: pd.DataFrame, qrels: pd.DataFrame, metric: Metric | s
     low_m, high_m = ((base.with_options(ties="pessimistic"), base.with_options(ties="optimistic"))
                      if ties else (base, base))
     low, high, exact, n_unjudged, method = _bounds(run, qrels, m, grade, low_m, high_m, ties,
-                                                   max_labelings, out, kwargs, pool)
+                                                   (max_labelings, max_rows), out, kwargs,
+                                                   pool)
     out["low"], out["high"], out["exact"] = low, high, exact
     out["n_unjudged"], out["method"] = n_unjudged, method
     out = out[list(COLUMNS)]
@@ -131,9 +143,11 @@ def _grade(m: Metric, qrels: pd.DataFrame) -> float:
 
 
 def _bounds(run: pd.DataFrame, qrels: pd.DataFrame, m: Metric, grade: float, low_m: Metric,
-            high_m: Metric, ties: bool, budget: int, out: pd.DataFrame,
+            high_m: Metric, ties: bool, limits: tuple[int, int], out: pd.DataFrame,
             kwargs: dict[str, Any], pool: pd.DataFrame | None) -> tuple[np.ndarray, ...]:
-    """Per query of ``out``: the bounds, whether exact, the unjudged count and the method."""
+    """Per query of ``out``: the bounds, whether exact, the unjudged count and the method
+    (``limits``: the labelings tried without a shortcut, the rows of a query's)."""
+    budget, max_rows = limits
     rule_known = ties or m.ties in GROUP_RULES or m.ties in ORDER_RULES
     fixed = m.ties in ORDER_RULES and not ties  # one order of the rows, else tie groups
     order_rule = m.ties if fixed else "input"  # score order, tie groups in input order
@@ -157,6 +171,7 @@ def _bounds(run: pd.DataFrame, qrels: pd.DataFrame, m: Metric, grade: float, low
     extra = {} if pool is None else _pool_by_query(pool, p_doc, qrels, prep)
     cut = _rows_read(m, rule_known)
     plans: list[tuple[int, np.ndarray, np.ndarray, Candidates]] = []
+    judgments = _by_query(qrels, prep)
     for code, (start, size) in enumerate(zip(starts, r.n)):
         sl = slice(start, start + size)
         unj = np.flatnonzero(~judged[sl])
@@ -169,8 +184,20 @@ def _bounds(run: pd.DataFrame, qrels: pd.DataFrame, m: Metric, grade: float, low
                                                                                   bool))
         i = where[code]
         n_unjudged[i] = len(unj)
-        plan = candidates(m, choices, reach, budget, rule_known,
-                          concave=ties or m.ties != "optimistic")
+        read = rows[sl] if cut is None else rows[sl][_reach(score[sl], np.arange(size), cut,
+                                                               fixed)]
+        width = len(read) + len(docs) + len(judgments.get(code, ()))
+        try:
+            plan = candidates(m, choices, reach, budget, rule_known,
+                              concave=ties or m.ties != "optimistic", width=width,
+                              max_rows=max_rows)
+        except TooManyRows as exc:
+            raise InputError(
+                f"{m.display_name}: bounding this query over its {len(docs):,} unjudged "
+                f"documents at {len(choices)} grades takes {exc.labelings:,} labelings of "
+                f"{width:,} rows ({exc.labelings * width:,} rows); the limit is "
+                f"{max_rows:,} (max_rows; harness judgments --max-rows)",
+                qid=prep.qids[code]) from None
         if plan is None:  # too many labelings: a bound the measure's range gives
             low[i], high[i] = (0.0, 1.0) if (m.measure.unjudged_bounds == "ideal"
                                              or m.measure.unit_range) else (-np.inf, np.inf)
@@ -179,10 +206,7 @@ def _bounds(run: pd.DataFrame, qrels: pd.DataFrame, m: Metric, grade: float, low
         method[i], exact[i] = plan.method, plan.exact
         if plan.high is not None:
             high[i] = plan.high  # the values found are within it: fmax keeps it
-        read = rows[sl] if cut is None else rows[sl][_reach(score[sl], np.arange(size), cut,
-                                                               fixed)]
         plans.append((code, np.sort(read), docs, plan))
-    judgments = _by_query(qrels, prep)
     for values_low, values_high, owners in _evaluate(plans, run, qrels, (r_doc, j_doc),
                                                      judgments, low_m, high_m, grade, prep,
                                                      kwargs):

@@ -42,7 +42,7 @@ import numpy as np
 
 from harness.metrics.vocabulary.definition import Metric
 
-__all__ = ["grade_choices", "Candidates", "candidates", "ORDER_RULES"]
+__all__ = ["grade_choices", "Candidates", "candidates", "ORDER_RULES", "TooManyRows"]
 
 #: Tie rules whose order is one fixed order of the rows (not a function of the labels).
 ORDER_RULES = ("input", "docid", "docid_float32", "docid_ascending")
@@ -78,28 +78,46 @@ class Candidates:
     high: float | None = None  # a valid upper bound when the greatest value is not known
 
 
+class TooManyRows(Exception):
+    """The labelings a query needs, times the rows of each, exceed the limit."""
+
+    def __init__(self, labelings: int) -> None:
+        super().__init__(labelings)
+        self.labelings = labelings
+
+
 def candidates(metric: Metric, choices: np.ndarray, reach: np.ndarray, budget: int,
-               rule_known: bool, concave: bool = True) -> Candidates | None:
+               rule_known: bool, concave: bool = True, *, width: int = 0,
+               max_rows: int | None = None) -> Candidates | None:
     """The labelings of ``len(reach)`` unjudged documents (in rank order; ``reach``: can
     each reach the top k) whose extremes bound the measure, or None when none is within
     ``budget`` labelings (then only a looser bound is known). ``rule_known``: the tie rule
     keeps the order argument (see the module's notes); ``concave``: a gain sum over the
     ranks is concave in each gain (false under ``ties='optimistic'``, a maximum over the
-    orders: then the least nDCG needs every multiset too)."""
+    orders: then the least nDCG needs every multiset too). Each labeling is evaluated as a
+    pseudo-query of ``width`` rows: TooManyRows is raised, before any labeling is built,
+    when their number times ``width`` exceeds ``max_rows``."""
     u, c = len(reach), len(choices)
     if u == 0 or c == 1:
         return Candidates(np.full((1, u), choices[0]), True, "constant")
+
+    def fits(labelings: int) -> None:
+        if max_rows is not None and labelings * width > max_rows:
+            raise TooManyRows(labelings)
+
     kind = metric.measure.unjudged_bounds if rule_known else ""
     if kind == "monotone" and _monotone_gains(metric, choices):
         alone = np.arange(u)
         if metric.measure.reads_top_k and not reach.all():  # one labelled below the top k
             alone = np.append(np.flatnonzero(reach), np.flatnonzero(~reach)[0])  # as any
+        fits(2 + len(alone) * (c - 1))
         single = np.repeat(np.full((1, u), choices[0]), len(alone) * (c - 1), axis=0)
         rows = np.arange(len(alone) * (c - 1))
         single[rows, alone[rows // (c - 1)]] = np.tile(choices[1:], len(alone))
         ends = np.array([np.full(u, choices[0]), np.full(u, choices[-1])])
         return Candidates(np.vstack([ends, single]), True, "monotone")
     if kind == "swap" and c == 2:
+        fits(2 * u)
         s = np.arange(u + 1)[:, None]
         top = np.where(np.arange(u)[None, :] < s, choices[1], choices[0])
         bottom = np.where(np.arange(u)[None, :] >= u - s, choices[1], choices[0])
@@ -109,15 +127,18 @@ def candidates(metric: Metric, choices: np.ndarray, reach: np.ndarray, budget: i
         inside = int(reach.sum())
         multisets = math.comb(inside + c - 1, c - 1)
         if multisets + (inside + 1 if concave else multisets) <= budget:
+            fits(multisets + (inside + 1 if concave else multisets))
             worst = (_suffixes(choices, reach) if concave else
                      _sorted_multisets(choices[::-1], reach))  # the others highest
             return Candidates(np.vstack([_sorted_multisets(choices, reach), worst]), True,
                               "ideal")
         if concave:  # the least value is still exact; the greatest is bounded by 1
+            fits(2 * (inside + 1))
             best = _sorted_multisets(choices[[0, -1]], reach)
             return Candidates(np.vstack([best, _suffixes(choices, reach)]), False,
                               "ideal-low", high=1.0)
     if c ** u <= budget:
+        fits(c ** u)
         every = np.array(list(itertools.product(range(c), repeat=u)), dtype=np.int64)
         return Candidates(choices[every], True, "enumeration")
     return None

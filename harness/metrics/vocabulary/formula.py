@@ -12,6 +12,10 @@ numpy operations; nothing is ever passed to ``eval``. Allowed:
 Limits keep a hostile formula cheap to reject: at most 200 characters and 64 syntax nodes,
 exponents that do not involve the variable at most 64 in absolute value. Values are computed in float64, so a
 formula cannot allocate big integers; results that overflow are reported by the caller.
+
+:func:`gain_formula` and :func:`discount_formula` refuse formulas that cannot be a gain or a
+discount: a gain 0 at every label (every ideal DCG 0), a discount not > 0 at rank 1 or
+growing with the rank.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import numpy as np
 
 from harness.errors import FormulaError
 
-__all__ = ["Formula", "compile_formula"]
+__all__ = ["Formula", "compile_formula", "gain_formula", "discount_formula"]
 
 MAX_CHARS = 200
 MAX_NODES = 64
@@ -189,3 +193,37 @@ class _Compiler:
 
             return fold
         raise self.fail(f"the function {name!r}")
+
+
+#: Labels a gain formula is tried at: one that is 0 at all of them gives every query an
+#: ideal DCG of 0, so nDCG would be its ``empty`` value everywhere.
+_PROBE_LABELS = np.array([0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 10.0, 100.0, 1e3, 1e6])
+#: Ranks a discount formula is tried at (1-based): it must be > 0 at rank 1 and never grow.
+_PROBE_RANKS = np.arange(1.0, 10_001.0)
+
+
+def gain_formula(formula: Formula) -> str:
+    """A gain formula's canonical text, refused when it is 0 at every label probed."""
+    gains = formula(_PROBE_LABELS)
+    if np.all(gains == 0):
+        raise FormulaError(f"gain {formula.source!r} is 0 at every label tried (0.5 .. 1e6): "
+                           "every ideal DCG would be 0 and nDCG undefined")
+    return formula.source
+
+
+def discount_formula(formula: Formula) -> str:
+    """A discount formula's canonical text, refused unless it is > 0 at rank 1 and never
+    grows with the rank (over ranks 1 .. 10,000; a rank where it is not finite is named
+    where the data reach it)."""
+    d = formula(_PROBE_RANKS)
+    if math.isfinite(d[0]) and not d[0] > 0:
+        raise FormulaError(f"discount {formula.source!r} is {d[0]:g}, not > 0 at rank 1: "
+                           "every DCG would be 0")
+    finite = np.isfinite(d[:-1]) & np.isfinite(d[1:])
+    grows = np.flatnonzero(finite & (d[1:] > d[:-1] * (1 + 1e-12)))
+    if len(grows):
+        i = int(grows[0])
+        raise FormulaError(f"discount {formula.source!r} grows with the rank ({d[i]:g} at "
+                           f"rank {i + 1}, {d[i + 1]:g} at rank {i + 2}); a discount must not "
+                           "grow (e.g. 1/log2(rank + 1))")
+    return formula.source

@@ -20,7 +20,8 @@ from typing import Any, Final
 import numpy as np
 
 from harness.errors import FormulaError, MetricDefinitionError
-from harness.metrics.vocabulary.formula import Formula, compile_formula
+from harness.metrics.vocabulary.formula import (Formula, compile_formula, discount_formula,
+                                     gain_formula)
 from harness.metrics.vocabulary.number_options import (grade_check, levels_check, number_list, positive,
                                              top_grade_check, weights_check)
 
@@ -145,11 +146,12 @@ def _gain(gain: Any) -> GainSpec:
         if text in _NAMED_GAINS:
             return text
         try:
-            return compile_formula(text, "rel").source
+            formula = compile_formula(text, "rel")
         except FormulaError as exc:
             raise FormulaError(f"gain {text!r} is not a named gain "
                                f"({', '.join(_NAMED_GAINS)}), nor a valid formula over "
                                f"'rel': {exc}") from None
+        return gain_formula(formula)
     raise MetricDefinitionError(
         f"gain must be 'exp2', 'linear', a {{label: gain}} table or a formula over 'rel', "
         f"got {gain!r}")
@@ -169,7 +171,7 @@ def _discount(discount: Any) -> DiscountSpec:
         if base <= 1:
             raise MetricDefinitionError(f"discount {text!r}: the log base must be > 1")
         return "log2" if base == 2 else f"log{_fmt_num(base)}"
-    return compile_formula(text, "rank").source
+    return discount_formula(compile_formula(text, "rank"))
 
 
 # -- reading values back from display names ----------------------------------------------
