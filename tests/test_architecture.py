@@ -21,6 +21,7 @@ ENTRY_PACKAGES = ("sync", "cluster", "scored_run", "eval", "judgments")
 LAYERS = (
     ("errors", "paths", "version", "progress", "allocator", "lazy"),
     ("metrics", "data"),
+    ("interop",),
     ("engines", "datasets", "explain", "reporting", "tracking"),
     ("rankers",),
     ("app", "compare"),

@@ -14,6 +14,7 @@ from harness.metrics.conventions import TREC_EVAL_CONVENTIONS, negative_policy
 from harness.metrics.definition import Metric, parse_metric
 from harness.metrics.dense import dense_array
 from harness.metrics.kernels import full_rankings, measure_columns
+from harness.metrics.peer_inputs import as_table
 from harness.metrics.prepare import prepare
 from harness.metrics.weighting import empty_mask, record_empty, summary
 
@@ -52,10 +53,11 @@ def evaluate(
     Parameters
     ----------
     run : DataFrame with columns ``qid``, ``docid``, ``score`` (and ``label`` when ``qrels``
-        is None)
-        Scored documents, one row each, in any order. Higher scores rank first; equal
+        is None), or a peer's run (:mod:`harness.metrics.peer_inputs`)
+        Scored documents, one row each, in any order: also a ranx ``Run``, pytrec_eval's
+        ``{qid: {docid: score}}``, ir_measures' ``ScoredDoc`` records, a PyTerrier frame. Higher scores rank first; equal
         scores are ordered by each metric's ``ties`` rule.
-    qrels : DataFrame with columns ``qid``, ``docid``, ``label``, optional
+    qrels : DataFrame with columns ``qid``, ``docid``, ``label``, or a peer's qrels, optional
         Judgments. Documents the run did not retrieve still count for ``ideal='judged'``,
         AP and recall; retrieved documents without a judgment have label 0.
     metrics : Metric, str or iterable of them, default ``("ndcg@10",)``
@@ -111,6 +113,7 @@ def evaluate(
     """
     mlist = as_metrics(metrics)
     _check_top_label(top_label)
+    run, qrels = as_table(run, "run"), as_table(qrels, "qrels")
     options = {"nan_scores": nan_scores, "missing": missing, "top_label": top_label,
                "negative_labels": negative_policy(mlist, negative_labels)}
     out = evaluate_blocked(run, qrels, mlist, _evaluate_whole, options)  # a large run
