@@ -58,7 +58,7 @@ def read_ir_dataset(dataset_id: str) -> pd.DataFrame:
     except InputError:
         raise
     except Exception as exc:  # ir_datasets' download errors: requests', OSError, ...
-        reason = (str(exc).splitlines() or [""])[0][:200]
+        reason = (str(exc).splitlines() or [""])[0][:120]
         raise InputError(
             f"ir_datasets dataset {dataset_id!r}: its qrels are not in ir_datasets' cache "
             f"({cache_folder()}, set by IR_DATASETS_HOME) and could not be downloaded "

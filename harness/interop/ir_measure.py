@@ -11,6 +11,8 @@ definition leaves out (``empty='exclude'``) yields NaN per query and is skipped 
 
 >>> import ir_measures, harness
 >>> m = harness.as_ir_measure("RR")
+>>> m
+harness:RR
 >>> qrels = [ir_measures.Qrel("q1", "b", 1)]
 >>> run = [ir_measures.ScoredDoc("q1", "a", 2.0), ir_measures.ScoredDoc("q1", "b", 1.0)]
 >>> ir_measures.calc_aggregate([m], qrels, run)[m]
@@ -49,8 +51,10 @@ def as_ir_measure(metric: str | Metric) -> Any:
     """An ``ir_measures`` measure computing ``metric`` (a name :func:`harness.parse_metric`
     reads, or a :class:`~harness.Metric`) with :func:`harness.evaluate`.
 
-    Its printed name is the definition's display name (``nDCG@10(ties=average)``), so
-    PyTerrier's result columns and ir_measures' result keys read as the harness names.
+    Its printed name is ``harness:`` and the definition's display name
+    (``harness:nDCG@10``): PyTerrier's result columns and ir_measures' result keys say
+    which library computed the value, and the measure never equals ir_measures' own
+    measure of the same name (ir_measures compares measures by their printed names).
     """
     try:
         import ir_measures
@@ -58,13 +62,13 @@ def as_ir_measure(metric: str | Metric) -> Any:
         raise InputError("as_ir_measure needs the ir_measures package: pip install "
                          "ir-measures") from None
     definition = metric if isinstance(metric, Metric) else parse_metric(metric)
-    name = definition.display_name
+    name = f"harness:{definition.display_name}"
 
     def per_query(qrels: Any, run: Any) -> list[tuple[Any, float]]:
         if len(run) == 0:  # no retrieved document: ir_measures scores each query 0
             return []
         table = evaluate(run, qrels, [definition])
-        return [(qid, float(v)) for qid, v in table[name].items()]
+        return [(qid, float(v)) for qid, v in table[definition.display_name].items()]
 
     base = type(ir_measures.define(per_query, name=name, support_cutoff=False))
 
