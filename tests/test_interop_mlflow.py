@@ -39,11 +39,16 @@ def data(shared_data: Path) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def tracking(tmp_path_factory: pytest.TempPathFactory) -> str:
     before = mlflow.get_tracking_uri()
-    uri = f"sqlite:///{tmp_path_factory.mktemp('mlflow')}/mlflow.db"
+    folder = tmp_path_factory.mktemp("mlflow")
+    uri = f"sqlite:///{folder}/mlflow.db"
     mlflow.set_tracking_uri(uri)
+    # artifacts under the test's folder, not MLflow's default ./mlruns
+    experiment = mlflow.create_experiment("doors", artifact_location=str(folder / "artifacts"))
+    mlflow.set_experiment(experiment_id=experiment)
     _model_evaluation_registry.register("harness", HarnessEvaluator)
     yield uri
     mlflow.set_tracking_uri(before)
+    mlflow.tracking.fluent._active_experiment_id = None  # no experiment of a gone store
 
 
 def _evaluate(data: pd.DataFrame, sign: float) -> object:
