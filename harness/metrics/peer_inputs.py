@@ -40,7 +40,7 @@ __all__ = ["as_table", "PEER_COLUMNS"]
 PEER_COLUMNS = {
     "qid": ("query_id", "q_id"),
     "docid": ("doc_id",),
-    "label": ("relevance", "rel"),
+    "label": ("relevance",),
 }
 
 #: the value each table holds, and the field of an ir_measures record holding it
@@ -91,9 +91,11 @@ def _from_nested(value: Mapping[Any, Any], table: str, column: str) -> pd.DataFr
     values: list[Any] = []
     for qid, docs in value.items():
         if not isinstance(docs, Mapping):
+            hint = (" (a dict of columns? pass pandas.DataFrame(...) of it)"
+                    if isinstance(docs, (list, tuple, np.ndarray, pd.Series)) else "")
             raise InputError(
                 f"{table} as a dict must map each qid to a dict {{docid: {column}}}; query "
-                f"{qid!r} maps to {type(docs).__name__}", table=table, qid=qid)
+                f"{qid!r} maps to {type(docs).__name__}{hint}", table=table, qid=qid)
         qids.extend([qid] * len(docs))
         docids.extend(docs)
         values.extend(docs.values())
