@@ -38,24 +38,23 @@ def data(shared_data: Path) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def tracking(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A store of the module's own (its experiment's id), artifacts under its folder."""
     before = mlflow.get_tracking_uri()
     folder = tmp_path_factory.mktemp("mlflow")
     uri = f"sqlite:///{folder}/mlflow.db"
     mlflow.set_tracking_uri(uri)
     # artifacts under the test's folder, not MLflow's default ./mlruns
     experiment = mlflow.create_experiment("doors", artifact_location=str(folder / "artifacts"))
-    mlflow.set_experiment(experiment_id=experiment)
     _model_evaluation_registry.register("harness", HarnessEvaluator)
-    yield uri
+    yield experiment
     mlflow.set_tracking_uri(before)
-    mlflow.tracking.fluent._active_experiment_id = None  # no experiment of a gone store
 
 
-def _evaluate(data: pd.DataFrame, sign: float) -> object:
+def _evaluate(data: pd.DataFrame, sign: float, experiment: str) -> object:
     def model(features: pd.DataFrame) -> object:
         return sign * features["run_score"].to_numpy()
 
-    with mlflow.start_run():
+    with mlflow.start_run(experiment_id=experiment):
         return mlflow.models.evaluate(
             model, data, targets="label", model_type="ranker", evaluators="harness",
             evaluator_config={"qid": "qid", "docid": "docid", "metrics": METRICS})
@@ -72,17 +71,24 @@ def test_mlflow_dispatches_the_registered_evaluator(tracking: str) -> None:
 
 
 def test_evaluate_logs_the_study_outputs(tracking: str, data: pd.DataFrame) -> None:
-    result = _evaluate(data, 1.0)
+    result = _evaluate(data, 1.0, tracking)
     rows = data.rename(columns={"run_score": "score"})
     table = harness.evaluate(rows, None, METRICS)
     means = harness.aggregate(table)["mean"]
     expected = {metric_key(name): float(value) for name, value in means.items()}
-    assert result.metrics == expected and set(expected) == {
-        "nDCG_10", "nDCG_10_gain_linear_ties_docid", "RR"}
+    assert set(expected) == {"nDCG_10", "nDCG_10_gain_linear_ties_docid", "RR"}
+    checks = {k: v for k, v in result.metrics.items() if k.startswith("sklearn_check.")}
+    assert {k: v for k, v in result.metrics.items() if k not in checks} == expected
+    # nDCG@10 and trec_eval's nDCG@10 are both checked; RR is not sklearn's
+    assert checks["sklearn_check.n_variants_checked"] == 2.0
+    assert checks["sklearn_check.n_variants_not_checked"] == 1.0
+    assert checks["sklearn_check.max_abs_diff"] < 1e-12
     run = mlflow.MlflowClient().get_run(result.run_id)
-    assert run.data.metrics == expected
+    assert run.data.metrics == result.metrics
     logged = {a.path for a in mlflow.MlflowClient().list_artifacts(result.run_id)}
-    assert logged == {"per_query.csv", "sklearn_check.csv"}
+    assert logged == {"per_query.csv", "summary.csv", "sklearn_check.csv"}
+    summary = result.artifacts["summary"].content.set_index("variant")
+    assert summary.loc["RR", "mean"] == means["RR"]
     per_query = pd.read_csv(mlflow.artifacts.download_artifacts(
         run_id=result.run_id, artifact_path="per_query.csv"), dtype={"qid": str})
     pd.testing.assert_frame_equal(per_query.set_index("qid")[table.columns], table,
@@ -94,7 +100,8 @@ def test_evaluate_logs_the_study_outputs(tracking: str, data: pd.DataFrame) -> N
 
 def test_mlflow_validation_thresholds_read_its_metrics(tracking: str,
                                                         data: pd.DataFrame) -> None:
-    candidate, baseline = _evaluate(data, 1.0), _evaluate(data, -1.0)  # BM25, reversed
+    candidate = _evaluate(data, 1.0, tracking)
+    baseline = _evaluate(data, -1.0, tracking)  # BM25's ranking reversed
     assert candidate.metrics["nDCG_10"] > baseline.metrics["nDCG_10"] + 0.1
     mlflow.validate_evaluation_results(
         {"nDCG_10": MetricThreshold(threshold=0.2, min_absolute_change=0.1,

@@ -9,10 +9,12 @@ column (``"docid"``, else the row number), the label column (``targets``) and th
 features (every other column, or ``"features"``). It logs to the evaluation's run, as a
 study logs a ranker:
 
-- ``per_query.csv``: the per-query table of :func:`harness.evaluate`;
-- ``sklearn_check.csv``: each nDCG variant against :func:`sklearn.metrics.ndcg_score`;
-- one metric per definition, its mean over queries (:func:`harness.aggregate`), named by
-  the definition's display name with ``@``, ``(``, ``)``, ``=`` and ``,`` as ``_``, which
+- ``per_query.csv``: the per-query table of :func:`harness.evaluate`; ``summary.csv``: its
+  :func:`harness.aggregate` (mean, queries used and excluded);
+- ``sklearn_check.csv``: each nDCG variant against :func:`sklearn.metrics.ndcg_score`, and
+  the study's ``sklearn_check.*`` metrics (``max_abs_diff``: a threshold can gate on it);
+- one metric per definition, its mean over queries, named by the definition's display name
+  with ``@``, ``(``, ``)``, ``=``, ``,`` and ``:`` as ``_``, which
   ``mlflow.validate_evaluation_results`` thresholds name (``nDCG_10``).
 
 MLflow asks a ``model_type``; this evaluator takes any (``"ranker"`` reads best).
@@ -112,21 +114,36 @@ class HarnessEvaluator(ModelEvaluator):  # type: ignore[misc,valid-type]
         rows = score_frame(dataset.features_data, dataset.labels_data, predict, config)
         per_query, summary, check = _evaluation(rows, metrics)
         values = {metric_key(str(name)): float(row["mean"]) for name, row in summary.iterrows()}
+        values |= _check_metrics(check)
         client = MlflowClient()
         client.log_batch(run_id, metrics=[
             mlflow.entities.Metric(k, v, int(time.time() * 1000), 0)
             for k, v in values.items()])
         with tempfile.TemporaryDirectory() as tmp:
-            paths = {"per_query": Path(tmp) / "per_query.csv",
-                     "sklearn_check": Path(tmp) / "sklearn_check.csv"}
+            paths = {name: Path(tmp) / f"{name}.csv"
+                     for name in ("per_query", "summary", "sklearn_check")}
             per_query.to_csv(paths["per_query"])
+            summary.to_csv(paths["summary"], index_label="variant")
             check.to_csv(paths["sklearn_check"], index=False)
             for path in paths.values():
                 client.log_artifact(run_id, str(path))
-        frames = {"per_query": per_query.reset_index(), "sklearn_check": check}
+        frames = {"per_query": per_query.reset_index(), "sklearn_check": check,
+                  "summary": summary.rename_axis("variant").reset_index()}
         artifacts = {name: _artifact(run_id, path.name, frames[name])
                      for name, path in paths.items()}
         return EvaluationResult(metrics=values, artifacts=artifacts, run_id=run_id)
+
+
+def _check_metrics(check: pd.DataFrame) -> dict[str, float]:
+    """The ``sklearn_check.*`` metrics a study logs for a ranker: variants checked and not,
+    and (when any was checked) the largest difference and the queries checked."""
+    checked = check[check["status"] == "checked"] if len(check) else check
+    out = {"sklearn_check.n_variants_checked": float(len(checked)),
+           "sklearn_check.n_variants_not_checked": float(len(check) - len(checked))}
+    if len(checked):
+        out["sklearn_check.max_abs_diff"] = float(checked["max_abs_diff"].max())
+        out["sklearn_check.n_queries_checked"] = float(checked["n_checked"].sum())
+    return out
 
 
 def _artifact(run_id: str, name: str, frame: pd.DataFrame) -> Any:
