@@ -70,3 +70,36 @@ def test_qrels_neither_cached_nor_reachable_say_so_in_one_line(
 def test_an_unknown_id_is_named() -> None:
     with pytest.raises(InputError, match="ir_datasets knows no dataset 'no-such/set'"):
         read_ir_dataset("no-such/set")
+
+
+def test_a_study_reads_the_dataset_from_a_yaml_of_the_users_config_folder(
+        cast: dict[str, Path], tmp_path: Path) -> None:
+    """docs/interop.md's YAML, in a config folder of the user's (Hydra's search path): the
+    study's per-query values are those of the kind ``trec`` on the same files."""
+    from hydra import compose, initialize_config_dir
+
+    import harness
+    import harness.paths
+    from harness.app.config import register_configs
+    from harness.app.study import run_study
+
+    (tmp_path / "conf" / "dataset").mkdir(parents=True)
+    (tmp_path / "conf" / "dataset" / "cast_ir.yaml").write_text(
+        "defaults:\n  - /schema/dataset/ir_datasets@_here_\n  - _self_\n"
+        f"name: cast_ir\nid: {cast['id']}\nrun_path: {cast['run']}\n")
+    register_configs()
+    conf = Path(harness.paths.PROJECT_ROOT) / "conf"
+    with initialize_config_dir(version_base="1.3", config_dir=str(conf)):
+        cfg = compose("config", overrides=[
+            f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "dataset=cast_ir",
+            "ranker=feature", "metric=ndcg10", "tracking=off", "tracking.figures=off",
+            "check.sklearn=off", f"cache_dir={tmp_path / 'cache'}"])
+    result = run_study(cfg, tmp_path / "job")
+    assert result.dataset.kind == "ir_datasets"
+    (table,) = [r.per_query for r in result.rankers.values()]
+    run = pd.read_csv(cast["run"], sep=" ", header=None, names=["qid", "q0", "docid", "rank",
+                                                                "score", "tag"], dtype=str)
+    run["score"] = run["score"].astype(float)
+    qrels = read_qrels(cast["qrels"])
+    expected = harness.evaluate(run[run["qid"].isin(set(qrels["qid"]))], qrels, ["nDCG@10"])
+    assert table["nDCG@10"].to_dict() == expected["nDCG@10"].to_dict()
