@@ -55,8 +55,8 @@ def evaluate(
     run : DataFrame with columns ``qid``, ``docid``, ``score`` (and ``label`` when ``qrels``
         is None), or a peer's run (:mod:`harness.metrics.peer_inputs`)
         Scored documents, one row each, in any order: also a ranx ``Run``, pytrec_eval's
-        ``{qid: {docid: score}}``, ir_measures' ``ScoredDoc`` records, a PyTerrier frame. Higher scores rank first; equal
-        scores are ordered by each metric's ``ties`` rule.
+        ``{qid: {docid: score}}``, ir_measures' ``ScoredDoc`` records, a PyTerrier frame.
+        Higher scores rank first; equal scores are ordered by each metric's ``ties`` rule.
     qrels : DataFrame with columns ``qid``, ``docid``, ``label``, or a peer's qrels, optional
         Judgments. Documents the run did not retrieve still count for ``ideal='judged'``,
         AP and recall; retrieved documents without a judgment have label 0.
