@@ -95,8 +95,9 @@ def compare(qrels: pd.DataFrame | str | Path | None,
         A run is a DataFrame (``qid, docid, score``), a peer's run (as ``qrels``: a ranx
         ``Run``, a dict of dicts, ``ScoredDoc`` records, a PyTerrier frame with ``docno``),
         a TREC run file (text or ``.gz``) or a parquet file, or a per-query table (``qid``
-        and one column per measure display name, as :func:`harness.evaluate` returns). A sequence names each run by its file's
-        stem (``org_manual_bm25``), or ``run1``, ``run2``, ... for DataFrames.
+        and one column per measure display name, as :func:`harness.evaluate` returns). A
+        sequence names each run by its file's stem (``org_manual_bm25``), or ``run1``,
+        ``run2``, ... for other runs.
     metrics : sequence of str or Metric, default ("nDCG@10",)
         Any name :func:`harness.parse_metric` reads (``trec_eval:ndcg``, ``P(rel=2)@5``).
     baseline : str, optional
