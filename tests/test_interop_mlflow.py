@@ -67,7 +67,17 @@ def test_the_entry_point_is_declared() -> None:
 
 
 def test_mlflow_dispatches_the_registered_evaluator(tracking: str) -> None:
+    from mlflow.models.evaluation.base import resolve_evaluators_and_configs
+
     assert isinstance(_model_evaluation_registry.get_evaluator("harness"), HarnessEvaluator)
+    # every registered evaluator that says yes runs when none is named: a ranker meets this
+    # one, a classifier or a regressor never does
+    names = {model_type: {b.name for b in resolve_evaluators_and_configs(None, None,
+                                                                          model_type)}
+             for model_type in ("ranker", "classifier", "regressor")}
+    assert "harness" in names["ranker"]
+    assert "harness" not in names["classifier"] | names["regressor"]
+    assert names["classifier"] and names["regressor"]
 
 
 def test_evaluate_logs_the_study_outputs(tracking: str, data: pd.DataFrame) -> None:

@@ -17,7 +17,9 @@ study logs a ranker:
   with ``@``, ``(``, ``)``, ``=``, ``,`` and ``:`` as ``_``, which
   ``mlflow.validate_evaluation_results`` thresholds name (``nDCG_10``).
 
-MLflow asks a ``model_type``; this evaluator takes any (``"ranker"`` reads best).
+MLflow asks a ``model_type``: this evaluator evaluates ``"ranker"`` only, so that an
+evaluation with every registered evaluator (``evaluators=None``) of a classifier or a
+regressor never meets it.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ from harness.metrics.evaluate import aggregate, as_metrics, evaluate
 from harness.metrics.sklearn_check import check_against_sklearn
 
 __all__ = ["HarnessEvaluator", "metric_key", "score_frame"]
+
+#: the ``model_type`` this evaluator evaluates
+MODEL_TYPE = "ranker"
 
 #: what the evaluator_config may hold
 CONFIG_KEYS = ("qid", "docid", "metrics", "features")
@@ -99,7 +104,10 @@ class HarnessEvaluator(ModelEvaluator):  # type: ignore[misc,valid-type]
 
     @classmethod
     def can_evaluate(cls, *, model_type: Any, evaluator_config: Any, **kwargs: Any) -> bool:
-        return True
+        """Only ``model_type="ranker"``: ``mlflow.models.evaluate(evaluators=None)`` runs
+        every registered evaluator that says yes, and a classifier's or a regressor's
+        evaluation must not meet this one."""
+        return model_type == MODEL_TYPE
 
     def evaluate(self, *, model_type: Any, dataset: Any, run_id: str,
                  evaluator_config: dict[str, Any], model: Any = None,
