@@ -39,6 +39,9 @@ _LAZY = {
     "judgment_interval": "harness.metrics.unjudged.judgment_interval",
     "compare": "harness.compare",  # the package, callable: harness.compare(qrels, runs, ...)
     "Comparison": "harness.compare.api",
+    # the ecosystem's doors (docs/interop.md)
+    "as_ir_measure": "harness.interop.ir_measure",
+    **dict.fromkeys(("per_query_dict", "to_trec"), "harness.interop.tables"),
 }
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports on demand
@@ -58,6 +61,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
     from harness.metrics.unjudged.judgment_interval import judgment_interval
     from harness.engines.stream import evaluate_parquet
     from harness.compare.api import Comparison, compare
+    from harness.interop.ir_measure import as_ir_measure
+    from harness.interop.tables import per_query_dict, to_trec
 
 
 def __getattr__(name: str) -> object:
@@ -87,6 +92,7 @@ __all__ = [
     "Metric",
     "MetricDefinitionError",
     "aggregate",
+    "as_ir_measure",
     "compare",
     "evaluate",
     "evaluate_dask",
@@ -95,8 +101,10 @@ __all__ = [
     "explain_difference",
     "judgment_interval",
     "parse_metric",
+    "per_query_dict",
     "register_measure",
     "tie_interval",
+    "to_trec",
     "unregister_measure",
     "__version__",
 ]

@@ -29,9 +29,9 @@ def shared_data() -> Path:
 #: one worker alone with a long module at the end. From a full run's ``--durations``.
 SLOW_FIRST = ("test_readme_commands", "test_bench_scale", "test_compare", "test_walkthrough",
               "test_ltr_rankers", "test_ranx_names", "test_sweep_signals", "test_measure_names",
-              "test_ci_gate", "test_peer_edges", "test_app_e2e", "test_fusion", "test_notebook",
-              "test_launchers", "test_journeys", "test_stream", "test_tracking",
-              "test_compare_runs")
+              "test_ci_gate", "test_interop_inputs", "test_peer_edges", "test_app_e2e",
+              "test_fusion", "test_notebook", "test_launchers", "test_journeys", "test_stream",
+              "test_tracking", "test_compare_runs")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

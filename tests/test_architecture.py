@@ -17,6 +17,7 @@ ROOT = Path(harness.__file__).resolve().parent
 LAYERS = (
     ("errors", "paths", "version", "progress", "allocator", "lazy"),
     ("metrics", "data"),
+    ("interop",),
     ("engines", "datasets", "explain", "reporting", "tracking"),
     ("rankers",),
     ("app", "compare"),

@@ -254,7 +254,12 @@ def test_empty_run_raises() -> None:
 
 
 def test_non_dataframe_raises() -> None:
-    with pytest.raises(InputError, match=r"run must be a pandas DataFrame, got dict"):
+    with pytest.raises(InputError, match=r"run must be a pandas DataFrame, got int"):
+        evaluate(5, None, ["ndcg"])  # type: ignore[arg-type]
+    # a dict is read as pytrec_eval's {qid: {docid: score}} (issue 39): a dict of columns is
+    # named as such
+    with pytest.raises(InputError, match=r"query 'qid' maps to list \(a dict of columns\? "
+                                         r"pass pandas.DataFrame\(\.\.\.\) of it\)"):
         evaluate({"qid": [1]}, None, ["ndcg"])  # type: ignore[arg-type]
 
 

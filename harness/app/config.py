@@ -62,6 +62,15 @@ class TrecDataset:
 
 
 @dataclass
+class IrDatasetsDataset:
+    kind: str = "ir_datasets"
+    name: str = "ir_datasets"
+    id: str = MISSING  # an ir_datasets id; its qrels are read from ir_datasets' cache
+    run_path: str = MISSING
+    default_feature: Optional[str] = "run_score"  # the run file's score, its only feature
+
+
+@dataclass
 class TableDataset:
     kind: str = "table"
     name: str = "table"
@@ -231,6 +240,7 @@ def register_configs() -> None:
     for group, name, node in (("dataset", "synthetic", SyntheticDataset),
                               ("dataset", "letor", LetorDataset),
                               ("dataset", "trec", TrecDataset),
+                              ("dataset", "ir_datasets", IrDatasetsDataset),
                               ("dataset", "table", TableDataset),
                               ("dataset", "parquet_run", ParquetRunDataset)):
         cs.store(group=f"schema/{group}", name=name, node=node)

@@ -23,7 +23,8 @@ _SECTIONS = {"metric": schema.MetricGrid, "tracking": schema.TrackingConfig,
              "check": schema.CheckConfig, "explain": schema.ExplainConfig,
              "engine": schema.EngineConfig, "judgments": schema.JudgmentsConfig}
 _DATASETS = {"synthetic": schema.SyntheticDataset, "letor": schema.LetorDataset,
-             "trec": schema.TrecDataset, "table": schema.TableDataset,
+             "trec": schema.TrecDataset, "ir_datasets": schema.IrDatasetsDataset,
+             "table": schema.TableDataset,
              "parquet_run": schema.ParquetRunDataset}
 
 

@@ -32,6 +32,7 @@ import pandas as pd
 from harness.errors import CompareError, InputError
 from harness.compare.core import build_comparison, check_options
 from harness.compare.result import Comparison
+from harness.metrics.layout.peer_inputs import as_table
 
 __all__ = ["Comparison", "compare"]
 
@@ -39,11 +40,14 @@ RunLike = pd.DataFrame | str | Path
 
 
 def _read(value: RunLike, what: str) -> pd.DataFrame:
-    """A run or a per-query table from a DataFrame or a file (TREC text, gzip, parquet)."""
+    """A run or a per-query table from a DataFrame, a peer's run (a ranx ``Run``,
+    pytrec_eval's dict of dicts, ir_measures' records, a PyTerrier frame) or a file (TREC
+    text, gzip, parquet)."""
+    value = as_table(value, "run")
     if isinstance(value, pd.DataFrame):
         return value
     if not isinstance(value, (str, Path)):
-        raise InputError(f"{what}: expected a DataFrame or a file path, got "
+        raise InputError(f"{what}: expected a DataFrame, a peer's run or a file path, got "
                          f"{type(value).__name__}")
     path = Path(value)
     if not path.is_file():
@@ -83,13 +87,17 @@ def compare(qrels: pd.DataFrame | str | Path | None,
 
     Parameters
     ----------
-    qrels : DataFrame (qid, docid, label), path of a TREC qrels file, or None
-        None when every run holds a ``label`` column or is a per-query table.
+    qrels : DataFrame (qid, docid, label), path of a TREC qrels file, a peer's qrels, or None
+        None when every run holds a ``label`` column or is a per-query table. A peer's
+        qrels: a ranx ``Qrels``, pytrec_eval's ``{qid: {docid: label}}``, ir_measures'
+        ``Qrel`` records or an iterator of them, a PyTerrier frame (``qid, docno, label``).
     runs : mapping of name -> run, or a sequence of runs
-        A run is a DataFrame (``qid, docid, score``), a TREC run file (text or ``.gz``) or a
-        parquet file, or a per-query table (``qid`` and one column per measure display
-        name, as :func:`harness.evaluate` returns). A sequence names each run by its file's
-        stem (``org_manual_bm25``), or ``run1``, ``run2``, ... for DataFrames.
+        A run is a DataFrame (``qid, docid, score``), a peer's run (as ``qrels``: a ranx
+        ``Run``, a dict of dicts, ``ScoredDoc`` records, a PyTerrier frame with ``docno``),
+        a TREC run file (text or ``.gz``) or a parquet file, or a per-query table (``qid``
+        and one column per measure display name, as :func:`harness.evaluate` returns). A
+        sequence names each run by its file's stem (``org_manual_bm25``), or ``run1``,
+        ``run2``, ... for other runs.
     metrics : sequence of str or Metric, default ("nDCG@10",)
         Any name :func:`harness.parse_metric` reads (``trec_eval:ndcg``, ``P(rel=2)@5``).
     baseline : str, optional
@@ -134,6 +142,7 @@ def compare(qrels: pd.DataFrame | str | Path | None,
     mlist = [m if not isinstance(m, str) else parse_metric(m) for m in metrics]
     if not mlist:
         raise InputError("metrics: name at least one measure")
+    qrels = as_table(qrels, "qrels")
     if qrels is not None and not isinstance(qrels, pd.DataFrame):
         from harness.data.eval_inputs import read_eval_qrels
 

@@ -1,4 +1,5 @@
-"""Datasets by registry name: ``synthetic``, ``letor``, ``trec``, ``table``, ``parquet_run``."""
+"""Datasets by registry name: ``synthetic``, ``letor``, ``trec``, ``ir_datasets``, ``table``,
+``parquet_run``."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from harness.datasets.dataset import Dataset, content_digest, file_sha256
-from harness.datasets.files import load_letor, load_table, load_trec
+from harness.datasets.files import load_ir_datasets, load_letor, load_table, load_trec
 from harness.datasets.parquet_run import ParquetRun, load_parquet_run
 from harness.datasets.synthetic import make_synthetic
 from harness.errors import InputError
@@ -18,6 +19,7 @@ DATASETS: Mapping[str, Callable[..., Dataset]] = {
     "synthetic": make_synthetic,
     "letor": load_letor,
     "trec": load_trec,
+    "ir_datasets": load_ir_datasets,
     "table": load_table,
     "parquet_run": load_parquet_run,
 }

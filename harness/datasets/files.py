@@ -13,7 +13,7 @@ from harness.data.trec import read_qrels, read_run, warn_on_few_judged
 from harness.datasets.dataset import Dataset, content_digest
 from harness.errors import InputError
 
-__all__ = ["load_letor", "load_trec", "load_table"]
+__all__ = ["load_letor", "load_trec", "load_ir_datasets", "load_table"]
 
 
 def _existing(path: str | Path, what: str) -> Path:
@@ -131,10 +131,25 @@ def load_letor(*, name: str, test_path: str, train_path: str | None = None,
 def load_trec(*, name: str, qrels_path: str, run_path: str) -> Dataset:
     """Judgments from a qrels file; candidates (and feature ``run_score``) from a run file."""
     qpath, rpath = _existing(qrels_path, "qrels_path"), _existing(run_path, "run_path")
-    qrels = read_qrels(qpath)
+    return _judged_run(name, "trec", read_qrels(qpath), rpath, qpath.name, str(qpath))
+
+
+def load_ir_datasets(*, name: str, id: str, run_path: str) -> Dataset:  # noqa: A002
+    """Judgments of the ir_datasets dataset ``id`` (from ir_datasets' cache); candidates
+    (and feature ``run_score``) from a run file, as kind ``trec``."""
+    from harness.interop.ir_datasets_qrels import read_ir_dataset
+
+    rpath = _existing(run_path, "run_path")
+    return _judged_run(name, "ir_datasets", read_ir_dataset(id), rpath, id,
+                       f"ir_datasets:{id}")
+
+
+def _judged_run(name: str, kind: str, qrels: pd.DataFrame, rpath: Path, qrels_name: str,
+                qrels_source: str) -> Dataset:
+    """A dataset of the run file's candidates labelled by ``qrels`` (judged queries only)."""
     run = read_run(rpath)
     warn_on_few_judged(run["qid"].unique(), qrels["qid"].unique(), run=rpath.name,
-                       qrels=qpath.name)
+                       qrels=qrels_name)
     labels = qrels.set_index(["qid", "docid"])["label"]
     idx = pd.MultiIndex.from_frame(run[["qid", "docid"]])
     label = labels.reindex(idx).to_numpy()
@@ -145,8 +160,8 @@ def load_trec(*, name: str, qrels_path: str, run_path: str) -> Dataset:
     })
     judged_qids = set(qrels["qid"])
     docs = docs[docs["qid"].isin(judged_qids)].reset_index(drop=True)
-    return Dataset(name=name, kind="trec", docs=docs, qrels=qrels, features=("run_score",),
-                   digest=content_digest(docs, qrels), source=f"{qpath};{rpath}")
+    return Dataset(name=name, kind=kind, docs=docs, qrels=qrels, features=("run_score",),
+                   digest=content_digest(docs, qrels), source=f"{qrels_source};{rpath}")
 
 
 def load_table(*, name: str, path: str, qid: str = "qid", docid: str = "docid",

@@ -16,6 +16,7 @@ from harness.metrics.layout.dense import dense_array
 from harness.metrics.engine.kernels import full_rankings, measure_columns
 from harness.metrics.layout.prepare import prepare
 from harness.metrics.engine.weighting import empty_mask, record_empty, summary
+from harness.metrics.layout.peer_inputs import as_table
 
 __all__ = ["evaluate", "evaluate_dense", "aggregate", "tie_interval", "as_metrics",
            "negative_policy"]
@@ -61,10 +62,11 @@ def evaluate(
     Parameters
     ----------
     run : DataFrame with columns ``qid``, ``docid``, ``score`` (and ``label`` when ``qrels``
-        is None)
-        Scored documents, one row each, in any order. Higher scores rank first; equal
-        scores are ordered by each metric's ``ties`` rule.
-    qrels : DataFrame with columns ``qid``, ``docid``, ``label``, optional
+        is None), or a peer's run (:mod:`harness.metrics.layout.peer_inputs`)
+        Scored documents, one row each, in any order: also a ranx ``Run``, pytrec_eval's
+        ``{qid: {docid: score}}``, ir_measures' ``ScoredDoc`` records, a PyTerrier frame.
+        Higher scores rank first; equal scores are ordered by each metric's ``ties`` rule.
+    qrels : DataFrame with columns ``qid``, ``docid``, ``label``, or a peer's qrels, optional
         Judgments. Documents the run did not retrieve still count for ``ideal='judged'``,
         AP and recall; retrieved documents without a judgment have label 0.
     metrics : Metric, str or iterable of them, default ``("ndcg@10",)``
@@ -120,6 +122,7 @@ def evaluate(
     """
     mlist = as_metrics(metrics)
     check_top_label(top_label)
+    run, qrels = as_table(run, "run"), as_table(qrels, "qrels")
     options = {"nan_scores": nan_scores, "missing": missing, "top_label": top_label,
                "negative_labels": negative_policy(mlist, negative_labels)}
     out = evaluate_blocked(run, qrels, mlist, _evaluate_whole, options)  # a large run
