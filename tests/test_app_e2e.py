@@ -31,6 +31,7 @@ import harness.paths
 from harness import Metric, evaluate, parse_metric
 from harness.datasets import Dataset, load_dataset
 from harness.rankers import RankerSpec, score
+from tests.shared import metric_grid_yaml
 
 PROJECT = Path(harness.paths.PROJECT_ROOT)
 CONF = PROJECT / "conf"
@@ -62,7 +63,7 @@ def _ranker_entries(option: str) -> dict[str, dict[str, Any]]:
 
 
 def _default_metrics() -> list[Metric]:
-    raw = _yaml(CONF / "metric" / "default.yaml")
+    raw = metric_grid_yaml("default")
     out = [Metric(n, gain=g, discount=d, k=k, ties=t, ideal=i, empty=raw.get("empty", "zero"))
            for n, g, d, k, t, i in itertools.product(raw["name"], raw["gain"], raw["discount"],
                                                       raw["k"], raw["ties"], raw["ideal"])]
@@ -304,7 +305,7 @@ def test_job_run_files_figures_and_metric_keys(baseline: Job, store: Store,
     # one small-multiples figure per metric family of several variants (the grid's names, and
     # a measure the extras name twice: AP@10 and AP@10 condensed; the others are one variant
     # each and appear in the overview)
-    grid = _yaml(CONF / "metric" / "default.yaml")
+    grid = metric_grid_yaml("default")
     extras = [parse_metric(x).name for x in grid["extra"]]
     families = set(grid["name"]) | {n for n in extras if extras.count(n) > 1}
     assert families == {"ndcg", "mndcg", "ap"}

@@ -19,6 +19,7 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
+from harness.metrics.unjudged import MAX_LABELINGS
 from harness.app.path_names import hydra_dir_name
 from harness.paths import PROJECT_ROOT, shared_data_dir
 
@@ -204,7 +205,7 @@ class JudgmentsConfig:
     # auto: computed when some ranker retrieved an unjudged document (else every interval is
     # the value itself); on: always; off: never. Any, so YAML's booleans pass as on/off.
     interval: Any = "auto"
-    max_labelings: Any = 4096  # labelings tried per query where no shortcut is known
+    max_labelings: Any = MAX_LABELINGS  # labelings tried per query where no shortcut is known
 
 
 @dataclass
