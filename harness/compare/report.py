@@ -132,19 +132,10 @@ def headline_display(means: pd.DataFrame, comparison: Comparison, winners: pd.Da
     (``winners`` of :func:`harness.compare.sensitivity`), else ``tie: a = b`` (the letters
     of the leader and of the rankers the test cannot separate from it). Returns it and the
     letters."""
-    from harness.errors import MetricDefinitionError
-    from harness.metrics import parse_metric
-    from harness.reporting.figures import headline_variants
+    from harness.reporting.figures import headline_names
 
     table, letters = means_display(means, comparison)
-    metrics = []
-    for variant in means.index:
-        try:
-            metrics.append(parse_metric(variant))
-        except MetricDefinitionError:
-            continue
-    heads = [m.display_name for m in headline_variants(metrics)
-             if m.display_name in means.index] or list(means.index)
+    heads = headline_names(means.index)
     out = table[heads].T
     out.columns = [letters[label] for label in means.columns]
     out["winner"] = [_verdict(winners.at[v, "winner"], winners.at[v, "significant"],

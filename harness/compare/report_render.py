@@ -133,21 +133,12 @@ def _html_marked(frame: pd.DataFrame) -> str:
 def _headline(parts: ReportParts) -> pd.DataFrame | None:
     """The means of the headline variants (per metric family the one with every convention
     at its default), with their marks and the winner: the table the report opens on."""
-    from harness.errors import MetricDefinitionError
-    from harness.metrics import parse_metric
-    from harness.reporting.figures import headline_variants
+    from harness.reporting.figures import headline_names
 
     if "means" not in parts.tables or "winners" not in parts.tables:
         return None
     means, winners = parts.tables["means"][1], parts.tables["winners"][1]
-    metrics = []
-    for variant in means.index:
-        try:
-            metrics.append(parse_metric(variant))
-        except MetricDefinitionError:
-            continue
-    heads = [m.display_name for m in headline_variants(metrics)
-             if m.display_name in means.index] or list(means.index)
+    heads = headline_names(means.index)
     out = means.loc[heads].copy()
     out["winner"] = [("" if v not in winners.index else winners.at[v, "winner"]
                       + ("" if winners.at[v, "significant"] == "yes"

@@ -34,8 +34,8 @@ if TYPE_CHECKING:
 
     from harness.metrics import Metric
 
-__all__ = ["FIGURE_MODES", "figure_mode", "headline_variants", "study_figures",
-           "overview_figure", "family_figure", "ecdf_figure", "ecdf_steps", "axis_ticks"]
+__all__ = ["FIGURE_MODES", "figure_mode", "headline_variants", "headline_names",
+           "study_figures", "overview_figure", "family_figure", "ecdf_figure", "ecdf_steps", "axis_ticks"]
 
 #: ``tracking.figures``: headline (overview, families, headline variants) | all (every
 #: variant's own figure too) | off. ``true`` means headline, ``false`` off.
@@ -79,6 +79,22 @@ def headline_variants(metrics: Sequence[Metric]) -> list[Metric]:
         family = [m for m in metrics if m.name == name]
         out += [m for m in family if not m.options()] or family[:1]
     return out
+
+
+def headline_names(variants: Iterable[str]) -> list[str]:
+    """The headline variants (:func:`headline_variants`) among display names, in their
+    order; a name that is no metric is skipped; every name when none is a headline."""
+    from harness.errors import MetricDefinitionError
+    from harness.metrics import parse_metric
+
+    names, metrics = list(variants), []
+    for variant in names:
+        try:
+            metrics.append(parse_metric(variant))
+        except MetricDefinitionError:
+            continue
+    return [m.display_name for m in headline_variants(metrics)
+            if m.display_name in names] or names
 
 
 def study_figures(per_query: Mapping[str, pd.DataFrame], metrics: Sequence[Metric],
