@@ -24,7 +24,8 @@ td:first-child{text-align:left}
 .note{color:#555;font-size:13px}img{max-width:100%;border:1px solid #eee;margin:.3em 0}
 pre{background:#f7f7f7;padding:.6em;font-size:11px;overflow-x:auto}
 .wide{overflow-x:auto;max-width:100%}.fit td{white-space:normal;min-width:5em}
-summary h2{display:inline}summary{cursor:pointer;margin:.8em 0}.wide td:first-child,.wide th:first-child{position:sticky;
+summary h2{display:inline}summary{cursor:pointer;margin:.8em 0}
+.wide td:first-child,.wide th:first-child{position:sticky;
 left:0;background:#fff}.wide th:first-child{background:#f3f3f3}"""
 
 

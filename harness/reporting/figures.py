@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from harness.metrics import Metric
 
 __all__ = ["FIGURE_MODES", "figure_mode", "headline_variants", "headline_names",
-           "study_figures", "overview_figure", "family_figure", "ecdf_figure", "ecdf_steps", "axis_ticks"]
+           "study_figures", "overview_figure", "family_figure", "ecdf_figure", "ecdf_steps",
+           "axis_ticks"]
 
 #: ``tracking.figures``: headline (overview, families, headline variants) | all (every
 #: variant's own figure too) | off. ``true`` means headline, ``false`` off.
