@@ -406,7 +406,7 @@ def test_multirun_2x2_parallel_logs_every_job(store: Store, shared_data: Path,
                       shared_data)
     assert proc.returncode == 0, _explain(proc)
     # the sweep ends with its jobs x headline measures table (one row per job and ranker)
-    assert "Sweep 'synthetic': 4 job(s) x 2 ranker(s)." in proc.stdout
+    assert "Sweep 'synthetic': 4 job(s) x 1 ranker(s) each, 2 ranker(s) in all." in proc.stdout
     assert sum(1 for line in proc.stdout.splitlines()
                if re.match(r"^  [0-3] (oracle|random) ", line)) == 4
     runs = store.runs("e2e_b")
