@@ -249,3 +249,18 @@ def test_html_opens_on_findings_and_figures_with_long_tables_collapsed(
     assert all(outline.tables[i][1] for i in long), "every long table is collapsed"
     text = built[2].html.read_text()
     assert text.index("<h2>Findings</h2>") < text.index("<img")
+
+
+def test_the_summary_page_is_light_and_names_the_full_report(
+        built: tuple[Sweep, pd.DataFrame, ReportPaths]) -> None:
+    """MLflow's artifact view previews a page of a few hundred kB at once, where the full
+    report (every figure embedded, megabytes) can stay blank (issue 41)."""
+    paths = built[2]
+    assert paths.summary == paths.directory / "summary.html"
+    text = paths.summary.read_text()
+    assert paths.summary.stat().st_size < min(1_000_000, paths.html.stat().st_size / 2)
+    assert text.count("<img") == 1 and "<code>report.html</code>" in text
+    full = paths.html.read_text()
+    first_image = re.search(r'<img alt="[^"]*" src="[^"]*">', full).group(0)
+    assert first_image in text  # the overview figure, as in the report
+    assert text.index("<h2>Findings</h2>") < text.index("Headline variants") < text.index("<img")

@@ -14,7 +14,8 @@ import pandas as pd
 if TYPE_CHECKING:
     from harness.compare.load import Sweep
 
-__all__ = ["LONG_TABLE", "ReportParts", "markdown_report", "latex_report", "html_report"]
+__all__ = ["LONG_TABLE", "ReportParts", "markdown_report", "latex_report", "html_report",
+           "summary_html"]
 
 
 _STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px;color:#222}
@@ -160,10 +161,14 @@ def _table_html(key: str, caption: str, frame: pd.DataFrame, index: bool) -> str
             f"{html.escape(caption)} ({len(frame)} rows)</h2></summary>{box}</details>")
 
 
-def html_report(parts: ReportParts) -> str:
-    """The report in one page: the findings, the headline means and the figures first; the
-    settings and the tables after them, the long ones collapsed; notes and provenance last."""
-    prov, sweep = parts.provenance, parts.sweep
+def _page(title: str, body: list[str]) -> str:
+    return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>"
+            f"{html.escape(title)}</title><style>{_STYLE}</style></head><body>\n"
+            + "\n".join(body) + "\n</body></html>\n")
+
+
+def _opening(parts: ReportParts) -> list[str]:
+    """The title, the findings and the headline table: what both pages open on."""
     body = [f"<h1>{html.escape(parts.title)}</h1>", "<h2>Findings</h2><ul>"]
     body += [f"<li>{html.escape(n)}</li>" for n in parts.findings] + ["</ul>"]
     headline = _headline(parts)
@@ -171,7 +176,26 @@ def html_report(parts: ReportParts) -> str:
         body.append(_table_html("means", "Headline variants: mean per query (superscripts: "
                                 "the rankers it is significantly better than) and winner",
                                 headline, True))
-    body.append("<h2>Per-query distributions</h2>")
+    return body
+
+
+def summary_html(parts: ReportParts) -> str:
+    """The light page of the report (``summary.html``, a few hundred kB): the findings, the
+    headline table and the overview figure only, for MLflow's artifact preview; it names
+    ``report.html`` beside it, with every table and figure."""
+    body = _opening(parts)
+    body.insert(1, '<p class="note">The summary of this comparison; every table and figure '
+                "is in <code>report.html</code> in the same folder (in MLflow: Artifacts, "
+                "then download it).</p>")
+    body += [_img(p, n) for n, p in parts.figures["distributions"][:1]]
+    return _page(f"{parts.title} (summary)", body)
+
+
+def html_report(parts: ReportParts) -> str:
+    """The report in one page: the findings, the headline means and the figures first; the
+    settings and the tables after them, the long ones collapsed; notes and provenance last."""
+    prov, sweep = parts.provenance, parts.sweep
+    body = _opening(parts) + ["<h2>Per-query distributions</h2>"]
     body += [_img(p, n) for n, p in parts.figures["distributions"]]
     body.append("<h2>Paired differences per comparison</h2>")
     body += [_img(p, n) for n, p in parts.figures["differences"]]
@@ -204,6 +228,4 @@ def html_report(parts: ReportParts) -> str:
     body.append(f"<details><summary>resolved config of run "
                 f"{html.escape(sweep.provenance['config_run_id'])}</summary>"
                 f"<pre>{html.escape(sweep.provenance['config'])}</pre></details>")
-    return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>"
-            f"{html.escape(parts.title)}</title><style>{_STYLE}</style></head><body>\n"
-            + "\n".join(body) + "\n</body></html>\n")
+    return _page(parts.title, body)
