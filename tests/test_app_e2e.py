@@ -312,6 +312,13 @@ def test_job_run_files_figures_and_metric_keys(baseline: Job, store: Store,
     figures = _artifact_paths(client, job.info.run_id, "figures")
     assert figures == {f"figures/{f}" for f in drawn}
     assert {p.name for p in (baseline.out / "figures").glob("*.png")} == drawn
+    # the job's and each ranker's description show the overview under their lead line, from
+    # the run's own artifact (MLflow's page renders it through get-artifact; issue 41)
+    for run in [job, *_role(store.runs(baseline.experiment), "ranker")]:
+        lines = run.data.tags["mlflow.note.content"].splitlines()
+        assert lines[1] == "" and lines[2].endswith(
+            f"](get-artifact?path=figures%2Foverview.png&run_uuid={run.info.run_id})"), lines[:3]
+        assert "figures/overview.png" in _artifact_paths(client, run.info.run_id, "figures")
     keys = json.loads(_download(client, job.info.run_id, "metric_keys.json",
                                 tmp_path).read_text())
     assert keys == {m.key: m.display_name for m in expected.metrics}

@@ -26,12 +26,12 @@ from harness.metrics import Metric
 from harness.paths import project_path
 from harness.reporting import STATS
 from harness.tracking import LogPlan, RunRecord, configure_requests, execute, resolve_tracking_uri
-from harness.tracking.log_plan import PARAM_LIMIT, close_open_runs, refused
+from harness.tracking.log_plan import PARAM_LIMIT, RUN_ID_SLOT, close_open_runs, refused
 from harness.tracking.worker import TrackingWorker, WorkerFailed, WorkerGone
 
 __all__ = ["RunLog", "study_runs", "log_study", "start_tracking", "VIEWABLE_ROWS",
            "ranker_metric_key", "ranker_metrics", "STATS_PREFIX", "PER_QUERY_DIGEST_TAG",
-           "JUDGMENTS_DIGEST_TAG"]
+           "JUDGMENTS_DIGEST_TAG", "with_figure"]
 
 log = logging.getLogger("harness")
 
@@ -172,9 +172,9 @@ def study_runs(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
             key="job", name=f"{plan.study} · {label} · {time.strftime('%H:%M:%S')}",
             params=params, metrics=_job_metrics(plan.metrics, results, written),
             tags=tags | {"harness.role": "job"}, artifacts=files,
-            description=study_description(written["summary"], plan.metrics, study=plan.study,
-                                          dataset=dataset.name, title=label,
-                                          pairs=written.get("judgment_pairs", ())))]
+            description=with_figure(study_description(
+                written["summary"], plan.metrics, study=plan.study, dataset=dataset.name,
+                title=label, pairs=written.get("judgment_pairs", ())), written))]
     else:  # a sweep: the job's files go to the sweep's parent run, under job_<label>/
         prefix = f"jobs/{job_label.split(':', 1)[0] if job_label else os.getpid()}"
         runs = [RunLog(key="sweep", name="sweep", run_id=parent_run_id, artifacts=[
@@ -184,6 +184,23 @@ def study_runs(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
                                parent="job" if parent_run_id is None else None,
                                parent_run_id=parent_run_id)
                    for name, r in results.items()]
+
+
+def with_figure(description: str, written: Mapping[str, Any]) -> str:
+    """The description with the overview figure (``figures/overview.png``) under its first
+    line, so the run's page opens on the result and its distribution: MLflow's run page
+    renders the image from its ``get-artifact`` endpoint, the run's id filled in when the run
+    is created (:data:`~harness.tracking.log_plan.RUN_ID_SLOT`). Unchanged without the figure
+    or when the text would pass MLflow's limit."""
+    from harness.app.notes import NOTE_LIMIT
+
+    folder = written.get("figures")
+    if not description or folder is None or not (Path(folder) / "overview.png").is_file():
+        return description
+    lead, _, rest = description.partition("\n")
+    text = (f"{lead}\n\n![per-query distributions of the headline variants (ECDF)]"
+            f"(get-artifact?path=figures%2Foverview.png&run_uuid={RUN_ID_SLOT})\n{rest}")
+    return text if len(text) <= NOTE_LIMIT else description
 
 
 def _ranker_run(plan: StudyPlan, dataset: Dataset, name: str, r: Any,
@@ -229,9 +246,9 @@ def _ranker_run(plan: StudyPlan, dataset: Dataset, name: str, r: Any,
             "ranker.cache_key": r.cache_key,
             PER_QUERY_DIGEST_TAG: file_sha256(written["per_query"][name])},
         artifacts=files, models=[(r.model, r.spec.kind)] if r.model is not None else [],
-        description=ranker_description(
+        description=with_figure(ranker_description(
             name, written["summary"][name], plan.metrics, study=plan.study,
-            dataset=dataset.name))
+            dataset=dataset.name), written))
 
 
 def _send(log_plan: LogPlan, marker: Path, worker: TrackingWorker | None,
