@@ -25,6 +25,7 @@ import pandas as pd
 import pytest
 import yaml
 from mlflow.tracking import MlflowClient
+from PIL import Image
 
 import harness
 import harness.paths
@@ -317,8 +318,12 @@ def test_job_run_files_figures_and_metric_keys(baseline: Job, store: Store,
     for run in [job, *_role(store.runs(baseline.experiment), "ranker")]:
         lines = run.data.tags["mlflow.note.content"].splitlines()
         assert lines[1] == "" and lines[2].endswith(
-            f"](get-artifact?path=figures%2Foverview.png&run_uuid={run.info.run_id})"), lines[:3]
-        assert "figures/overview.png" in _artifact_paths(client, run.info.run_id, "figures")
+            f"](get-artifact?path=distributions.png&run_uuid={run.info.run_id})"), lines[:3]
+        assert "distributions.png" in _artifact_paths(client, run.info.run_id)
+    with Image.open(baseline.out / "distributions.png") as small, \
+            Image.open(baseline.out / "figures" / "overview.png") as big:
+        assert small.size[0] == 900 < big.size[0]  # the overview, as wide as a run's page
+        assert abs(small.size[1] / small.size[0] - big.size[1] / big.size[0]) < 0.01
     keys = json.loads(_download(client, job.info.run_id, "metric_keys.json",
                                 tmp_path).read_text())
     assert keys == {m.key: m.display_name for m in expected.metrics}

@@ -31,7 +31,7 @@ from harness.tracking.worker import TrackingWorker, WorkerFailed, WorkerGone
 
 __all__ = ["RunLog", "study_runs", "log_study", "start_tracking", "VIEWABLE_ROWS",
            "ranker_metric_key", "ranker_metrics", "STATS_PREFIX", "PER_QUERY_DIGEST_TAG",
-           "JUDGMENTS_DIGEST_TAG", "with_figure"]
+           "JUDGMENTS_DIGEST_TAG", "with_figure", "PREVIEW_WIDTH"]
 
 log = logging.getLogger("harness")
 
@@ -149,6 +149,7 @@ def study_runs(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
     run under ``jobs/<job number>/``), then one per ranker, child of the job's."""
     from harness.app.notes import study_description
 
+    written = {**written, "preview": _preview(written, out)}
     params, overflow = _params(plan.record, out)
     tags = {"harness.version": __version__, "git.commit": git_commit(),
             "dataset.digest": dataset.digest, "dataset.name": dataset.name,
@@ -164,6 +165,8 @@ def study_runs(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
         files.append((out / ".hydra", "config/hydra"))
     if "figures" in written:
         files.append((written["figures"], "figures"))
+    if written["preview"] is not None:
+        files.append((written["preview"], ""))
     if overflow is not None:
         files.append((overflow, ""))
     if parent_run_id is None:
@@ -186,20 +189,40 @@ def study_runs(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
                    for name, r in results.items()]
 
 
+#: Width in pixels of ``distributions.png``, the overview figure as a run's page shows it.
+PREVIEW_WIDTH = 900
+
+
+def _preview(written: Mapping[str, Any], out: Path) -> Path | None:
+    """``<out>/distributions.png``: the overview figure scaled to :data:`PREVIEW_WIDTH`
+    pixels (MLflow's run page shows a description's image at its own size, and the
+    overview is 1,900 px wide); None without the figure."""
+    folder = written.get("figures")
+    if folder is None or not (Path(folder) / "overview.png").is_file():
+        return None
+    from PIL import Image  # matplotlib's own dependency
+
+    with Image.open(Path(folder) / "overview.png") as image:
+        small = image.copy()
+    small.thumbnail((PREVIEW_WIDTH, PREVIEW_WIDTH * 4))
+    path = out / "distributions.png"
+    small.save(path)
+    return path
+
+
 def with_figure(description: str, written: Mapping[str, Any]) -> str:
-    """The description with the overview figure (``figures/overview.png``) under its first
-    line, so the run's page opens on the result and its distribution: MLflow's run page
-    renders the image from its ``get-artifact`` endpoint, the run's id filled in when the run
-    is created (:data:`~harness.tracking.log_plan.RUN_ID_SLOT`). Unchanged without the figure
-    or when the text would pass MLflow's limit."""
+    """The description with the overview figure (``distributions.png``, :func:`_preview`)
+    under its first line, so the run's page opens on the result and its distribution:
+    MLflow's run page renders the image from its ``get-artifact`` endpoint, the run's id
+    filled in when the run is created (:data:`~harness.tracking.log_plan.RUN_ID_SLOT`).
+    Unchanged without the figure or when the text would pass MLflow's limit."""
     from harness.app.notes import NOTE_LIMIT
 
-    folder = written.get("figures")
-    if not description or folder is None or not (Path(folder) / "overview.png").is_file():
+    if not description or written.get("preview") is None:
         return description
     lead, _, rest = description.partition("\n")
     text = (f"{lead}\n\n![per-query distributions of the headline variants (ECDF)]"
-            f"(get-artifact?path=figures%2Foverview.png&run_uuid={RUN_ID_SLOT})\n{rest}")
+            f"(get-artifact?path=distributions.png&run_uuid={RUN_ID_SLOT})\n{rest}")
     return text if len(text) <= NOTE_LIMIT else description
 
 
@@ -231,6 +254,8 @@ def _ranker_run(plan: StudyPlan, dataset: Dataset, name: str, r: Any,
         files.append((overflow, ""))
     if "figures" in written:  # the study's figures show this ranker among the others
         files.append((written["figures"], "figures"))
+    if written.get("preview") is not None:
+        files.append((written["preview"], ""))
     files.append((_viewable_table(r.per_query, out / "per_query" / name), ""))
     files += [(path, "explain") for path in written["explain"].get(name, [])]
     judgments = written.get("judgments", {}).get(name)  # None: not computed
