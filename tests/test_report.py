@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import html
+import io
 import json
 import re
 from pathlib import Path
@@ -249,6 +250,13 @@ def test_html_opens_on_findings_and_figures_with_long_tables_collapsed(
     assert all(outline.tables[i][1] for i in long), "every long table is collapsed"
     text = built[2].html.read_text()
     assert text.index("<h2>Findings</h2>") < text.index("<img")
+    # the headline table's winner: the leader when significant, else the tie's members
+    winners = pd.read_csv(built[2].directory / "winners.csv", index_col=0)
+    shown = pd.read_html(io.StringIO(text[:text.index("<img")]), index_col=0)[-1]
+    for variant, cell in shown["winner"].items():
+        row = winners.loc[variant]
+        assert cell == (row["winner"] if str(row["significant"]) == "True"
+                        else f"tie: {row['top']}"), variant
 
 
 def test_the_summary_page_is_light_and_names_the_full_report(

@@ -142,10 +142,19 @@ def _headline(parts: ReportParts) -> pd.DataFrame | None:
     means, winners = parts.tables["means"][1], parts.tables["winners"][1]
     heads = headline_names(means.index)
     out = means.loc[heads].copy()
-    out["winner"] = [("" if v not in winners.index else winners.at[v, "winner"]
-                      + ("" if winners.at[v, "significant"] == "yes"
-                         else f" ({winners.at[v, 'significant']})")) for v in heads]
+    out["winner"] = [_winner(winners, v) if v in winners.index else "" for v in heads]
     return out
+
+
+def _winner(winners: pd.DataFrame, variant: str) -> str:
+    """The leader when significant, ``tie: a = b`` (the rankers the test cannot separate
+    from it) when not, ``<leader> (untested)`` without a test."""
+    significant = winners.at[variant, "significant"]
+    if significant == "yes":
+        return str(winners.at[variant, "winner"])
+    if significant == "no: tie":
+        return f"tie: {winners.at[variant, 'top']}"
+    return f"{winners.at[variant, 'winner']} (untested)"
 
 
 def _table_html(key: str, caption: str, frame: pd.DataFrame, index: bool) -> str:
