@@ -26,12 +26,12 @@ from harness.metrics import Metric
 from harness.paths import project_path
 from harness.reporting import STATS
 from harness.tracking import LogPlan, RunRecord, configure_requests, execute, resolve_tracking_uri
-from harness.tracking.log_plan import PARAM_LIMIT, close_open_runs, refused
+from harness.tracking.log_plan import PARAM_LIMIT, RUN_ID_SLOT, close_open_runs, refused
 from harness.tracking.worker import TrackingWorker, WorkerFailed, WorkerGone
 
 __all__ = ["RunLog", "study_runs", "log_study", "start_tracking", "VIEWABLE_ROWS",
            "ranker_metric_key", "ranker_metrics", "STATS_PREFIX", "PER_QUERY_DIGEST_TAG",
-           "JUDGMENTS_DIGEST_TAG"]
+           "JUDGMENTS_DIGEST_TAG", "with_figure", "PREVIEW_WIDTH"]
 
 log = logging.getLogger("harness")
 
@@ -149,6 +149,7 @@ def study_runs(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
     run under ``jobs/<job number>/``), then one per ranker, child of the job's."""
     from harness.app.notes import study_description
 
+    written = {**written, "preview": _preview(written, out)}
     params, overflow = _params(plan.record, out)
     tags = {"harness.version": __version__, "git.commit": git_commit(),
             "dataset.digest": dataset.digest, "dataset.name": dataset.name,
@@ -164,6 +165,8 @@ def study_runs(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
         files.append((out / ".hydra", "config/hydra"))
     if "figures" in written:
         files.append((written["figures"], "figures"))
+    if written["preview"] is not None:
+        files.append((written["preview"], ""))
     if overflow is not None:
         files.append((overflow, ""))
     if parent_run_id is None:
@@ -172,9 +175,9 @@ def study_runs(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
             key="job", name=f"{plan.study} · {label} · {time.strftime('%H:%M:%S')}",
             params=params, metrics=_job_metrics(plan.metrics, results, written),
             tags=tags | {"harness.role": "job"}, artifacts=files,
-            description=study_description(written["summary"], plan.metrics, study=plan.study,
-                                          dataset=dataset.name, title=label,
-                                          pairs=written.get("judgment_pairs", ())))]
+            description=with_figure(study_description(
+                written["summary"], plan.metrics, study=plan.study, dataset=dataset.name,
+                title=label, pairs=written.get("judgment_pairs", ())), written))]
     else:  # a sweep: the job's files go to the sweep's parent run, under job_<label>/
         prefix = f"jobs/{job_label.split(':', 1)[0] if job_label else os.getpid()}"
         runs = [RunLog(key="sweep", name="sweep", run_id=parent_run_id, artifacts=[
@@ -184,6 +187,43 @@ def study_runs(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
                                parent="job" if parent_run_id is None else None,
                                parent_run_id=parent_run_id)
                    for name, r in results.items()]
+
+
+#: Width in pixels of ``distributions.png``, the overview figure as a run's page shows it.
+PREVIEW_WIDTH = 900
+
+
+def _preview(written: Mapping[str, Any], out: Path) -> Path | None:
+    """``<out>/distributions.png``: the overview figure scaled to :data:`PREVIEW_WIDTH`
+    pixels (MLflow's run page shows a description's image at its own size, and the
+    overview is 1,900 px wide); None without the figure."""
+    folder = written.get("figures")
+    if folder is None or not (Path(folder) / "overview.png").is_file():
+        return None
+    from PIL import Image  # matplotlib's own dependency
+
+    with Image.open(Path(folder) / "overview.png") as image:
+        small = image.copy()
+    small.thumbnail((PREVIEW_WIDTH, PREVIEW_WIDTH * 4))
+    path = out / "distributions.png"
+    small.save(path)
+    return path
+
+
+def with_figure(description: str, written: Mapping[str, Any]) -> str:
+    """The description with the overview figure (``distributions.png``, :func:`_preview`)
+    under its first line, so the run's page opens on the result and its distribution:
+    MLflow's run page renders the image from its ``get-artifact`` endpoint, the run's id
+    filled in when the run is created (:data:`~harness.tracking.log_plan.RUN_ID_SLOT`).
+    Unchanged without the figure or when the text would pass MLflow's limit."""
+    from harness.app.notes import NOTE_LIMIT
+
+    if not description or written.get("preview") is None:
+        return description
+    lead, _, rest = description.partition("\n")
+    text = (f"{lead}\n\n![per-query distributions of the headline variants (ECDF)]"
+            f"(get-artifact?path=distributions.png&run_uuid={RUN_ID_SLOT})\n{rest}")
+    return text if len(text) <= NOTE_LIMIT else description
 
 
 def _ranker_run(plan: StudyPlan, dataset: Dataset, name: str, r: Any,
@@ -214,6 +254,8 @@ def _ranker_run(plan: StudyPlan, dataset: Dataset, name: str, r: Any,
         files.append((overflow, ""))
     if "figures" in written:  # the study's figures show this ranker among the others
         files.append((written["figures"], "figures"))
+    if written.get("preview") is not None:
+        files.append((written["preview"], ""))
     files.append((_viewable_table(r.per_query, out / "per_query" / name), ""))
     files += [(path, "explain") for path in written["explain"].get(name, [])]
     judgments = written.get("judgments", {}).get(name)  # None: not computed
@@ -229,9 +271,9 @@ def _ranker_run(plan: StudyPlan, dataset: Dataset, name: str, r: Any,
             "ranker.cache_key": r.cache_key,
             PER_QUERY_DIGEST_TAG: file_sha256(written["per_query"][name])},
         artifacts=files, models=[(r.model, r.spec.kind)] if r.model is not None else [],
-        description=ranker_description(
+        description=with_figure(ranker_description(
             name, written["summary"][name], plan.metrics, study=plan.study,
-            dataset=dataset.name))
+            dataset=dataset.name), written))
 
 
 def _send(log_plan: LogPlan, marker: Path, worker: TrackingWorker | None,

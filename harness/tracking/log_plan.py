@@ -32,10 +32,14 @@ from typing import Any
 
 __all__ = ["RunRecord", "LogPlan", "execute", "batches", "refused", "close_open_runs",
            "missing_files", "claimed", "PlanBusy", "PARAM_LIMIT", "PLAN_RUN_TAG",
-           "EXPERIMENT_ID", "CLAIM_WAIT_S", "MODEL_NAME", "MODEL_URI_TAG"]
+           "EXPERIMENT_ID", "CLAIM_WAIT_S", "MODEL_NAME", "MODEL_URI_TAG", "NOTE_TAG",
+           "RUN_ID_SLOT"]
 
 PARAM_LIMIT = 6000  # MLflow truncates (or refuses) longer param values
 PLAN_RUN_TAG = "harness.plan_run"  # "<plan id>/<record key>": finds a run after a kill
+NOTE_TAG = "mlflow.note.content"  # the run's description, Markdown atop its page
+#: In a description, replaced by the run's id once the run exists (a link to its artifacts).
+RUN_ID_SLOT = "__HARNESS_RUN_ID__"
 #: The key of :func:`execute`'s answer that holds the experiment's id, not a run's (a
 #: record's key is "job", "sweep" or "ranker:<name>"): the runs' pages are under it.
 EXPERIMENT_ID = "experiment"
@@ -221,6 +225,10 @@ def _execute(plan: LogPlan, marker: Path,
             record.run_id = run.info.run_id
             plan.save(marker)
         run_id = record.run_id
+        note = record.tags.get(NOTE_TAG, "")
+        if RUN_ID_SLOT in note:  # a description that links the run's own artifacts
+            _with_retries(lambda: client.set_tag(run_id, NOTE_TAG,
+                                                 note.replace(RUN_ID_SLOT, run_id)))
         params = [Param(k, v) for k, v in record.params.items()]
         stamp = record.end_ms or now  # fixed per record: a metric sent twice is stored once
         metrics = [Metric(k, float(v), stamp, 0) for k, v in record.metrics.items()]
