@@ -5,8 +5,10 @@ Hydra builds every entry of ``hydra.callbacks`` from its ``_target_`` (any impor
 callable, with any arguments) before the job starts, so an override such as
 ``+hydra.callbacks.x._target_=os.system`` or an experiment file that sets one would run
 arbitrary code. The project's rule is that nothing is built from a ``_target_`` string taken
-from user configuration; launchers and sweepers are already limited by Hydra to installed
-plugins, and callbacks are limited here to :data:`ALLOWED`.
+from user configuration: callbacks are limited here to :data:`ALLOWED`; the other routes
+(``env_set``, logging, launcher and sweeper) are checked by
+:func:`harness.app.config_guard.check_routes` each time Hydra composes a config (a run's,
+a sweep's, each sweep job's), before Hydra configures its own logging from it.
 
 :func:`install` wraps the construction of Hydra's callback list (the one place it builds
 them, for runs and sweeps alike) with :func:`check_callbacks`; a refused entry ends the
@@ -19,7 +21,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
+
+from harness.app.config_guard import check_routes, nested_target
 
 __all__ = ["ALLOWED", "check_callbacks", "check_output_folder", "install"]
 
@@ -46,26 +50,10 @@ def check_callbacks(config: DictConfig | None) -> None:
                 f"{key}: {target!r} is not a callback this project ships; allowed: "
                 f"{', '.join(sorted(ALLOWED))} (nothing is built from a _target_ given in "
                 "configuration)")
-        nested = _nested_target(params, key, top=True)
+        nested = nested_target(params, key, top=True)
         if nested is not None:
             raise ValueError(f"{nested}: a _target_ inside a callback's arguments is not "
                              "allowed (nothing is built from a _target_ given in configuration)")
-
-
-def _nested_target(node: Any, key: str, top: bool = False) -> str | None:
-    if isinstance(node, DictConfig):
-        for child, value in node.items_ex(resolve=False):
-            if child == "_target_" and not top:
-                return f"{key}._target_"
-            found = _nested_target(value, f"{key}.{child}")
-            if found is not None:
-                return found
-    elif isinstance(node, ListConfig):
-        for i, value in enumerate(node):
-            found = _nested_target(value, f"{key}[{i}]")
-            if found is not None:
-                return found
-    return None
 
 
 def check_output_folder(config: DictConfig | None) -> None:
@@ -98,14 +86,30 @@ def check_output_folder(config: DictConfig | None) -> None:
                          "folder") from None
 
 
+def _refuse(exc: ValueError) -> None:
+    print(f"error: config: {exc}", file=sys.stderr, flush=True)
+    raise SystemExit(2) from None
+
+
 def install() -> None:
-    """Check ``hydra.callbacks`` each time Hydra is about to build them (idempotent)."""
+    """Check every composed config's routes to code, and ``hydra.callbacks`` each time Hydra
+    is about to build them (idempotent)."""
     from hydra._internal import callbacks as hydra_callbacks
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
 
     cls = hydra_callbacks.Callbacks
     if getattr(cls, "_harness_checked", False):
         return
     build = cls.__init__
+    load = ConfigLoaderImpl.load_configuration
+
+    def checked_load(self: Any, *args: Any, **kwargs: Any) -> DictConfig:
+        config = load(self, *args, **kwargs)
+        try:
+            check_routes(config)
+        except ValueError as exc:
+            _refuse(exc)
+        return config
 
     def checked_init(self: Any, config: DictConfig | None = None, *args: Any,
                      **kwargs: Any) -> None:
@@ -113,9 +117,9 @@ def install() -> None:
             check_callbacks(config)
             check_output_folder(config)
         except ValueError as exc:
-            print(f"error: config: {exc}", file=sys.stderr, flush=True)
-            raise SystemExit(2) from None
+            _refuse(exc)
         build(self, config, *args, **kwargs)
 
     cls.__init__ = checked_init
+    ConfigLoaderImpl.load_configuration = checked_load
     cls._harness_checked = True
