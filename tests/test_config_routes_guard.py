@@ -21,9 +21,11 @@ from harness.app.config_guard import check_routes
 from harness.paths import PROJECT_ROOT
 
 
-def _harness(args: list[str], tmp_path: Path,
-             tracking: tuple[str, ...] = ("tracking=off",)) -> subprocess.CompletedProcess[str]:
+def _harness(args: list[str], tmp_path: Path, tracking: tuple[str, ...] = ("tracking=off",),
+             path: str = "") -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HYDRA_FULL_ERROR": "0"}
+    if path:
+        env["PYTHONPATH"] = os.pathsep.join([path, env.get("PYTHONPATH", "")])
     return subprocess.run(
         [sys.executable, "-m", "harness", *args, *tracking, "dataset.n_queries=20",
          "dataset.n_train_queries=20", f"hydra.run.dir={tmp_path}/out",
@@ -113,6 +115,16 @@ def test_sweeper_target_in_an_experiment_file_refused(tmp_path):
     line = _refused(_harness(["-m", *args, "ranker=oracle,random"], tmp_path),
                     "hydra.sweeper._target_", tmp_path)
     assert "os.getcwd" in line
+
+
+def test_searchpath_package_refused(tmp_path):
+    # pkg:// makes Hydra import the module to find its configs: the import ran this file
+    marker = tmp_path / "imported"
+    (tmp_path / "evilmod.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    proc = _harness(["hydra.searchpath=[pkg://evilmod]"], tmp_path, path=str(tmp_path))
+    line = _refused(proc, "hydra.searchpath", tmp_path)
+    assert "pkg://evilmod" in line
+    assert not marker.exists()
 
 
 def _compose(overrides: list[str]):

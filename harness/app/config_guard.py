@@ -13,6 +13,9 @@ code by name through:
   and imports any ``ext://`` name. A handler must be one that Hydra's shipped logging
   configs define (its ``formatter`` and ``level`` may differ); elsewhere no ``()``,
   ``class`` or ``ext://`` is accepted.
+- ``hydra.searchpath``: a ``pkg://`` (or any other non-file) entry makes Hydra import the
+  named module to find configs in it; only folders (``file://`` or a plain path) are
+  accepted (:func:`check_searchpath`, before Hydra uses the search path).
 - ``hydra.launcher`` / ``hydra.sweeper``: built from their ``_target_``; only the plugins of
   :data:`PLUGINS_ALLOWED` (what conf/ and Hydra's groups offer), with no ``_target_`` inside
   their parameters.
@@ -31,7 +34,8 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from harness.paths import PROJECT_ROOT
 
-__all__ = ["ENV_ALLOWED", "PLUGINS_ALLOWED", "check_routes", "nested_target"]
+__all__ = ["ENV_ALLOWED", "PLUGINS_ALLOWED", "check_routes", "check_searchpath",
+           "nested_target"]
 
 #: Environment variables ``hydra.job.env_set`` may set (patterns over the whole name).
 ENV_ALLOWED = ("HARNESS_*", "MLFLOW_TRACKING_*", "MLFLOW_EXPERIMENT_*", "*_NUM_THREADS",
@@ -66,6 +70,20 @@ def check_routes(config: DictConfig | None) -> None:
             _check_logging(OmegaConf.to_container(node, resolve=False), f"hydra.{section}")
     for kind, allowed in PLUGINS_ALLOWED.items():
         _check_plugin(OmegaConf.select(hydra, kind), f"hydra.{kind}", allowed)
+
+
+def check_searchpath(overrides: Any) -> None:
+    """Raise ``ValueError`` for a ``hydra.searchpath`` override (parsed ``Override``
+    objects) with an entry that is not a folder."""
+    for override in overrides:
+        if override.get_key_element() != "hydra.searchpath":
+            continue
+        value = override.value()
+        for entry in value if isinstance(value, list) else [value]:
+            if isinstance(entry, str) and "://" in entry and not entry.startswith("file://"):
+                raise ValueError(
+                    f"hydra.searchpath: {entry!r}: Hydra imports the module a pkg:// entry "
+                    f"names ({_NOTHING_BUILT}); give a folder: file://PATH")
 
 
 def _check_env(env_set: Any) -> None:

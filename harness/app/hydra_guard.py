@@ -23,7 +23,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from harness.app.config_guard import check_routes, nested_target
+from harness.app.config_guard import check_routes, check_searchpath, nested_target
 
 __all__ = ["ALLOWED", "check_callbacks", "check_output_folder", "install"]
 
@@ -102,6 +102,15 @@ def install() -> None:
         return
     build = cls.__init__
     load = ConfigLoaderImpl.load_configuration
+    search = ConfigLoaderImpl._process_config_searchpath
+
+    def checked_search(self: Any, config_name: Any, parsed_overrides: Any,
+                       *args: Any, **kwargs: Any) -> Any:
+        try:
+            check_searchpath(parsed_overrides)
+        except ValueError as exc:
+            _refuse(exc)
+        return search(self, config_name, parsed_overrides, *args, **kwargs)
 
     def checked_load(self: Any, *args: Any, **kwargs: Any) -> DictConfig:
         config = load(self, *args, **kwargs)
@@ -122,4 +131,5 @@ def install() -> None:
 
     cls.__init__ = checked_init
     ConfigLoaderImpl.load_configuration = checked_load
+    ConfigLoaderImpl._process_config_searchpath = checked_search
     cls._harness_checked = True
