@@ -74,8 +74,17 @@ def check_routes(config: DictConfig | None) -> None:
 
 def check_searchpath(overrides: Any) -> None:
     """Raise ``ValueError`` for a ``hydra.searchpath`` override (parsed ``Override``
-    objects) with an entry that is not a folder."""
+    objects) with an entry that is not a folder, or an override whose key has a part too
+    long to be a name (Hydra looks each part up as a file: ``File name too long``)."""
+    from harness.app.path_names import MAX_BYTES
+
     for override in overrides:
+        key = override.get_key_element()
+        for part in re.split(r"[./@]", key):
+            if len(part.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+                raise ValueError(f"{key}: the name {part[:24]!r}... is "
+                                 f"{len(part.encode('utf-8', 'surrogatepass'))} bytes long; "
+                                 f"names are at most {MAX_BYTES} bytes (they name files)")
         if override.get_key_element() != "hydra.searchpath":
             continue
         value = override.value()

@@ -24,6 +24,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from harness.app.config_guard import check_routes, check_searchpath, nested_target
+from harness.app.config_values import check_values
 
 __all__ = ["ALLOWED", "check_callbacks", "check_output_folder", "install"]
 
@@ -116,6 +117,7 @@ def install() -> None:
         config = load(self, *args, **kwargs)
         try:
             check_routes(config)
+            check_values(config)
         except ValueError as exc:
             _refuse(exc)
         return config
