@@ -19,6 +19,7 @@ checks that the job's output folder can be made (:func:`check_output_folder`).
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -26,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 from harness.app.config_guard import check_routes, check_searchpath, nested_target
 from harness.app.config_values import check_values
 
-__all__ = ["ALLOWED", "check_callbacks", "check_output_folder", "install"]
+__all__ = ["ALLOWED", "cannot_write", "check_callbacks", "check_output_folder", "install"]
 
 #: The callbacks a config may name: the project's own, and Hydra's two logging callbacks.
 ALLOWED = frozenset({
@@ -62,9 +63,6 @@ def check_output_folder(config: DictConfig | None) -> None:
     its nearest existing ancestor is tried with a temporary file (a read-only file system,
     a folder without write permission), before Hydra creates the folder and fails with a
     traceback. The timestamp and token of the folder's own name are not needed for this."""
-    import tempfile
-    from pathlib import Path
-
     from hydra.types import RunMode
 
     if config is None:
@@ -75,16 +73,26 @@ def check_output_folder(config: DictConfig | None) -> None:
         folder = Path(str(OmegaConf.select(config, key)))
     except Exception:  # noqa: BLE001 - an unresolvable name is Hydra's to report
         return
+    why = cannot_write(folder)
+    if why is not None:
+        raise ValueError(f"{key}: the output folder {folder} cannot be created ({why}); "
+                         f"give {key} a writable folder") from None
+
+
+def cannot_write(folder: Path) -> str | None:
+    """Why ``folder`` cannot be made or written (its nearest existing ancestor tried with a
+    temporary file: a read-only file system, no write permission, a file in the way), or
+    ``None`` when it can."""
+    import tempfile
+
     ancestor = folder
     while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent
     try:
         with tempfile.TemporaryFile(dir=ancestor):
-            pass
+            return None
     except OSError as exc:
-        raise ValueError(f"{key}: the output folder {folder} cannot be created "
-                         f"({exc.strerror or exc}: {ancestor}); give {key} a writable "
-                         "folder") from None
+        return f"{exc.strerror or exc}: {ancestor}"
 
 
 def _refuse(exc: ValueError) -> None:
