@@ -163,9 +163,12 @@ def _interrupted(signame: str) -> str:
         sweep = ACTIVE[0]
         parent, pending, folder = sweep.run_id, sweep.pending_dir, sweep.sweep_dir
         sweep.close("FAILED", {"harness.interrupted": signame})
-        done = sorted((p.name for p in folder.iterdir() if p.name.isdigit() and
-                       (p / "summary.csv").is_file() and not (p / "INCOMPLETE").exists()),
-                      key=int) if folder and folder.is_dir() else []
+        jobs = [p for p in folder.iterdir() if p.name.isdigit()] \
+            if folder and folder.is_dir() else []
+        done = sorted((p.name for p in jobs if (p / "summary.csv").is_file()
+                       and not (p / "INCOMPLETE").exists()), key=int)
+        # stopped before their log plan was saved: results (if any) unlogged, run again
+        cut = sorted((p.name for p in jobs if (p / "INCOMPLETE").exists()), key=int)
         plans = sorted(pending.glob("*.json")) if pending and pending.is_dir() else []
         if pending != project_path("runs/pending"):
             sync += f" --pending-dir {pending}"
@@ -173,6 +176,9 @@ def _interrupted(signame: str) -> str:
                 else "no job finished")
         waiting = (f"; {len(plans)} log plan(s) wait in {pending}: run {sync}" if plans
                    else "; every finished job was logged")
+        if cut:
+            kept += (f"; jobs {', '.join(cut)} were stopped before their results were "
+                     "complete and logged (nothing of theirs is logged; run them again)")
         closed = f"; sweep parent run {parent} closed as FAILED" if parent else ""
         return f"interrupted ({signame}): the sweep's jobs were stopped; {kept}{waiting}{closed}"
     if not _JOB:

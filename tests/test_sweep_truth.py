@@ -1,0 +1,74 @@
+"""A sweep stopped between a job's "results written" and its log plan says what is true
+(issue 40): every job whose results are complete is logged or has a pending plan (its
+``INCOMPLETE`` mark goes only once the plan is saved), and the closing line names the jobs
+stopped before that. The window is held open by a ``sitecustomize`` hook (on
+``PYTHONPATH``, so loky's workers get it) that pauses the preparation of the log."""
+
+from __future__ import annotations
+
+import signal
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.test_sweep_signals import Job, _no_survivors, _one_line, _pending, _runs, _sync
+
+_SLOW_PREPARE = textwrap.dedent("""
+    import os, sys, time
+    from importlib.abc import MetaPathFinder
+    from importlib.machinery import PathFinder
+
+    class _Slow(MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name != "harness.app.log":
+                return None
+            spec = PathFinder.find_spec(name, path)
+            run = spec.loader.exec_module
+            def exec_module(module):
+                run(module)
+                runs = module.study_runs
+                def slow(*args, **kwargs):
+                    print("PREPARING LOG", file=sys.stderr, flush=True)
+                    time.sleep(float(os.environ["HARNESS_TEST_SLOW_PREPARE"]))
+                    return runs(*args, **kwargs)
+                module.study_runs = slow
+            spec.loader.exec_module = exec_module
+            return spec
+
+    if os.environ.get("HARNESS_TEST_SLOW_PREPARE"):
+        sys.meta_path.insert(0, _Slow())
+""")
+
+
+@pytest.mark.slow
+def test_sigterm_after_results_written_leaves_every_finished_job_logged_or_pending(
+        tmp_path: Path) -> None:
+    sweep = Job(tmp_path, ["-m", "ranker=oracle,noisy_oracle", "hydra/launcher=joblib",
+                           "hydra.launcher.n_jobs=2"], hook_text=_SLOW_PREPARE,
+                env={"HARNESS_TEST_SLOW_PREPARE": "60"})
+    sweep.wait_for("PREPARING LOG")  # a job wrote its results; its log is not saved yet
+    children = sweep.descendants()
+    sweep.proc.send_signal(signal.SIGTERM)
+    assert sweep.finish() == 128 + signal.SIGTERM
+    _no_survivors(children)
+    line = _one_line(sweep.said(), "SIGTERM")
+    jobs = [p for p in (tmp_path / "out").iterdir() if p.name.isdigit()]
+    written = sorted(p.name for p in jobs if (p / "summary.csv").is_file())
+    finished = sorted(p.name for p in jobs if (p / "summary.csv").is_file()
+                      and not (p / "INCOMPLETE").exists())
+    cut = sorted(p.name for p in jobs if (p / "INCOMPLETE").exists())
+    assert written, "no job wrote its results"
+    assert set(written) <= set(finished) | set(cut)
+    if cut:
+        assert f"jobs {', '.join(cut)} were stopped before their results were complete" in line
+    if _pending(tmp_path):
+        assert "log plan(s) wait in" in line
+    else:
+        assert "every finished job was logged" in line
+    sync = _sync(tmp_path)
+    assert sync.returncode == 0, sync.stdout + sync.stderr
+    logged = Counter(r.data.tags["job"].split(":", 1)[0] for r in _runs(tmp_path)
+                     if r.data.tags["harness.role"] == "ranker")
+    assert sorted(logged) == finished and set(logged.values()) <= {1}, (logged, finished)
