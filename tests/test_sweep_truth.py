@@ -7,39 +7,16 @@ stopped before that. The window is held open by a ``sitecustomize`` hook (on
 from __future__ import annotations
 
 import signal
-import textwrap
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from tests.test_sweep_signals import Job, _no_survivors, _one_line, _pending, _runs, _sync
+from tests.test_sweep_signals import (Job, _no_survivors, _one_line, _pending, _runs, _sync,
+                                      slow_hook)
 
-_SLOW_PREPARE = textwrap.dedent("""
-    import os, sys, time
-    from importlib.abc import MetaPathFinder
-    from importlib.machinery import PathFinder
-
-    class _Slow(MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name != "harness.app.log":
-                return None
-            spec = PathFinder.find_spec(name, path)
-            run = spec.loader.exec_module
-            def exec_module(module):
-                run(module)
-                runs = module.study_runs
-                def slow(*args, **kwargs):
-                    print("PREPARING LOG", file=sys.stderr, flush=True)
-                    time.sleep(float(os.environ["HARNESS_TEST_SLOW_PREPARE"]))
-                    return runs(*args, **kwargs)
-                module.study_runs = slow
-            spec.loader.exec_module = exec_module
-            return spec
-
-    if os.environ.get("HARNESS_TEST_SLOW_PREPARE"):
-        sys.meta_path.insert(0, _Slow())
-""")
+_SLOW_PREPARE = slow_hook("harness.app.log", "study_runs", "HARNESS_TEST_SLOW_PREPARE",
+                          "PREPARING LOG")
 
 
 @pytest.mark.slow
