@@ -49,3 +49,25 @@ def test_sigterm_after_results_written_leaves_every_finished_job_logged_or_pendi
     logged = Counter(r.data.tags["job"].split(":", 1)[0] for r in _runs(tmp_path)
                      if r.data.tags["harness.role"] == "ranker")
     assert sorted(logged) == finished and set(logged.values()) <= {1}, (logged, finished)
+
+
+@pytest.mark.slow
+def test_sigkill_to_a_joblib_sweep_leaves_no_worker_behind(tmp_path: Path) -> None:
+    """SIGKILL cannot be caught by the sweep's process: its loky workers end by themselves
+    (they watch their parent) and with them loky's resource tracker, so nothing holds the
+    caller's output open."""
+    import psutil
+
+    sweep = Job(tmp_path, ["-m", "ranker=oracle,noisy_oracle", "hydra/launcher=joblib",
+                           "hydra.launcher.n_jobs=2"], hook_text=_SLOW_PREPARE,
+                env={"HARNESS_TEST_SLOW_PREPARE": "120"})
+    sweep.wait_for("PREPARING LOG")
+    children = sweep.descendants()
+    assert any("loky" in " ".join(p.cmdline()) for p in children)
+    sweep.proc.send_signal(signal.SIGKILL)
+    assert sweep.finish() == -signal.SIGKILL
+    _, alive = psutil.wait_procs(children, timeout=120)  # a deadline, not a duration
+    left = [p.pid for p in alive]
+    for p in alive:  # the test's own processes: not left behind when it fails
+        p.kill()
+    assert left == []
