@@ -388,7 +388,7 @@ def test_a_bad_study_writes_nothing_anywhere(tmp_path: Path) -> None:
         proc = subprocess.run([sys.executable, "-m", "harness", *args, "tracking=off",
                                f"cache_dir={tmp_path / 'cache'}"], cwd=project,
                               capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 1, proc.stderr
+        assert proc.returncode == 2, proc.stderr  # bad input (was 1: Hydra's own exit)
         assert "study holds a path separator" in proc.stderr and "(key 'study')" in proc.stderr
         assert "Traceback" not in proc.stderr
     after = {str(p) for p in project.parent.iterdir()} | {str(p) for p in project.iterdir()}

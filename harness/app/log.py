@@ -21,7 +21,7 @@ from harness.version import __version__
 from harness.app.plan import StudyPlan
 from harness.app.provenance import flatten, git_commit
 from harness.datasets import Dataset
-from harness.errors import HarnessError, TrackingUnavailable
+from harness.errors import HarnessError, OutputError, TrackingUnavailable
 from harness.metrics import Metric
 from harness.paths import project_path
 from harness.reporting import STATS
@@ -101,6 +101,15 @@ def start_tracking(plan: StudyPlan | Mapping[str, Any]) -> TrackingWorker | None
 
         plan = build_plan(plan)
     tracking = plan.tracking
+    if tracking.enabled:  # the log plan's folder, before the study computes
+        from harness.app.hydra_guard import cannot_write
+
+        why = cannot_write(project_path(tracking.pending_dir))
+        if why is not None:
+            raise OutputError(f"tracking.pending_dir {project_path(tracking.pending_dir)} "
+                              f"cannot be written ({why}): a job keeps its log plan there "
+                              "until MLflow has it; give tracking.pending_dir a writable "
+                              "folder, or tracking=off")
     if not tracking.enabled or not tracking.worker:
         return None
     if "mlflow" in sys.modules:
@@ -116,11 +125,36 @@ def start_tracking(plan: StudyPlan | Mapping[str, Any]) -> TrackingWorker | None
 def log_study(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
               written: Mapping[str, Any], out: Path, *, parent_run_id: str | None,
               job_label: str, failed: bool, started: float | None = None, title: str = "",
-              worker: TrackingWorker | None = None) -> dict[str, str]:
-    """Build the study's runs, save them as a pending log plan, send it (through ``worker``
-    when given; in process when it is None or gone). Raises TrackingUnavailable when the
+              worker: TrackingWorker | None = None, on_saved: Path | None = None
+              ) -> dict[str, str]:
+    """Build the study's runs, save them as a pending log plan, remove ``on_saved`` (the
+    job's ``INCOMPLETE`` mark: a job stopped at any point is either incomplete or has its
+    plan), send it (through ``worker`` when given; in process when it is None or gone). Raises TrackingUnavailable when the
     tracking store cannot be reached (the results stay on disk and the plan stays
     pending)."""
+    marker = project_path(plan.tracking.pending_dir) / (
+        f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{out.name}.json")
+    try:
+        return _log_study(plan, dataset, results, written, out, marker,
+                          parent_run_id=parent_run_id, job_label=job_label, failed=failed,
+                          started=started, title=title, worker=worker, on_saved=on_saved)
+    except OSError as exc:  # a full disk, a folder made read-only: what is kept, one line
+        if on_saved is not None:  # the results are complete; the error says what is not
+            on_saved.unlink(missing_ok=True)
+        kept = (f"the log plan {marker} is kept: send it with harness sync --pending-dir "
+                f"{marker.parent}" if marker.is_file() else
+                "nothing was sent to MLflow and no log plan was kept: free space, then run "
+                "the job again (its scores come from the cache)")
+        raise OutputError(f"the results are complete in {out}, but writing their MLflow "
+                          f"log failed: {exc.strerror or exc} ({exc.filename or marker}); "
+                          f"{kept}") from None
+
+
+def _log_study(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
+               written: Mapping[str, Any], out: Path, marker: Path, *,
+               parent_run_id: str | None, job_label: str, failed: bool, started: float | None,
+               title: str, worker: TrackingWorker | None, on_saved: Path | None
+               ) -> dict[str, str]:
     configure_requests(plan.tracking.timeout_s, plan.tracking.max_retries)
     uri = resolve_tracking_uri(plan.tracking.uri)
     runs = study_runs(plan, dataset, results, written, out, parent_run_id=parent_run_id,
@@ -132,9 +166,9 @@ def log_study(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
                        artifact_root=str(project_path(plan.tracking.artifact_root)),
                        runs=[r.record(info, failed=failed, start_ms=start_ms, end_ms=end_ms)
                              for r in runs])
-    marker = project_path(plan.tracking.pending_dir) / (
-        f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{out.name}.json")
     log_plan.save(marker)
+    if on_saved is not None:
+        on_saved.unlink(missing_ok=True)
     t = time.perf_counter()
     ids = _send(log_plan, marker, worker, out)
     log.info("logged to MLflow (%s, experiment %r) in %.1fs", uri, plan.experiment,
