@@ -239,7 +239,7 @@ def _execute(plan: LogPlan, marker: Path,
         for local, artifact_dir in record.artifacts:
             _log_artifact(client, run_id, local, artifact_dir)
         for local, kind in record.models:
-            _log_model(client, exp_id, run_id, local, kind)
+            _log_model(client, exp_id, run_id, local, kind, record)
         client.set_terminated(run_id, status=record.status, end_time=record.end_ms)
         record.done = True
         plan.save(marker)
@@ -297,9 +297,12 @@ def _log_artifact(client: Any, run_id: str, local: str, artifact_dir: str) -> No
 MODEL_NAME, MODEL_URI_TAG = "model", "ranker.model_uri"
 
 
-def _log_model(client: Any, exp_id: str, run_id: str, local: str, kind: str) -> str:
+def _log_model(client: Any, exp_id: str, run_id: str, local: str, kind: str,
+               record: RunRecord) -> str:
     """Log the MLflow model folder ``local`` as the run's logged model (once: a replay finds
-    the one logged before) and tag the run with its ``models:/`` URI; returns the URI."""
+    the one logged before), with the ranker's options as its params and the trainer's
+    validation metric beside the harness's value of it as its metrics, and tag the run
+    with its ``models:/`` URI; returns the URI."""
     from mlflow.entities import LoggedModelOutput, LoggedModelStatus
 
     found = [m for m in client.search_logged_models(
@@ -308,9 +311,18 @@ def _log_model(client: Any, exp_id: str, run_id: str, local: str, kind: str) -> 
     if found:
         model_id = found[0].model_id
     else:
+        prefix = f"ranker.{record.params.get('ranker_name', '')}."
+        options = {k.removeprefix(prefix): v for k, v in record.params.items()
+                   if k.startswith(prefix)}
         model = client.create_logged_model(exp_id, name=MODEL_NAME, source_run_id=run_id,
-                                           model_type=kind, tags={"ranker.kind": kind})
+                                           model_type=kind, tags={"ranker.kind": kind},
+                                           params=options)
         model_id = model.model_id
+        for key in ("trainer.value", "trainer.harness_value"):  # the library's own number
+            value = record.tags.get(key)
+            if value is not None:
+                client.log_metric(run_id, key, float(value), timestamp=record.end_ms,
+                                  step=0, model_id=model_id)
         client.log_model_artifacts(model_id, local)
         client.finalize_logged_model(model_id, LoggedModelStatus.READY)
         client.log_outputs(run_id, [LoggedModelOutput(model_id, step=0)])
