@@ -20,33 +20,31 @@ grows linearly with the rows and the working memory is that of one block (issue 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from harness.errors import InputError
 from harness.metrics.layout.inputs import align_key_dtypes, numeric
 from harness.metrics.layout.qids import factorize_qid, joint_qid_codes
 from harness.metrics.layout.segments import group_by_query
 from harness.metrics.engine.weighting import EMPTY_ATTR, merge_empty
 
-__all__ = ["BLOCKED_ABOVE", "BLOCK_ROWS", "evaluate_blocked", "collection_top_label"]
+__all__ = ["BLOCKED_ABOVE", "BLOCK_ROWS", "plan_blocks", "assemble", "collection_top_label"]
 
 #: Runs with more rows than this are evaluated in blocks (tests lower it).
 BLOCKED_ABOVE = 1_000_000
 #: Run rows per block, about (a block ends at a query's end).
 BLOCK_ROWS = 500_000
 
-Whole = Callable[..., pd.DataFrame]
-
-
-def evaluate_blocked(run: Any, qrels: Any, metrics: list[Any], whole: Whole,
-                     options: Mapping[str, Any]) -> pd.DataFrame | None:
-    """The per-query table of ``run`` computed block by block with ``whole`` (the unblocked
-    engine, called as ``whole(run, qrels, metrics, **options)``), or None when the run is
-    small, cannot be coded here, or a block raised: then the caller evaluates it whole."""
+def plan_blocks(run: Any, qrels: Any, options: Mapping[str, Any]
+                ) -> tuple[Iterator[tuple[pd.DataFrame, pd.DataFrame | None]],
+                           dict[str, Any]] | None:
+    """The blocks of ``run`` (each block's run rows and qrels) and the options every block is
+    evaluated with (the collection's top grade filled in), or None when the run is small or
+    cannot be coded here: then it is evaluated whole. :func:`harness.evaluate` evaluates
+    each block and puts the tables together with :func:`assemble`."""
     if not isinstance(run, pd.DataFrame) or len(run) <= BLOCKED_ABOVE:
         return None
     layout = _layout(run, qrels, options.get("missing"))
@@ -55,13 +53,7 @@ def evaluate_blocked(run: Any, qrels: Any, metrics: list[Any], whole: Whole,
     options = dict(options)
     if options.get("top_label") is None:  # one top grade for every block: the collection's
         options["top_label"] = collection_top_label(run, qrels)
-    frames = []
-    try:
-        for run_part, qrels_part in _blocks(run, qrels, *layout):
-            frames.append(whole(run_part, qrels_part, metrics, **options))
-    except InputError:
-        return None  # the unblocked engine names the first bad row of the whole input
-    return _assemble(frames)
+    return _blocks(run, qrels, *layout), options
 
 
 def collection_top_label(run: pd.DataFrame, qrels: pd.DataFrame | None) -> float | None:
@@ -189,7 +181,7 @@ def _take(frame: pd.DataFrame, order: np.ndarray | None, bounds: np.ndarray,
     return frame.iloc[a:b] if order is None else frame.iloc[order[a:b]]
 
 
-def _assemble(frames: list[pd.DataFrame]) -> pd.DataFrame:
+def assemble(frames: list[pd.DataFrame]) -> pd.DataFrame:
     """The blocks' tables as one: rows and the attrs' lists in block (= qid) order."""
     empties = merge_empty(frames)
     out = pd.concat(frames) if len(frames) > 1 else frames[0].copy()

@@ -14,7 +14,7 @@ from harness.metrics.engine import blocked
 from harness.metrics.engine.evaluate import (MetricLike, check_top_label,
                                       refuse_fractional_labels_for_ranx, per_query_table, as_metrics,
                                       evaluate, negative_policy)
-from harness.metrics.engine.kernels import full_rankings
+from harness.metrics.engine.kernels import ranking_plan
 from harness.metrics.layout.prepare import checked_scores, prepare
 
 __all__ = ["evaluate_columns", "score_column"]
@@ -55,7 +55,7 @@ def evaluate_columns(run: pd.DataFrame, qrels: pd.DataFrame | None,
     level = levels.pop() if len(levels) == 1 else 1
     prep = prepare(score_column(run, scores[0], scores), qrels, level=level,
                    nan_scores=nan_scores, missing=missing, negative_labels=negative,
-                   max_label=top_label, rankings=lambda p: full_rankings(mlist, p))
+                   max_label=top_label, rankings=ranking_plan(mlist))
     refuse_fractional_labels_for_ranx(prep, mlist)
     tables = [timed(per_query_table(prep, mlist, level, missing))]
     for s in scores[1:]:

@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import InputError, MetricDefinitionError
-from harness.metrics.engine.blocked import evaluate_blocked
+from harness.metrics.engine.blocked import assemble, plan_blocks
 from harness.metrics.vocabulary.conventions import TREC_EVAL_CONVENTIONS
 from harness.metrics.vocabulary.definition import Metric, parse_metric
 from harness.metrics.layout.dense import dense_array
-from harness.metrics.engine.kernels import full_rankings, measure_columns
+from harness.metrics.engine.kernels import measure_columns, ranking_plan
 from harness.metrics.layout.prepare import prepare
 from harness.metrics.engine.weighting import empty_mask, record_empty, summary
 from harness.metrics.layout.peer_inputs import as_table
@@ -125,7 +125,13 @@ def evaluate(
     run, qrels = as_table(run, "run"), as_table(qrels, "qrels")
     options = {"nan_scores": nan_scores, "missing": missing, "top_label": top_label,
                "negative_labels": negative_policy(mlist, negative_labels)}
-    out = evaluate_blocked(run, qrels, mlist, _evaluate_whole, options)  # a large run
+    out, blocks = None, plan_blocks(run, qrels, options)  # a large run: blocks of queries
+    if blocks is not None:
+        parts, each = blocks
+        try:
+            out = assemble([_evaluate_whole(r, q, mlist, **each) for r, q in parts])
+        except InputError:
+            out = None  # evaluated whole, the first bad row of the whole input is named
     if out is None:
         out = _evaluate_whole(run, qrels, mlist, **options)
     if weights is not None:
@@ -141,7 +147,7 @@ def _evaluate_whole(run: pd.DataFrame, qrels: pd.DataFrame | None, mlist: list[M
     level = levels.pop() if len(levels) == 1 else 1
     prep = prepare(run, qrels, level=level, nan_scores=nan_scores, missing=missing,
                    negative_labels=negative_labels, max_label=top_label,
-                   rankings=lambda p: full_rankings(mlist, p))
+                   rankings=ranking_plan(mlist))
     refuse_fractional_labels_for_ranx(prep, mlist)
     return per_query_table(prep, mlist, level, missing)
 

@@ -14,9 +14,10 @@ import numpy as np
 from harness.errors import InputError
 from harness.metrics.vocabulary.definition import Metric
 from harness.metrics.layout.prepared import Prepared
+from harness.metrics.layout.ranking import RankingPlan
 from harness.metrics.vocabulary.registry import Cache, MeasureInput
 
-__all__ = ["compute", "Cache", "unjudged_grade"]
+__all__ = ["compute", "Cache", "unjudged_grade", "ranking_plan"]
 
 
 def compute(prep: Prepared, metric: Metric, cache: Cache, top: int | None = None
@@ -52,27 +53,11 @@ def unjudged_grade(prep: Prepared, metric: Metric) -> float:
     return float(prep.max_label)
 
 
-def full_rankings(metrics: list[Metric], prep: Prepared) -> list[tuple[str, int]]:
-    """The (tie rule, seed) of every ranking of all rows the metrics will ask for (those
-    not limited to the contenders of a top k). A metric that does not read unjudged rows as
-    non-relevant ranks rows of its own (:attr:`Prepared.condensed`, :meth:`Prepared.relevant`)
-    wherever a row is unjudged, which is not known yet: these rows' ranking is not started
-    for it."""
-    tops = contender_limits(metrics, prep)
-    return [(m.ties, m.seed) for m in metrics if m.unjudged == "nonrelevant"
-            and ((m.ties, m.seed) not in tops or m.measure.reads_judged)]
-
-
-def contender_limits(metrics: list[Metric], prep: Prepared) -> dict[tuple[str, int], int]:
-    """Per tie rule, the largest cut-off when every metric using it has one that is short
-    next to the lists: those metrics then rank only the rows that can reach it."""
-    limits: dict[tuple[str, int], int | None] = {}
-    for m in metrics:
-        key = (m.ties, m.seed)
-        current = limits.get(key, 0)
-        limits[key] = None if m.k is None or current is None else max(current, m.k)
-    mean_len = float(prep.n_docs.mean()) if prep.n_queries else 0.0
-    return {key: k for key, k in limits.items() if k is not None and 4 * k <= mean_len}
+def ranking_plan(metrics: list[Metric]) -> RankingPlan:
+    """The rankings ``metrics`` will ask for, as the layout takes them
+    (:class:`~harness.metrics.layout.ranking.RankingPlan`)."""
+    return RankingPlan(tuple((m.ties, m.seed, m.k, m.measure.reads_judged,
+                              m.unjudged == "nonrelevant") for m in metrics))
 
 
 def apply_empty(values: np.ndarray, empty: np.ndarray, policy: str) -> np.ndarray:
@@ -96,7 +81,7 @@ def measure_columns(prep: Prepared, metrics: list[Metric]
     empties: dict[Metric, np.ndarray] = {}
     absent = prep.n_docs == 0
     try:
-        tops = contender_limits(metrics, prep)
+        tops = ranking_plan(metrics).contenders(prep.mean_length)
         for m in metrics:
             values, empty = compute(prep, m, cache, top=tops.get((m.ties, m.seed)))
             if absent.any():

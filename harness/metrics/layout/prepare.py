@@ -8,7 +8,6 @@ the same tie mode shares that order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +37,7 @@ from harness.metrics.layout.inputs import (
 )
 from harness.metrics.layout.prepared import Ideal, Judgments, Prepared, level_counts
 from harness.metrics.layout.qids import factorize_qid, joint_qid_codes
-from harness.metrics.layout.ranking import Ranking
+from harness.metrics.layout.ranking import Ranking, RankingPlan
 from harness.metrics.layout.segments import group_by_query
 from harness.metrics.layout.subtopics import SUBTOPIC, one_judgment_per_document
 
@@ -79,16 +78,16 @@ def prepare(
     missing: str = "exclude",
     negative_labels: str = "error",
     max_label: float | None = None,
-    rankings: Callable[[Prepared], Iterable[tuple[str, int]]] | None = None,
+    rankings: RankingPlan | None = None,
 ) -> Prepared:
     """Validate ``run`` (and ``qrels``) and lay them out as ragged per-query arrays.
 
     The steps, each once per call: the options; the run's columns and scores (its docids
     hashed on the other core meanwhile); the qids coded, jointly with the qrels' or from
     the labelled run; the evaluated queries chosen and their rows grouped; with qrels, the
-    labels joined in place. ``rankings``: given the laid-out rows, the (tie rule, seed)
-    rankings the caller will ask for. With qrels they are computed on the other core while
-    the run is joined to the qrels (a ranking needs the scores and docids, not the labels).
+    labels joined in place. ``rankings``: the rankings the caller will ask for, planned from
+    its metrics. With qrels those of all rows are computed on the other core while the run
+    is joined to the qrels (a ranking needs the scores and docids, not the labels).
     """
     _check_options(nan_scores, missing, negative_labels)
     run, score, run_codes = _checked_run(run, qrels, nan_scores)
@@ -118,7 +117,7 @@ def prepare(
     if qrels is not None:
         prepared.judgments = Judgments(j_qid, j_doc, qrels, subtopics)
         if rankings is not None:  # ranked on the other core while the docids are joined
-            prepared.rank_early(rankings(prepared))
+            prepared.rank_early(rankings.whole(prepared.mean_length))
         keep = coded.keep
         assert coded.jq_all is not None and coded.j_label_all is not None and keep is not None
         pending = _join_labels(run, qrels, run_doc, j_doc, run_codes, coded.rq, coded.jq_all,

@@ -117,6 +117,11 @@ class Prepared:
         return len(self.qids)
 
     @property
+    def mean_length(self) -> float:
+        """The mean list length of the evaluated queries (0 without any)."""
+        return float(self.n_docs.mean()) if self.n_queries else 0.0
+
+    @property
     def starts(self) -> np.ndarray:
         return self.layout.starts
 

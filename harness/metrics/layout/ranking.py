@@ -21,8 +21,36 @@ if TYPE_CHECKING:
 
     from harness.metrics.layout.segments import Layout
 
-__all__ = ["Ranking", "Rankable", "rank", "rank_docid", "trec_order_rows", "QUICKSORT_RULES",
+__all__ = ["Ranking", "Rankable", "RankingPlan", "rank", "rank_docid", "trec_order_rows", "QUICKSORT_RULES",
            "DOCID_RULES"]
+
+
+@dataclass(frozen=True)
+class RankingPlan:
+    """The rankings a metric list will ask for, decided from the metrics alone and handed
+    down to the layout. Per metric: its (tie rule, seed), cut-off, whether it reads which
+    rows are judged, and whether it ranks the rows as they are (a metric that does not read
+    unjudged rows as non-relevant ranks rows of its own, not known yet). Which rankings
+    cover every row is settled once the rows' list lengths are known (:meth:`whole`)."""
+
+    # (ties, seed, k, reads judged, ranks the rows as they are)
+    metrics: tuple[tuple[str, int, int | None, bool, bool], ...] = ()
+
+    def contenders(self, mean_length: float) -> dict[tuple[str, int], int]:
+        """Per tie rule, the largest cut-off when every metric using it has one that is short
+        next to the lists (``4 k <= mean length``): those metrics then rank only the rows
+        that can reach it."""
+        limits: dict[tuple[str, int], int | None] = {}
+        for ties, seed, k, _, _ in self.metrics:
+            current = limits.get((ties, seed), 0)
+            limits[(ties, seed)] = None if k is None or current is None else max(current, k)
+        return {key: k for key, k in limits.items() if k is not None and 4 * k <= mean_length}
+
+    def whole(self, mean_length: float) -> list[tuple[str, int]]:
+        """The (tie rule, seed) of every ranking of all rows the metrics will ask for."""
+        tops = self.contenders(mean_length)
+        return [(ties, seed) for ties, seed, _, judged, plain in self.metrics
+                if plain and ((ties, seed) not in tops or judged)]
 
 
 class Rankable(Protocol):

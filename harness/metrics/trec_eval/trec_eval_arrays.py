@@ -169,10 +169,10 @@ def evaluate_arrays(run: Columns, qrels: Columns, columns: list[Column], *, leve
     ev = Evaluation(runid, qids, [])
     wanted = plan_lines(ev, columns, [], level, convention, collection_size)
     metrics = list(dict.fromkeys(ln.metric for ln, _ in wanted if ln.metric is not None))
-    from harness.metrics.engine.kernels import full_rankings, measure_columns
+    from harness.metrics.engine.kernels import measure_columns, ranking_plan
 
     if len(row):
-        prep.rank_early(full_rankings(metrics, prep))  # on the other core, while joining
+        prep.rank_early(ranking_plan(metrics).whole(prep.mean_length))  # other core, meanwhile
     judgment = _join(prep, rkey[row], sorted_j, jorder, jlabel)
     if repeats.result():
         return None  # a document twice in the run: the DataFrame path names it
