@@ -15,6 +15,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from harness.app import log as log_stage
+from harness.app.plan import StudyPlan, build_plan
 from harness.app.study import run_study
 from harness.errors import TrackingUnavailable
 from harness.tracking.log_plan import LogPlan, RunRecord, refused
@@ -148,10 +149,13 @@ def test_a_study_logs_the_same_runs_through_a_worker_or_in_process(
 def test_start_tracking_uses_a_worker_only_where_it_saves_time(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    assert log_stage.start_tracking(_config(tmp_path, uri)) is None  # mlflow is loaded here
+    def plan(**options: bool) -> StudyPlan:
+        return build_plan(_config(tmp_path, uri, **options))
+
+    assert log_stage.start_tracking(plan()) is None  # mlflow is loaded here
     monkeypatch.delitem(sys.modules, "mlflow")  # as in a fresh job process
-    assert log_stage.start_tracking(_config(tmp_path, uri, enabled=False)) is None
-    assert log_stage.start_tracking(_config(tmp_path, uri, worker=False)) is None
-    worker = log_stage.start_tracking(_config(tmp_path, uri))
+    assert log_stage.start_tracking(plan(enabled=False)) is None
+    assert log_stage.start_tracking(plan(worker=False)) is None
+    worker = log_stage.start_tracking(plan())
     assert isinstance(worker, TrackingWorker)
     worker.close()

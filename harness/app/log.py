@@ -91,15 +91,11 @@ def _params(record: Mapping[str, Any], out: Path) -> tuple[dict[str, str], Path 
     return params, path
 
 
-def start_tracking(plan: StudyPlan | Mapping[str, Any]) -> TrackingWorker | None:
+def start_tracking(plan: StudyPlan) -> TrackingWorker | None:
     """A :class:`~harness.tracking.worker.TrackingWorker` that gets MLflow ready on the
     other core while the study computes, or None: tracking off, ``tracking.worker=false``,
     or MLflow already loaded in this process (a sweep's jobs after the first, a notebook),
-    where logging in process costs nothing more. ``plan`` may be a config, planned here."""
-    if not isinstance(plan, StudyPlan):
-        from harness.app.plan import build_plan
-
-        plan = build_plan(plan)
+    where logging in process costs nothing more."""
     tracking = plan.tracking
     if tracking.enabled:  # the log plan's folder, before the study computes
         from harness.app.hydra_guard import cannot_write
