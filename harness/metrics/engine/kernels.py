@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from harness.errors import InputError
-from harness.metrics.vocabulary.definition import Metric
 from harness.metrics.layout.prepared import Prepared
+from harness.metrics.vocabulary.definition import Metric
 from harness.metrics.vocabulary.registry import Cache, MeasureInput
 
 __all__ = ["compute", "Cache", "unjudged_grade"]
