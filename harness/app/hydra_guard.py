@@ -57,7 +57,7 @@ def _nested_target(node: Any, key: str, top: bool = False) -> str | None:
         for child, value in node.items_ex(resolve=False):
             if child == "_target_" and not top:
                 return f"{key}._target_"
-            found = _nested_target(value, f"{key}.{child}")
+            found = _nested_target(value, f"{key}.{child!s}")
             if found is not None:
                 return found
     elif isinstance(node, ListConfig):
@@ -117,5 +117,5 @@ def install() -> None:
             raise SystemExit(2) from None
         build(self, config, *args, **kwargs)
 
-    cls.__init__ = checked_init
-    cls._harness_checked = True
+    setattr(cls, "__init__", checked_init)  # noqa: B010 - mypy refuses assigning a method
+    setattr(cls, "_harness_checked", True)  # noqa: B010 - Hydra's class declares no such name

@@ -18,11 +18,17 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, MissingMandatoryValue, OmegaConfBaseException
 
-from harness.app.config import (CheckConfig, Config, JudgmentsConfig, MetricGrid,
-                                 RankerConfig, TrackingConfig)
+from harness.app.config import (
+    CheckConfig,
+    Config,
+    JudgmentsConfig,
+    MetricGrid,
+    RankerConfig,
+    TrackingConfig,
+)
 from harness.app.convention_diffs import ExplainPlan, explain_plan
-from harness.datasets.dataset import PATH_OPTIONS
 from harness.datasets import DATASETS, Dataset, ParquetRun
+from harness.datasets.dataset import PATH_OPTIONS
 from harness.engines import Engine
 from harness.errors import InputError, MetricDefinitionError
 from harness.metrics import Metric, parse_metric
@@ -145,20 +151,21 @@ def _as_list(value: Any) -> list[Any]:
 
 def build_metrics(grid: MetricGrid | Mapping[str, Any]) -> list[Metric]:
     """Every variant of a metric grid (the product of its axes) plus its ``extra`` names."""
-    if not isinstance(grid, MetricGrid):
-        grid = _typed(MetricGrid, grid, "metric")
-    axes = {a: _as_list(getattr(grid, a)) for a in _GRID_AXES}
+    checked: MetricGrid = grid if isinstance(grid, MetricGrid) else _typed(MetricGrid, grid,
+                                                                          "metric")
+    axes = {a: _as_list(getattr(checked, a)) for a in _GRID_AXES}
     out: list[Metric] = []
     for combo in itertools.product(*axes.values()):
         opts = dict(zip(_GRID_AXES, combo))
         try:
-            m = Metric(opts.pop("name"), **opts, empty=grid.empty, max_label=grid.max_label)
+            m = Metric(opts.pop("name"), **opts, empty=checked.empty,
+                       max_label=checked.max_label)
         except MetricDefinitionError as exc:
             raise MetricDefinitionError(f"metric grid {dict(zip(_GRID_AXES, combo))}: {exc}"
                                         ) from None
         if m not in out:
             out.append(m)
-    for text in grid.extra:
+    for text in checked.extra:
         try:
             m = parse_metric(text)
         except MetricDefinitionError as exc:
@@ -380,7 +387,8 @@ def check_rankers_against(specs: list[RankerSpec], dataset: Dataset | ParquetRun
                 shown = ", ".join(pool[:8]) + (f", … ({len(pool)} in all)"
                                                 if len(pool) > 8 else "")
                 what = "numeric column" if in_place or key == "column" else "feature"
-                where = dataset.path.name if in_place else f"dataset {dataset.name!r}"
+                where = (dataset.path.name if isinstance(dataset, ParquetRun)
+                         else f"dataset {dataset.name!r}")
                 raise InputError(f"ranker {spec.name!r}: no {what} {name!r} in {where}; "
                                  f"{'score columns' if in_place else 'available'}: "
                                  f"{shown or 'none'}", key=f"ranker.{spec.name}.{key}")
