@@ -25,8 +25,8 @@ import math
 from typing import Any
 
 from harness.errors import InputError
-from harness.metrics.vocabulary.definition import Metric, parse_metric
 from harness.metrics.engine.evaluate import evaluate
+from harness.metrics.vocabulary.definition import Metric, parse_metric
 
 __all__ = ["as_ir_measure"]
 

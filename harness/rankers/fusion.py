@@ -203,7 +203,8 @@ def tune_weights(spec: Any, ds: Dataset, specs: Mapping[str, Any], norm: str, sc
                          key=f"ranker.{spec.name}.tune.step")
     view = _train_view(spec, ds)
     runs = {name: score(sub, view)[0] for name, sub in specs.items()}
-    best, best_value = (), -np.inf
+    best: tuple[float, ...] = ()
+    best_value = -np.inf
     for weights in weight_grid(step, len(runs)):
         fused = fuse(runs, "wsum", norm, weights=dict(zip(runs, weights, strict=True)))
         summary = aggregate(evaluate(fused, view.qrels, metrics=[metric]))
