@@ -22,7 +22,7 @@ import harness
 from harness import Metric, parse_metric
 from harness.data import read_qrels, read_run
 from harness.errors import MetricDefinitionError
-from harness.metrics.vocabulary.registry import GMEAN_FLOOR
+from harness.metrics.vocabulary.measure import GMEAN_FLOOR
 from tests.shared import shared_data_dir
 
 TOL = 0.5e-4 + 1e-12
