@@ -96,6 +96,7 @@ class StudyPlan:
 def plain_config(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(cfg, DictConfig):
         try:
+            # mypy: to_container's union of results; a DictConfig gives a dict
             return OmegaConf.to_container(cfg, resolve=True,  # type: ignore[return-value]
                                           throw_on_missing=True)
         except MissingMandatoryValue as exc:
@@ -130,14 +131,14 @@ def _valid_keys(schema: type, key: str) -> str:
     valid keys at its level, read from the schema dataclasses; '' where they are not
     dataclasses (a free-form mapping such as ``ranker`` or ``dataset``)."""
     *parents, leaf = key.split(".") if key else [""]
+    node: Any = schema  # a dataclass, then a field's type hint (None: no such field)
     for part in parents:
-        if not dataclasses.is_dataclass(schema):
+        if not dataclasses.is_dataclass(node):
             return ""
-        hints = typing.get_type_hints(schema)
-        schema = hints.get(part)  # type: ignore[assignment]
-    if not (isinstance(schema, type) and dataclasses.is_dataclass(schema)):
+        node = typing.get_type_hints(node).get(part)
+    if not (isinstance(node, type) and dataclasses.is_dataclass(node)):
         return ""
-    names = [f.name for f in dataclasses.fields(schema)]
+    names = [f.name for f in dataclasses.fields(node)]
     close = difflib.get_close_matches(leaf, names, n=1)
     return ((f" (did you mean {close[0]!r}?)" if close else "")
             + f"; valid keys: {', '.join(names)}")
@@ -224,7 +225,7 @@ def _typed_ranker(name: str, options: Any) -> dict[str, Any]:
         key = getattr(exc, "full_key", "") or ""
         raise InputError(f"ranker {name!r}: {str(exc).splitlines()[0]}",
                          key=f"ranker.{name}{'.' + key if key else ''}") from None
-    return OmegaConf.to_container(merged)  # type: ignore[return-value]
+    return OmegaConf.to_container(merged)  # type: ignore[return-value]  # a DictConfig's: a dict
 
 
 def _check_seeds(typed: Any, specs: list[RankerSpec]) -> None:

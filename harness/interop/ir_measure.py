@@ -72,6 +72,7 @@ def as_ir_measure(metric: str | Metric) -> Any:
 
     base = type(ir_measures.define(per_query, name=name, support_cutoff=False))
 
+    # mypy: the base is ir_measures' measure class, known only at run time
     class HarnessMeasure(base):  # type: ignore[misc, valid-type]
         """One harness definition, computed by harness.evaluate."""
 

@@ -335,7 +335,7 @@ def _evaluate(plans: list[tuple[int, np.ndarray, np.ndarray, Candidates]],
                "negative_labels": kwargs["negative_labels"]}
     batch: list[tuple[int, np.ndarray, np.ndarray, Candidates]] = []
     size = 0
-    for plan in plans + [None]:  # type: ignore[list-item]
+    for plan in [*plans, None]:
         if plan is not None:
             batch.append(plan)
             size += (len(plan[1]) + len(plan[2]) + len(judgments.get(plan[0], ()))
