@@ -509,7 +509,7 @@ def test_cli_end_to_end(small_sweep: SmallSweep, tmp_path: Path) -> None:
                                           str(tmp_path / folder.name))
         assert Path(local).read_bytes() == (folder / "report.html").read_bytes()
     # the old flag names the same runs
-    flagged = subprocess.run(args[:3] + ["--parent-run-id"] + args[3:] + ["--no-log"],
+    flagged = subprocess.run(args[:4] + ["--parent-run-id"] + args[4:] + ["--no-log"],
                              cwd=PROJECT_ROOT, env=clean_env(), capture_output=True,
                              text=True, timeout=300)
     assert flagged.returncode == 0, flagged.stderr[-2000:]
