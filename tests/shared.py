@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["ENV_VAR", "REPO_ROOT", "shared_data_dir"]
+__all__ = ["ENV_VAR", "REPO_ROOT", "shared_data_dir", "metric_grid_yaml"]
 
 ENV_VAR = "HARNESS_SHARED_DATA"
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -40,3 +40,18 @@ def shared_data_dir() -> Path:
         f"Set {ENV_VAR} to the folder that holds README.md, lightgbm_lambdarank/, "
         "trec_eval_test/ and trec_cast_2021/."
     )
+
+
+def metric_grid_yaml(name: str) -> dict:
+    """``conf/metric/<name>.yaml`` read with plain YAML (no Hydra), over the schema's defaults
+    it leaves out (the YAML holds only what differs from ``MetricGrid``)."""
+    import dataclasses
+
+    import yaml
+
+    from harness.app.config import MetricGrid
+
+    defaults = {f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING
+                else f.default for f in dataclasses.fields(MetricGrid)}
+    path = REPO_ROOT / "conf" / "metric" / f"{name}.yaml"
+    return defaults | (yaml.safe_load(path.read_text()) or {})

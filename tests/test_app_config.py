@@ -25,6 +25,7 @@ from harness.app.config import register_configs
 from harness.app.study import build_metrics, validate
 from harness.datasets import DATASETS
 from harness.rankers import RANKERS
+from tests.shared import metric_grid_yaml
 
 CONF = Path(harness.paths.PROJECT_ROOT) / "conf"
 
@@ -171,7 +172,7 @@ def _grid(option: str) -> dict[str, Any]:
 
 def test_full_grid_has_48_variants() -> None:
     metrics = build_metrics(_grid("full_grid"))
-    raw = _yaml(CONF / "metric" / "full_grid.yaml")  # read without Hydra
+    raw = metric_grid_yaml("full_grid")
     expected = {Metric(raw["name"], gain=g, discount=d, k=k, ties=t)
                 for g, d, k, t in itertools.product(raw["gain"], raw["discount"], raw["k"],
                                                     raw["ties"])}
@@ -181,7 +182,7 @@ def test_full_grid_has_48_variants() -> None:
 
 def test_default_grid_has_24_variants_plus_8_extras() -> None:
     metrics = build_metrics(_grid("default"))
-    raw = _yaml(CONF / "metric" / "default.yaml")  # read without Hydra
+    raw = metric_grid_yaml("default")
     assert raw["discount"] == ["log2"] and raw["ideal"] == ["judged"]
     product = {Metric(n, gain=g, k=k, ties=t, empty=raw["empty"])
                for n, g, k, t in itertools.product(raw["name"], raw["gain"], raw["k"],
@@ -387,7 +388,7 @@ def test_a_bad_study_writes_nothing_anywhere(tmp_path: Path) -> None:
         proc = subprocess.run([sys.executable, "-m", "harness", *args, "tracking=off",
                                f"cache_dir={tmp_path / 'cache'}"], cwd=project,
                               capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 1, proc.stderr
+        assert proc.returncode == 2, proc.stderr  # bad input (was 1: Hydra's own exit)
         assert "study holds a path separator" in proc.stderr and "(key 'study')" in proc.stderr
         assert "Traceback" not in proc.stderr
     after = {str(p) for p in project.parent.iterdir()} | {str(p) for p in project.iterdir()}
@@ -497,3 +498,68 @@ def test_default_grid_forms_the_incompleteness_group() -> None:
     assert set(group["metric"]) == {"AP@10"}
     assert list(group["treatment"]) == ["nonrelevant", "condensed", "Bpref",
                                         "infAP(ties=input)"]
+
+
+# --------------------------------------------------------------------------------------
+# one home per default
+
+
+def _restated(node: Any, schema: Any, where: str) -> list[str]:
+    """The keys of a YAML ``node`` whose value equals the schema's default: restated."""
+    import dataclasses
+
+    out = []
+    for key, value in node.items():
+        if key in ("defaults", "_target_") or not dataclasses.is_dataclass(schema):
+            continue
+        fields = {f.name: f for f in dataclasses.fields(schema)}
+        if key not in fields:
+            continue
+        f = fields[key]
+        default = (f.default_factory() if f.default_factory is not dataclasses.MISSING
+                   else f.default)
+        if dataclasses.is_dataclass(default) and isinstance(value, dict):
+            out += _restated(value, type(default), f"{where}{key}.")
+        elif value == default and not isinstance(value, str) or (
+                isinstance(value, str) and value == default and "${" not in value):
+            out.append(f"{where}{key}")
+    return out
+
+
+def test_the_yaml_holds_only_what_differs_from_the_schema() -> None:
+    """A default lives in the schema (harness/app/config.py) only: a YAML key restating it
+    would be a second home that can drift."""
+    from omegaconf import OmegaConf
+
+    from harness.app.config import Config, EngineConfig, MetricGrid, TrackingConfig
+
+    conf = Path(__file__).parents[1] / "conf"
+    homes = {"config.yaml": Config, "engine": EngineConfig, "metric": MetricGrid,
+             "tracking": TrackingConfig}
+    restated = {}
+    for path in sorted(conf.rglob("*.yaml")):
+        rel = path.relative_to(conf)
+        schema = homes.get(rel.parts[0] if len(rel.parts) > 1 else rel.name)
+        if schema is None:
+            continue
+        node = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+        if found := _restated(node, schema, ""):
+            restated[str(rel)] = found
+    assert restated == {}
+    assert _restated({"seed": 0, "check": {"tolerance": 1e-9}}, Config, "") == [
+        "seed", "check.tolerance"]  # the walk sees a restated key, nested or not
+
+
+def test_library_command_and_config_share_their_defaults() -> None:
+    from harness.app.config import JudgmentsConfig
+    from harness.commands.judgments import parser
+    from harness.metrics.unjudged import MAX_LABELINGS
+
+    assert JudgmentsConfig().max_labelings == MAX_LABELINGS
+    assert parser().get_default("max_labelings") == MAX_LABELINGS
+    import inspect
+
+    from harness.metrics.unjudged.judgment_interval import judgment_interval
+
+    assert inspect.signature(judgment_interval).parameters["max_labelings"].default == \
+        MAX_LABELINGS

@@ -25,12 +25,14 @@ import pandas as pd
 import pytest
 import yaml
 from mlflow.tracking import MlflowClient
+from PIL import Image
 
 import harness
 import harness.paths
 from harness import Metric, evaluate, parse_metric
 from harness.datasets import Dataset, load_dataset
 from harness.rankers import RankerSpec, score
+from tests.shared import metric_grid_yaml
 
 PROJECT = Path(harness.paths.PROJECT_ROOT)
 CONF = PROJECT / "conf"
@@ -62,7 +64,7 @@ def _ranker_entries(option: str) -> dict[str, dict[str, Any]]:
 
 
 def _default_metrics() -> list[Metric]:
-    raw = _yaml(CONF / "metric" / "default.yaml")
+    raw = metric_grid_yaml("default")
     out = [Metric(n, gain=g, discount=d, k=k, ties=t, ideal=i, empty=raw.get("empty", "zero"))
            for n, g, d, k, t, i in itertools.product(raw["name"], raw["gain"], raw["discount"],
                                                       raw["k"], raw["ties"], raw["ideal"])]
@@ -304,7 +306,7 @@ def test_job_run_files_figures_and_metric_keys(baseline: Job, store: Store,
     # one small-multiples figure per metric family of several variants (the grid's names, and
     # a measure the extras name twice: AP@10 and AP@10 condensed; the others are one variant
     # each and appear in the overview)
-    grid = _yaml(CONF / "metric" / "default.yaml")
+    grid = metric_grid_yaml("default")
     extras = [parse_metric(x).name for x in grid["extra"]]
     families = set(grid["name"]) | {n for n in extras if extras.count(n) > 1}
     assert families == {"ndcg", "mndcg", "ap"}
@@ -312,6 +314,17 @@ def test_job_run_files_figures_and_metric_keys(baseline: Job, store: Store,
     figures = _artifact_paths(client, job.info.run_id, "figures")
     assert figures == {f"figures/{f}" for f in drawn}
     assert {p.name for p in (baseline.out / "figures").glob("*.png")} == drawn
+    # the job's and each ranker's description show the overview under their lead line, from
+    # the run's own artifact (MLflow's page renders it through get-artifact; issue 41)
+    for run in [job, *_role(store.runs(baseline.experiment), "ranker")]:
+        lines = run.data.tags["mlflow.note.content"].splitlines()
+        assert lines[1] == "" and lines[2].endswith(
+            f"](get-artifact?path=distributions.png&run_uuid={run.info.run_id})"), lines[:3]
+        assert "distributions.png" in _artifact_paths(client, run.info.run_id)
+    with Image.open(baseline.out / "distributions.png") as small, \
+            Image.open(baseline.out / "figures" / "overview.png") as big:
+        assert small.size[0] == 900 < big.size[0]  # the overview, as wide as a run's page
+        assert abs(small.size[1] / small.size[0] - big.size[1] / big.size[0]) < 0.01
     keys = json.loads(_download(client, job.info.run_id, "metric_keys.json",
                                 tmp_path).read_text())
     assert keys == {m.key: m.display_name for m in expected.metrics}
@@ -406,7 +419,7 @@ def test_multirun_2x2_parallel_logs_every_job(store: Store, shared_data: Path,
                       shared_data)
     assert proc.returncode == 0, _explain(proc)
     # the sweep ends with its jobs x headline measures table (one row per job and ranker)
-    assert "Sweep 'synthetic': 4 job(s) x 2 ranker(s)." in proc.stdout
+    assert "Sweep 'synthetic': 4 job(s) x 1 ranker(s) each, 2 ranker(s) in all." in proc.stdout
     assert sum(1 for line in proc.stdout.splitlines()
                if re.match(r"^  [0-3] (oracle|random) ", line)) == 4
     runs = store.runs("e2e_b")

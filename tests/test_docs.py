@@ -144,3 +144,36 @@ def test_the_your_own_measure_example_runs_as_written() -> None:
         assert table["RelevantFound@2"].tolist() == [1.0]  # a (label 1) in the top 2
     finally:
         harness.unregister_measure("relevant_found")
+
+
+# -- numbers quoted from a command's output (issue 41: they went stale) ---------------------
+
+
+def test_sample_outputs_quote_no_timings() -> None:
+    """A run's duration changes from machine to machine: a sample output elides it (``done in
+    …s``) instead of quoting a number nothing checks ("done in 2.4s" did)."""
+    for path in documents():
+        for block in _FENCE.findall(path.read_text()):
+            assert not re.search(r"\bdone in \d", block), (path.name, block[:200])
+
+
+def test_the_default_grids_variant_count_is_the_one_quoted() -> None:
+    """The README's "32 metric variants" and its sample output's "x 32 variant(s)" are the
+    default config's metric grid, composed as the app composes it."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from harness.app.config import register_configs
+    from harness.app.plan import build_metrics
+
+    register_configs()
+    with initialize_config_dir(version_base="1.3", config_dir=str(PROJECT / "conf")):
+        cfg = compose("config")
+    count = len(build_metrics(OmegaConf.to_container(cfg.metric, resolve=True)))
+    text = README.read_text()
+    quoted = {int(n) for n in re.findall(r"(\d+) metric variants", text)}
+    quoted |= {int(n) for n in re.findall(r"x (\d+) variant\(s\) x 400 queries", text)}
+    assert quoted == {count}, (quoted, count)
+    # docs/workflows.md's default study, as `harness compare` prints it, holds no stale count
+    assert not re.search(rf"default study \(\d+ rankers × (?!{count} )\d+ variants",
+                         (DOCS / "workflows.md").read_text())

@@ -163,6 +163,17 @@ def test_a_study_explains_each_ranker_and_logs_the_files(tmp_path: Path) -> None
         assert set(table["option"]) >= {"gain", "ties"}
         gap = table["mean_to"].iloc[0] - table["mean_from"].iloc[0]
         assert table["contribution"].sum() == pytest.approx(gap, abs=1e-12)
+        # the console says what it found and where (issue 41: it printed nothing)
+        said = [line for line in (proc.stdout + proc.stderr).splitlines()
+                if f"explain {ranker}: " in line]
+        first, where = said
+        top = table.loc[table["contribution"].abs().idxmax()]
+        assert (f"{table['mean_from'].iloc[0]:.4f} -> " in first
+                and f"{table['mean_to'].iloc[0]:.4f} ({gap:+.4f}): " in first
+                and (f"{top['option']} {top['contribution']:+.4f}" in first
+                     if abs(top["contribution"]) >= 1e-4 else "no option moves it" in first)
+                ), first
+        assert str(tmp_path / "out" / "explain" / f"{ranker}.csv") in where
         (run,) = client.search_runs(client.get_experiment_by_name("synthetic").experiment_id,
                                     f"tags.`ranker.name` = '{ranker}'")
         logged = {a.path for a in client.list_artifacts(run.info.run_id, "explain")}

@@ -204,3 +204,66 @@ def test_compare_figures_use_10pt_text() -> None:
         fig.canvas.draw()
         texts = _texts(fig) + [t for ax in fig.axes for t in ax.texts]
         assert min(t.get_fontsize() for t in texts) >= 10
+
+
+# -- nothing runs off the canvas (issue 41: family-ap.png cut its legend at "top_g") ------
+
+
+def _shipped_ranker_names() -> list[str]:
+    """Every ranker name of conf/ranker/*.yaml (their top-level keys), longest first."""
+    import yaml
+
+    names: set[str] = set()
+    for path in (Path(__file__).parents[1] / "conf" / "ranker").glob("*.yaml"):
+        names |= {k for k in (yaml.safe_load(path.read_text()) or {}) if k != "defaults"}
+    return sorted(names, key=lambda n: (-len(n), n))
+
+
+def _outside(fig: Any) -> list[str]:
+    """The texts and legends of a drawn figure whose extent leaves the canvas (1 px slack)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    canvas = fig.bbox
+    drawn_ticks = set()  # matplotlib keeps labels of ticks beyond the view, never drawn
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            lo, hi = sorted(axis.get_view_interval())
+            drawn_ticks |= {id(t.label1) for t in axis.get_major_ticks()
+                            if lo - 1e-9 <= t.get_loc() <= hi + 1e-9}
+    ticks = {id(t) for ax in fig.axes for t in ax.get_xticklabels() + ax.get_yticklabels()}
+    parts = [(t.get_text(), t) for t in _texts(fig) if id(t) not in ticks - drawn_ticks]
+    parts += [(f"legend {[t.get_text() for t in g.get_texts()]}", g)
+              for g in fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend()]]
+    out = []
+    for name, artist in parts:
+        box = artist.get_window_extent(renderer)
+        if (box.x0 < canvas.x0 - 1 or box.y0 < canvas.y0 - 1 or box.x1 > canvas.x1 + 1
+                or box.y1 > canvas.y1 + 1):
+            out.append(f"{name}: {box.bounds} outside {canvas.bounds}")
+    return out
+
+
+@pytest.mark.parametrize("count", [2, 6])
+def test_every_figure_kind_keeps_its_legend_and_labels_on_the_canvas(
+        drawn: list[Any], count: int) -> None:
+    names = _shipped_ranker_names()[:count]
+    assert len(names[0]) >= len("catboost_ranker")  # the longest shipped names
+    tables = _tables(names)
+    for table in tables.values():  # the longest variant names of the default metric grid
+        table["mnDCG@10(gain=linear,ties=input)"] = table["nDCG@10"] / 2
+    long = "mnDCG@10(gain=linear,ties=input)"
+    figures.overview_figure(tables, [long], Path("o1.png"))  # one panel: the narrowest
+    figures.overview_figure(tables, list(tables[names[0]].columns), Path("o.png"))
+    figures.family_figure(tables, ["nDCG@10", long], Path("f.png"), title="nDCG family: "
+                          "every variant (ECDF)")
+    figures.ecdf_figure({n: t[long] for n, t in tables.items()}, long, Path("e.png"))
+    from harness.compare import build_comparison
+
+    comparison = build_comparison(tables, resamples=50).tests
+    drawn += [cf.paired_difference_figure(tables, comparison, names[0], names[1]),
+              cf.tau_heatmap(pd.DataFrame(np.eye(6), index=[long] * 6, columns=[long] * 6))]
+    assert len(drawn) == 6
+    for fig in drawn:
+        assert _outside(fig) == []

@@ -203,6 +203,10 @@ def test_the_ranker_run_carries_the_trainer_tags_and_its_model(
     # to the very scores the study evaluated
     model = client.get_logged_model(tags["ranker.model_uri"].removeprefix("models:/"))
     assert (model.source_run_id, model.name, str(model.status)) == (run_id, "model", "READY")
+    assert model.params["objective"] == "lambdarank"  # the ranker's options as its params
+    assert model.params["params.n_estimators"] == "8"
+    logged = {m.key: m.value for m in model.metrics or []}
+    assert logged["trainer.value"] == float(tags["trainer.value"])
     import lightgbm
     import mlflow.artifacts
     import pandas as pd

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import html
+import io
 import json
 import re
 from pathlib import Path
@@ -206,3 +207,73 @@ def test_winners_csv_says_whether_each_lead_is_significant(
         # significant: the leader alone at the top; else a tie of several
         assert (row["top"] == row["winner"] if row["significant"] else " = " in row["top"]), \
             variant
+
+
+def test_html_opens_on_findings_and_figures_with_long_tables_collapsed(
+        built: tuple[Sweep, pd.DataFrame, ReportPaths]) -> None:
+    """Issue 41: two 128-row tables came before the first figure (8,300 px down)."""
+    from html.parser import HTMLParser
+
+    from harness.compare.report_render import LONG_TABLE
+
+    class Outline(HTMLParser):
+        """Each table's row count, whether it sits in a <details>, and what came first."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.order: list[str] = []
+            self.tables: list[list[int]] = []  # [rows, inside details]
+            self.open: list[list[int]] = []
+            self.details = 0
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag == "details":
+                self.details += 1
+            elif tag in ("img", "figure", "h2"):
+                self.order.append(tag)
+            elif tag == "table":
+                self.open.append([0, self.details])
+                self.tables.append(self.open[-1])
+                self.order.append(f"table{len(self.tables) - 1}")
+            elif tag == "tr" and self.open:
+                self.open[-1][0] += 1
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag == "details":
+                self.details -= 1
+            elif tag == "table":
+                self.open.pop()
+
+    outline = Outline()
+    outline.feed(built[2].html.read_text())
+    long = [i for i, (rows, _) in enumerate(outline.tables) if rows > LONG_TABLE + 1]
+    assert long, "the small sweep's report has long tables (100 comparisons)"
+    first_image = outline.order.index("img")
+    assert first_image < min(outline.order.index(f"table{i}") for i in long)
+    # before the figures: the findings and the short headline table only
+    assert sum(o.startswith("table") for o in outline.order[:first_image]) <= 1
+    assert all(outline.tables[i][1] for i in long), "every long table is collapsed"
+    text = built[2].html.read_text()
+    assert text.index("<h2>Findings</h2>") < text.index("<img")
+    # the headline table's winner: the leader when significant, else the tie's members
+    winners = pd.read_csv(built[2].directory / "winners.csv", index_col=0)
+    shown = pd.read_html(io.StringIO(text[:text.index("<img")]), index_col=0)[-1]
+    for variant, cell in shown["winner"].items():
+        row = winners.loc[variant]
+        assert cell == (row["winner"] if str(row["significant"]) == "True"
+                        else f"tie: {row['top']}"), variant
+
+
+def test_the_summary_page_is_light_and_names_the_full_report(
+        built: tuple[Sweep, pd.DataFrame, ReportPaths]) -> None:
+    """MLflow's artifact view previews a page of a few hundred kB at once, where the full
+    report (every figure embedded, megabytes) can stay blank (issue 41)."""
+    paths = built[2]
+    assert paths.summary == paths.directory / "summary.html"
+    text = paths.summary.read_text()
+    assert paths.summary.stat().st_size < min(1_000_000, paths.html.stat().st_size / 2)
+    assert text.count("<img") == 1 and "<code>report.html</code>" in text
+    full = paths.html.read_text()
+    first_image = re.search(r'<img alt="[^"]*" src="[^"]*">', full).group(0)
+    assert first_image in text  # the overview figure, as in the report
+    assert text.index("<h2>Findings</h2>") < text.index("Headline variants") < text.index("<img")

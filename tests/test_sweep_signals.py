@@ -29,31 +29,38 @@ import harness.paths
 
 PROJECT = Path(harness.paths.PROJECT_ROOT)
 
-_SLOW_LOGGING = textwrap.dedent("""
-    import os, sys, time
-    from importlib.abc import MetaPathFinder
-    from importlib.machinery import PathFinder
+def slow_hook(module: str, function: str, variable: str, says: str) -> str:
+    """A ``sitecustomize`` text that, when ``variable`` is set, makes ``module.function``
+    print ``says`` on stderr and sleep that many seconds before it runs."""
+    return textwrap.dedent(f"""
+        import os, sys, time
+        from importlib.abc import MetaPathFinder
+        from importlib.machinery import PathFinder
 
-    class _Slow(MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name != "harness.tracking.log_plan":
-                return None
-            spec = PathFinder.find_spec(name, path)
-            run = spec.loader.exec_module
-            def exec_module(module):
-                run(module)
-                batches = module.batches
-                def slow(*args, **kwargs):
-                    print("SLOW LOGGING", file=sys.stderr, flush=True)
-                    time.sleep(float(os.environ["HARNESS_TEST_SLOW_LOG"]))
-                    return batches(*args, **kwargs)
-                module.batches = slow
-            spec.loader.exec_module = exec_module
-            return spec
+        class _Slow(MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name != {module!r}:
+                    return None
+                spec = PathFinder.find_spec(name, path)
+                run = spec.loader.exec_module
+                def exec_module(module):
+                    run(module)
+                    real = module.{function}
+                    def slow(*args, **kwargs):
+                        print({says!r}, file=sys.stderr, flush=True)
+                        time.sleep(float(os.environ[{variable!r}]))
+                        return real(*args, **kwargs)
+                    module.{function} = slow
+                spec.loader.exec_module = exec_module
+                return spec
 
-    if os.environ.get("HARNESS_TEST_SLOW_LOG"):
-        sys.meta_path.insert(0, _Slow())
-""")
+        if os.environ.get({variable!r}):
+            sys.meta_path.insert(0, _Slow())
+    """)
+
+
+_SLOW_LOGGING = slow_hook("harness.tracking.log_plan", "batches", "HARNESS_TEST_SLOW_LOG",
+                          "SLOW LOGGING")
 
 
 # an exit handler that never returns: the unwinding a signal starts is stuck (as it was

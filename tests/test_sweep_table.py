@@ -27,19 +27,34 @@ JOBS = {
 def test_sweep_table_golden(monkeypatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
     lines = sweep_table(JOBS, study="demo", width=100)
+    # job 1 sweeps the gain: its nDCG@10 is another definition, in a column of its own, so
+    # the * of job 0's 0.6250 is not set against job 1's 0.5500 (issue 41)
     assert lines == [
-        "Sweep 'demo': 2 job(s) x 2 ranker(s). Mean per query, each job under its own "
-        "definition (its overrides below), * the best of each column; every variant: each "
-        "job's summary.csv.",
+        "Sweep 'demo': 2 job(s) x 2 ranker(s) each, 2 ranker(s) in all. Mean per query, a "
+        "column per metric definition (options off their defaults under its name), * the "
+        "best of each column; every variant: each job's summary.csv. Overrides:",
         "  job 0: metric.gain=exp2",
         "  job 1: metric.gain=linear",
         "",
-        "  ranker   nDCG@10  AP@10",
-        "  0 bm25   0.5000   0.3000*",
-        "  0 dense  0.6250*  0.2500",
-        "  1 bm25   0.5500   0.3000*",
-        "  1 dense  0.5000   0.2500",
+        "  ranker   nDCG@10  nDCG@10      AP@10",
+        "                    gain=linear",
+        "  0 bm25   0.5000                0.3000*",
+        "  0 dense  0.6250*               0.2500",
+        "  1 bm25            0.5500*      0.3000*",
+        "  1 dense           0.5000       0.2500",
     ]
+
+
+def test_one_ranker_per_job_is_counted_per_job() -> None:
+    """Issue 41: four jobs of one ranker each read "4 job(s) x 2 ranker(s)"."""
+    jobs = {str(i): ([f"ranker={r}"], {r: _summary({"AP@10": 0.1 * i})})
+            for i, r in enumerate(["oracle", "oracle", "random", "random"])}
+    assert sweep_table(jobs, study="s", width=100)[0].startswith(
+        "Sweep 's': 4 job(s) x 1 ranker(s) each, 2 ranker(s) in all.")
+    jobs["4"] = (["ranker=contenders"], {"a": _summary({"AP@10": 0.2}),
+                                         "b": _summary({"AP@10": 0.3})})
+    assert sweep_table(jobs, study="s", width=100)[0].startswith(
+        "Sweep 's': 5 job(s), 6 ranker run(s), 4 ranker(s) in all.")
 
 
 def test_columns_wrap_at_the_width(monkeypatch) -> None:

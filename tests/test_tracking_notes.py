@@ -131,9 +131,29 @@ def test_a_sweep_parent_describes_its_jobs_and_links_its_report(
         assert [c for c in column if c.startswith("**")] == \
             [c for c in column if c and float(c.strip("*")) == max(values)], header[3 + i]
     exp = parent.info.experiment_id
-    assert (f"(#/experiments/{exp}/runs/{parent.info.run_id}/artifacts/report/report.html)"
+    assert (f"(#/experiments/{exp}/runs/{parent.info.run_id}/artifacts/report/summary.html)"
             in note)
     assert f"harness compare {parent.info.run_id}" in note
+    # its page shows what was swept and the jobs' results, not "Parameters (0)" and
+    # "Metrics (0)" (issue 41)
+    params = parent.data.params
+    assert params["study"] == "compare_test"
+    assert params["ranker.noisy_oracle.sigma"] == "0.5,2.0"
+    assert params["metric.ties"] == "optimistic,pessimistic" and "ranker.hgb" in params
+    logged = parent.data.metrics
+    expected_metrics = {}
+    for job in jobs:
+        summary = pd.read_csv(job / "summary.csv")
+        for ranker, group in summary.groupby("ranker"):
+            # each job's own definition: nDCG@5 and @10 under its tie rule (exp2 gain, the
+            # grid's first), AP@10, RR
+            for variant in group["variant"]:
+                metric = parse_metric(variant)
+                if metric.name != "ndcg" or metric.gain == "exp2":
+                    expected_metrics[f"job{job.name}.{ranker}.{metric.key}"] = \
+                        float(group.set_index("variant").at[variant, "mean"])
+    assert len(expected_metrics) == 4 * 4 * 4
+    assert logged == pytest.approx(expected_metrics, rel=0, abs=0)
 
 
 def test_three_sweeps_are_not_all_named_alike() -> None:

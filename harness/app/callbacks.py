@@ -14,7 +14,7 @@ from omegaconf import DictConfig
 from harness.paths import project_path
 
 __all__ = ["SweepParentRun", "PARENT_ENV", "ACTIVE", "parent_run_file", "failed_job_file",
-           "sweep_run_name"]
+           "sweep_run_name", "sweep_params", "sweep_metrics", "log_sweep_metrics"]
 
 log = logging.getLogger("harness")
 PARENT_ENV = "HARNESS_PARENT_RUN_ID"
@@ -69,6 +69,10 @@ class SweepParentRun(Callback):
             "harness.role": "sweep", "sweep.overrides": overrides, "git.commit": git_commit(),
             "study": str(config.study)})
         self.run_id = run.info.run_id
+        from mlflow.entities import Param
+
+        client.log_batch(self.run_id, params=[Param(k, v) for k, v in
+                                              sweep_params(config).items()])
         os.environ[PARENT_ENV] = self.run_id
         path = parent_run_file(config.hydra.sweep.dir)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -132,12 +136,14 @@ class SweepParentRun(Callback):
         from harness.app.notes import sweep_description
 
         try:
+            jobs = sweep_jobs(Path(config.hydra.sweep.dir), _excluded(config))
+            log_sweep_metrics(MlflowClient(tracking_uri=self.uri), run_id, jobs)
             text = sweep_description(
-                sweep_jobs(Path(config.hydra.sweep.dir), _excluded(config)),
+                jobs,
                 study=str(config.study), overrides=" ".join(_shown_overrides(config)),
                 failed=failed, parent_run_id=run_id,
                 report_link=f"#/experiments/{self.experiment_id}/runs/{run_id}"
-                "/artifacts/report/report.html")
+                "/artifacts/report/summary.html")
             MlflowClient(tracking_uri=self.uri).set_tag(run_id, "mlflow.note.content", text)
         except Exception as exc:  # noqa: BLE001 - a description is not worth failing a sweep
             log.warning("could not describe sweep parent run %s: %s", self.run_id, exc)
@@ -215,6 +221,50 @@ def sweep_jobs(sweep_dir: Path, excluded: set[str]
                             {str(r): g.set_index("variant")
                              for r, g in table.groupby("ranker", sort=False)})
     return out
+
+
+def sweep_params(config: DictConfig) -> dict[str, str]:
+    """The parent run's params: ``study``, and each key the command line sets (the keys
+    Hydra leaves out of a job's name excepted) with its values as given (``ranker`` ->
+    ``oracle,noisy_oracle``), so the runs table shows what a sweep swept."""
+    out = {"study": str(config.study)}
+    for override in _shown_overrides(config):
+        key, _, value = override.partition("=")
+        out[key.lstrip("+~")[:250]] = value[:6000]  # MLflow's limits on a param
+    return out
+
+
+def sweep_metrics(jobs: dict[str, tuple[list[str], dict[str, Any]]]) -> dict[str, float]:
+    """The parent run's metrics: each finished job's mean under its first variant of each
+    measure and cut-off (its own definition, as in the sweep's table),
+    ``job<n>.<ranker>.<variant key>`` (``job0.oracle.ndcg_at_10``); the job's overrides are
+    its runs' params and the description's table."""
+    from harness.metrics.vocabulary.definition import parse_metric
+
+    out = {}
+    for num, (_, summaries) in jobs.items():
+        for ranker, summary in summaries.items():
+            seen = set()
+            for name in summary.index:
+                metric = parse_metric(name)
+                value = float(summary.at[name, "mean"])
+                if (metric.name, metric.k) not in seen and value == value:  # no NaN
+                    out[f"job{num}.{ranker}.{metric.key}"] = value
+                seen.add((metric.name, metric.k))
+    return out
+
+
+def log_sweep_metrics(client: Any, run_id: str,
+                      jobs: dict[str, tuple[list[str], dict[str, Any]]]) -> None:
+    """:func:`sweep_metrics` logged to the parent run, in batches of MLflow's 1,000."""
+    import time
+
+    from mlflow.entities import Metric
+
+    now = int(time.time() * 1000)
+    metrics = [Metric(k, v, now, 0) for k, v in sweep_metrics(jobs).items()]
+    for start in range(0, len(metrics), 1000):
+        client.log_batch(run_id, metrics=metrics[start:start + 1000])
 
 
 def _print_jobs_table(config: DictConfig) -> None:

@@ -20,6 +20,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
 from harness.app.path_names import hydra_dir_name
+from harness.metrics.unjudged import MAX_LABELINGS
 from harness.paths import PROJECT_ROOT, shared_data_dir
 
 __all__ = ["Config", "register_configs", "PROJECT_ROOT"]
@@ -204,7 +205,7 @@ class JudgmentsConfig:
     # auto: computed when some ranker retrieved an unjudged document (else every interval is
     # the value itself); on: always; off: never. Any, so YAML's booleans pass as on/off.
     interval: Any = "auto"
-    max_labelings: Any = 4096  # labelings tried per query where no shortcut is known
+    max_labelings: Any = MAX_LABELINGS  # labelings tried per query where no shortcut is known
 
 
 @dataclass

@@ -6,6 +6,7 @@ option, and writes ``explain/<ranker>.csv`` and a waterfall figure ``explain/<ra
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,10 @@ import pandas as pd
 from harness.errors import InputError
 from harness.metrics.vocabulary.definition import CONVENTIONS, parse_metric
 
-__all__ = ["ExplainPlan", "explain_plan", "explain_ranker", "write_explanations"]
+__all__ = ["ExplainPlan", "explain_plan", "explain_ranker", "write_explanations",
+           "explanation_lines"]
+
+log = logging.getLogger("harness")
 
 
 @dataclass(frozen=True)
@@ -88,4 +92,23 @@ def write_explanations(explanations: Sequence[Any], folder: Path, ranker: str) -
     fig.subplots_adjust(left=0.2, right=0.97, top=0.86, bottom=0.08, hspace=1.0)
     png = folder / f"{ranker}.png"
     fig.savefig(png)
+    for line in explanation_lines(explanations, ranker, csv):
+        log.info("%s", line)
     return [csv, png]
+
+
+def explanation_lines(explanations: Sequence[Any], ranker: str, csv: Path) -> list[str]:
+    """What the console says of a ranker's convention diffs: per pair, both means, the gap
+    and the options that move it (largest first, those that move it by 1e-4 or more), and
+    where the table and the figure are."""
+    out = []
+    for e in explanations:
+        moves = e.table[e.table["contribution"].abs() >= 1e-4].sort_values(
+            "contribution", key=abs, ascending=False)
+        parts = ", ".join(f"{row.option} {row.contribution:+.4f}" for row in
+                          moves.itertuples()) or "no option moves it by 1e-4 or more"
+        out.append(f"explain {ranker}: {e.a.display_name} {e.mean_a:.4f} -> "
+                   f"{e.b.display_name} {e.mean_b:.4f} ({e.difference:+.4f}): {parts}")
+    out.append(f"explain {ranker}: the table by option in {csv}, the waterfall in "
+               f"{csv.with_suffix('.png')}")
+    return out

@@ -5,8 +5,10 @@ Hydra builds every entry of ``hydra.callbacks`` from its ``_target_`` (any impor
 callable, with any arguments) before the job starts, so an override such as
 ``+hydra.callbacks.x._target_=os.system`` or an experiment file that sets one would run
 arbitrary code. The project's rule is that nothing is built from a ``_target_`` string taken
-from user configuration; launchers and sweepers are already limited by Hydra to installed
-plugins, and callbacks are limited here to :data:`ALLOWED`.
+from user configuration: callbacks are limited here to :data:`ALLOWED`; the other routes
+(``env_set``, logging, launcher and sweeper) are checked by
+:func:`harness.app.config_guard.check_routes` each time Hydra composes a config (a run's,
+a sweep's, each sweep job's), before Hydra configures its own logging from it.
 
 :func:`install` wraps the construction of Hydra's callback list (the one place it builds
 them, for runs and sweeps alike) with :func:`check_callbacks`; a refused entry ends the
@@ -17,11 +19,15 @@ checks that the job's output folder can be made (:func:`check_output_folder`).
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
-__all__ = ["ALLOWED", "check_callbacks", "check_output_folder", "install"]
+from harness.app.config_guard import check_routes, check_searchpath, nested_target
+from harness.app.config_values import check_values
+
+__all__ = ["ALLOWED", "cannot_write", "check_callbacks", "check_output_folder", "install"]
 
 #: The callbacks a config may name: the project's own, and Hydra's two logging callbacks.
 ALLOWED = frozenset({
@@ -46,26 +52,10 @@ def check_callbacks(config: DictConfig | None) -> None:
                 f"{key}: {target!r} is not a callback this project ships; allowed: "
                 f"{', '.join(sorted(ALLOWED))} (nothing is built from a _target_ given in "
                 "configuration)")
-        nested = _nested_target(params, key, top=True)
+        nested = nested_target(params, key, top=True)
         if nested is not None:
             raise ValueError(f"{nested}: a _target_ inside a callback's arguments is not "
                              "allowed (nothing is built from a _target_ given in configuration)")
-
-
-def _nested_target(node: Any, key: str, top: bool = False) -> str | None:
-    if isinstance(node, DictConfig):
-        for child, value in node.items_ex(resolve=False):
-            if child == "_target_" and not top:
-                return f"{key}._target_"
-            found = _nested_target(value, f"{key}.{child!s}")
-            if found is not None:
-                return found
-    elif isinstance(node, ListConfig):
-        for i, value in enumerate(node):
-            found = _nested_target(value, f"{key}[{i}]")
-            if found is not None:
-                return found
-    return None
 
 
 def check_output_folder(config: DictConfig | None) -> None:
@@ -73,9 +63,6 @@ def check_output_folder(config: DictConfig | None) -> None:
     its nearest existing ancestor is tried with a temporary file (a read-only file system,
     a folder without write permission), before Hydra creates the folder and fails with a
     traceback. The timestamp and token of the folder's own name are not needed for this."""
-    import tempfile
-    from pathlib import Path
-
     from hydra.types import RunMode
 
     if config is None:
@@ -86,26 +73,62 @@ def check_output_folder(config: DictConfig | None) -> None:
         folder = Path(str(OmegaConf.select(config, key)))
     except Exception:  # noqa: BLE001 - an unresolvable name is Hydra's to report
         return
+    why = cannot_write(folder)
+    if why is not None:
+        raise ValueError(f"{key}: the output folder {folder} cannot be created ({why}); "
+                         f"give {key} a writable folder") from None
+
+
+def cannot_write(folder: Path) -> str | None:
+    """Why ``folder`` cannot be made or written (its nearest existing ancestor tried with a
+    temporary file: a read-only file system, no write permission, a file in the way), or
+    ``None`` when it can."""
+    import tempfile
+
     ancestor = folder
     while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent
     try:
         with tempfile.TemporaryFile(dir=ancestor):
-            pass
+            return None
     except OSError as exc:
-        raise ValueError(f"{key}: the output folder {folder} cannot be created "
-                         f"({exc.strerror or exc}: {ancestor}); give {key} a writable "
-                         "folder") from None
+        return f"{exc.strerror or exc}: {ancestor}"
+
+
+def _refuse(exc: ValueError) -> None:
+    print(f"error: config: {exc}", file=sys.stderr, flush=True)
+    raise SystemExit(2) from None
 
 
 def install() -> None:
-    """Check ``hydra.callbacks`` each time Hydra is about to build them (idempotent)."""
+    """Check every composed config's routes to code, and ``hydra.callbacks`` each time Hydra
+    is about to build them (idempotent)."""
     from hydra._internal import callbacks as hydra_callbacks
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
 
     cls = hydra_callbacks.Callbacks
     if getattr(cls, "_harness_checked", False):
         return
     build = cls.__init__
+    load = ConfigLoaderImpl.load_configuration
+    search = ConfigLoaderImpl._process_config_searchpath
+
+    def checked_search(self: Any, config_name: Any, parsed_overrides: Any,
+                       *args: Any, **kwargs: Any) -> Any:
+        try:
+            check_searchpath(parsed_overrides)
+        except ValueError as exc:
+            _refuse(exc)
+        return search(self, config_name, parsed_overrides, *args, **kwargs)
+
+    def checked_load(self: Any, *args: Any, **kwargs: Any) -> DictConfig:
+        config = load(self, *args, **kwargs)
+        try:
+            check_routes(config)
+            check_values(config)
+        except ValueError as exc:
+            _refuse(exc)
+        return config
 
     def checked_init(self: Any, config: DictConfig | None = None, *args: Any,
                      **kwargs: Any) -> None:
@@ -113,9 +136,11 @@ def install() -> None:
             check_callbacks(config)
             check_output_folder(config)
         except ValueError as exc:
-            print(f"error: config: {exc}", file=sys.stderr, flush=True)
-            raise SystemExit(2) from None
+            _refuse(exc)
         build(self, config, *args, **kwargs)
 
-    setattr(cls, "__init__", checked_init)  # noqa: B010 - mypy refuses assigning a method
-    setattr(cls, "_harness_checked", True)  # noqa: B010 - Hydra's class declares no such name
+    patches = [(cls, "__init__", checked_init), (cls, "_harness_checked", True),
+               (ConfigLoaderImpl, "load_configuration", checked_load),
+               (ConfigLoaderImpl, "_process_config_searchpath", checked_search)]
+    for owner, name, value in patches:  # setattr: mypy refuses assigning to a method
+        setattr(owner, name, value)

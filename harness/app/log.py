@@ -20,18 +20,18 @@ import pandas as pd
 from harness.app.plan import StudyPlan
 from harness.app.provenance import flatten, git_commit
 from harness.datasets import Dataset
-from harness.errors import HarnessError, TrackingUnavailable
+from harness.errors import HarnessError, OutputError, TrackingUnavailable
 from harness.metrics import Metric
 from harness.paths import project_path
 from harness.reporting import STATS
 from harness.tracking import LogPlan, RunRecord, configure_requests, execute, resolve_tracking_uri
-from harness.tracking.log_plan import PARAM_LIMIT, close_open_runs, refused
+from harness.tracking.log_plan import PARAM_LIMIT, RUN_ID_SLOT, close_open_runs, refused
 from harness.tracking.worker import TrackingWorker, WorkerFailed, WorkerGone
 from harness.version import __version__
 
 __all__ = ["RunLog", "study_runs", "log_study", "start_tracking", "VIEWABLE_ROWS",
            "ranker_metric_key", "ranker_metrics", "STATS_PREFIX", "PER_QUERY_DIGEST_TAG",
-           "JUDGMENTS_DIGEST_TAG"]
+           "JUDGMENTS_DIGEST_TAG", "with_figure", "PREVIEW_WIDTH"]
 
 log = logging.getLogger("harness")
 
@@ -101,6 +101,15 @@ def start_tracking(plan: StudyPlan | Mapping[str, Any]) -> TrackingWorker | None
 
         plan = build_plan(plan)
     tracking = plan.tracking
+    if tracking.enabled:  # the log plan's folder, before the study computes
+        from harness.app.hydra_guard import cannot_write
+
+        why = cannot_write(project_path(tracking.pending_dir))
+        if why is not None:
+            raise OutputError(f"tracking.pending_dir {project_path(tracking.pending_dir)} "
+                              f"cannot be written ({why}): a job keeps its log plan there "
+                              "until MLflow has it; give tracking.pending_dir a writable "
+                              "folder, or tracking=off")
     if not tracking.enabled or not tracking.worker:
         return None
     if "mlflow" in sys.modules:
@@ -116,11 +125,36 @@ def start_tracking(plan: StudyPlan | Mapping[str, Any]) -> TrackingWorker | None
 def log_study(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
               written: Mapping[str, Any], out: Path, *, parent_run_id: str | None,
               job_label: str, failed: bool, started: float | None = None, title: str = "",
-              worker: TrackingWorker | None = None) -> dict[str, str]:
-    """Build the study's runs, save them as a pending log plan, send it (through ``worker``
-    when given; in process when it is None or gone). Raises TrackingUnavailable when the
+              worker: TrackingWorker | None = None, on_saved: Path | None = None
+              ) -> dict[str, str]:
+    """Build the study's runs, save them as a pending log plan, remove ``on_saved`` (the
+    job's ``INCOMPLETE`` mark: a job stopped at any point is either incomplete or has its
+    plan), send it (through ``worker`` when given; in process when it is None or gone). Raises TrackingUnavailable when the
     tracking store cannot be reached (the results stay on disk and the plan stays
     pending)."""
+    marker = project_path(plan.tracking.pending_dir) / (
+        f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{out.name}.json")
+    try:
+        return _log_study(plan, dataset, results, written, out, marker,
+                          parent_run_id=parent_run_id, job_label=job_label, failed=failed,
+                          started=started, title=title, worker=worker, on_saved=on_saved)
+    except OSError as exc:  # a full disk, a folder made read-only: what is kept, one line
+        if on_saved is not None:  # the results are complete; the error says what is not
+            on_saved.unlink(missing_ok=True)
+        kept = (f"the log plan {marker} is kept: send it with harness sync --pending-dir "
+                f"{marker.parent}" if marker.is_file() else
+                "nothing was sent to MLflow and no log plan was kept: free space, then run "
+                "the job again (its scores come from the cache)")
+        raise OutputError(f"the results are complete in {out}, but writing their MLflow "
+                          f"log failed: {exc.strerror or exc} ({exc.filename or marker}); "
+                          f"{kept}") from None
+
+
+def _log_study(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
+               written: Mapping[str, Any], out: Path, marker: Path, *,
+               parent_run_id: str | None, job_label: str, failed: bool, started: float | None,
+               title: str, worker: TrackingWorker | None, on_saved: Path | None
+               ) -> dict[str, str]:
     configure_requests(plan.tracking.timeout_s, plan.tracking.max_retries)
     uri = resolve_tracking_uri(plan.tracking.uri)
     runs = study_runs(plan, dataset, results, written, out, parent_run_id=parent_run_id,
@@ -132,9 +166,9 @@ def log_study(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
                        artifact_root=str(project_path(plan.tracking.artifact_root)),
                        runs=[r.record(info, failed=failed, start_ms=start_ms, end_ms=end_ms)
                              for r in runs])
-    marker = project_path(plan.tracking.pending_dir) / (
-        f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{out.name}.json")
     log_plan.save(marker)
+    if on_saved is not None:
+        on_saved.unlink(missing_ok=True)
     t = time.perf_counter()
     ids = _send(log_plan, marker, worker, out)
     log.info("logged to MLflow (%s, experiment %r) in %.1fs", uri, plan.experiment,
@@ -149,6 +183,7 @@ def study_runs(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
     run under ``jobs/<job number>/``), then one per ranker, child of the job's."""
     from harness.app.notes import study_description
 
+    written = {**written, "preview": _preview(written, out)}
     params, overflow = _params(plan.record, out)
     tags = {"harness.version": __version__, "git.commit": git_commit(),
             "dataset.digest": dataset.digest, "dataset.name": dataset.name,
@@ -164,6 +199,8 @@ def study_runs(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
         files.append((out / ".hydra", "config/hydra"))
     if "figures" in written:
         files.append((written["figures"], "figures"))
+    if written["preview"] is not None:
+        files.append((written["preview"], ""))
     if overflow is not None:
         files.append((overflow, ""))
     if parent_run_id is None:
@@ -172,9 +209,9 @@ def study_runs(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
             key="job", name=f"{plan.study} · {label} · {time.strftime('%H:%M:%S')}",
             params=params, metrics=_job_metrics(plan.metrics, results, written),
             tags=tags | {"harness.role": "job"}, artifacts=files,
-            description=study_description(written["summary"], plan.metrics, study=plan.study,
-                                          dataset=dataset.name, title=label,
-                                          pairs=written.get("judgment_pairs", ())))]
+            description=with_figure(study_description(
+                written["summary"], plan.metrics, study=plan.study, dataset=dataset.name,
+                title=label, pairs=written.get("judgment_pairs", ())), written))]
     else:  # a sweep: the job's files go to the sweep's parent run, under job_<label>/
         prefix = f"jobs/{job_label.split(':', 1)[0] if job_label else os.getpid()}"
         runs = [RunLog(key="sweep", name="sweep", run_id=parent_run_id, artifacts=[
@@ -184,6 +221,43 @@ def study_runs(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
                                parent="job" if parent_run_id is None else None,
                                parent_run_id=parent_run_id)
                    for name, r in results.items()]
+
+
+#: Width in pixels of ``distributions.png``, the overview figure as a run's page shows it.
+PREVIEW_WIDTH = 900
+
+
+def _preview(written: Mapping[str, Any], out: Path) -> Path | None:
+    """``<out>/distributions.png``: the overview figure scaled to :data:`PREVIEW_WIDTH`
+    pixels (MLflow's run page shows a description's image at its own size, and the
+    overview is 1,900 px wide); None without the figure."""
+    folder = written.get("figures")
+    if folder is None or not (Path(folder) / "overview.png").is_file():
+        return None
+    from PIL import Image  # matplotlib's own dependency
+
+    with Image.open(Path(folder) / "overview.png") as image:
+        small = image.copy()
+    small.thumbnail((PREVIEW_WIDTH, PREVIEW_WIDTH * 4))
+    path = out / "distributions.png"
+    small.save(path)
+    return path
+
+
+def with_figure(description: str, written: Mapping[str, Any]) -> str:
+    """The description with the overview figure (``distributions.png``, :func:`_preview`)
+    under its first line, so the run's page opens on the result and its distribution:
+    MLflow's run page renders the image from its ``get-artifact`` endpoint, the run's id
+    filled in when the run is created (:data:`~harness.tracking.log_plan.RUN_ID_SLOT`).
+    Unchanged without the figure or when the text would pass MLflow's limit."""
+    from harness.app.notes import NOTE_LIMIT
+
+    if not description or written.get("preview") is None:
+        return description
+    lead, _, rest = description.partition("\n")
+    text = (f"{lead}\n\n![per-query distributions of the headline variants (ECDF)]"
+            f"(get-artifact?path=distributions.png&run_uuid={RUN_ID_SLOT})\n{rest}")
+    return text if len(text) <= NOTE_LIMIT else description
 
 
 def _ranker_run(plan: StudyPlan, dataset: Dataset, name: str, r: Any,
@@ -214,6 +288,8 @@ def _ranker_run(plan: StudyPlan, dataset: Dataset, name: str, r: Any,
         files.append((overflow, ""))
     if "figures" in written:  # the study's figures show this ranker among the others
         files.append((written["figures"], "figures"))
+    if written.get("preview") is not None:
+        files.append((written["preview"], ""))
     files.append((_viewable_table(r.per_query, out / "per_query" / name), ""))
     files += [(path, "explain") for path in written["explain"].get(name, [])]
     judgments = written.get("judgments", {}).get(name)  # None: not computed
@@ -229,9 +305,9 @@ def _ranker_run(plan: StudyPlan, dataset: Dataset, name: str, r: Any,
             "ranker.cache_key": r.cache_key,
             PER_QUERY_DIGEST_TAG: file_sha256(written["per_query"][name])},
         artifacts=files, models=[(r.model, r.spec.kind)] if r.model is not None else [],
-        description=ranker_description(
+        description=with_figure(ranker_description(
             name, written["summary"][name], plan.metrics, study=plan.study,
-            dataset=dataset.name))
+            dataset=dataset.name), written))
 
 
 def _send(log_plan: LogPlan, marker: Path, worker: TrackingWorker | None,

@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 import hydra
@@ -33,6 +34,9 @@ def _main(cfg: DictConfig) -> None:
     from harness.app.study import run_study  # here, so --help and config errors answer fast
 
     hc = HydraConfig.get()
+    if hc.mode == RunMode.MULTIRUN and os.environ.get(MAIN_PID_ENV, str(os.getpid())) \
+            != str(os.getpid()):  # a launcher's worker process (joblib's loky, submitit)
+        _die_with_parent()
     if hc.mode != RunMode.MULTIRUN:  # what an interruption of this job says
         _JOB[:] = [Path(hc.runtime.output_dir), project_path(cfg.tracking.pending_dir)]
     parent = None
@@ -68,6 +72,29 @@ def _main(cfg: DictConfig) -> None:
     finally:
         if prefix is not None:
             log.removeFilter(prefix)
+
+
+#: Set by :func:`main` to its process id; a sweep job run in another process (a launcher's
+#: worker) inherits it and so knows that it is one.
+MAIN_PID_ENV = "HARNESS_MAIN_PID"
+_WATCHED: list[int] = []
+
+
+def _die_with_parent() -> None:
+    """End this worker process when the sweep's process that started it is gone (SIGKILL,
+    which no handler sees): loky's workers, and its resource tracker once they are gone,
+    would otherwise live on under PID 1 holding the caller's output open. A daemon thread
+    checks the parent twice a second (once per process; it imports nothing)."""
+    if _WATCHED:
+        return
+    _WATCHED.append(os.getppid())
+
+    def watch() -> None:
+        while os.getppid() == _WATCHED[0]:
+            time.sleep(0.5)
+        os._exit(128 + signal.SIGTERM)  # as if stopped: the job is INCOMPLETE or planned
+
+    threading.Thread(target=watch, name="harness-parent-watch", daemon=True).start()
 
 
 class _JobPrefix(logging.Filter):
@@ -163,9 +190,12 @@ def _interrupted(signame: str) -> str:
         sweep = ACTIVE[0]
         parent, pending, folder = sweep.run_id, sweep.pending_dir, sweep.sweep_dir
         sweep.close("FAILED", {"harness.interrupted": signame})
-        done = sorted((p.name for p in folder.iterdir() if p.name.isdigit() and
-                       (p / "summary.csv").is_file() and not (p / "INCOMPLETE").exists()),
-                      key=int) if folder and folder.is_dir() else []
+        jobs = [p for p in folder.iterdir() if p.name.isdigit()] \
+            if folder and folder.is_dir() else []
+        done = sorted((p.name for p in jobs if (p / "summary.csv").is_file()
+                       and not (p / "INCOMPLETE").exists()), key=int)
+        # stopped before their log plan was saved: results (if any) unlogged, run again
+        cut = sorted((p.name for p in jobs if (p / "INCOMPLETE").exists()), key=int)
         plans = sorted(pending.glob("*.json")) if pending and pending.is_dir() else []
         if pending != project_path("runs/pending"):
             sync += f" --pending-dir {pending}"
@@ -173,6 +203,9 @@ def _interrupted(signame: str) -> str:
                 else "no job finished")
         waiting = (f"; {len(plans)} log plan(s) wait in {pending}: run {sync}" if plans
                    else "; every finished job was logged")
+        if cut:
+            kept += (f"; jobs {', '.join(cut)} were stopped before their results were "
+                     "complete and logged (nothing of theirs is logged; run them again)")
         closed = f"; sweep parent run {parent} closed as FAILED" if parent else ""
         return f"interrupted ({signame}): the sweep's jobs were stopped; {kept}{waiting}{closed}"
     if not _JOB:
@@ -205,6 +238,7 @@ def main() -> None:
     from harness.app.help import main as help_main
 
     help_main()
+    os.environ[MAIN_PID_ENV] = str(os.getpid())  # a launcher's workers inherit it
     if threading.current_thread() is threading.main_thread():
         _GRACE[0] = _stop_grace()  # a bad value is refused now, not when a signal arrives
         signal.signal(signal.SIGTERM, _terminate)

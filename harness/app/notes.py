@@ -395,6 +395,6 @@ def sweep_description(jobs: Mapping[str, tuple[Sequence[str], Mapping[str, pd.Da
     table[2] = "|:---|:---|:---|" + "---:|" * len(shown)
     tail = ["", "**Report**: `harness compare " + (parent_run_id or "<this run's id>")
             + "` tests every pair of rankers for significance and logs its report to this run "
-            "under `report/`" + (f" ([report/report.html]({report_link}) once written)"
-                                 if report_link else "") + "."]
+            "under `report/`" + (f" ([report/summary.html]({report_link}), report.html "
+                                 "beside it, once written)" if report_link else "") + "."]
     return _fit(head + table, lines, tail, rest="each job's summary.csv")

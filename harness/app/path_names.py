@@ -5,8 +5,9 @@ Each names a folder or file under the configured output roots (``runs/hydra/<stu
 path component. :func:`path_name` is checked three times, each before anything is written:
 
 - as the resolver ``${path_name:study,${study}}`` inside ``hydra.run.dir`` and
-  ``hydra.sweep.dir`` (:func:`hydra_dir_name`), before Hydra makes that folder; a bad
-  ``study`` is one line on stderr, not a traceback;
+  ``hydra.sweep.dir`` (:func:`hydra_dir_name`), resolved as soon as the config is composed
+  (:func:`harness.app.config_values.check_values`), before Hydra makes that folder; a bad
+  ``study`` is one line on stderr, exit 2, not a traceback;
 - by :func:`harness.app.plan.build_plan` (``study``, ``tracking.experiment``, ranker names),
   before any data is read or any result written.
 """
@@ -20,14 +21,19 @@ from omegaconf.errors import InterpolationResolutionError
 
 from harness.errors import InputError
 
-__all__ = ["path_name", "hydra_dir_name", "UnsafeName"]
+__all__ = ["path_name", "hydra_dir_name", "UnsafeName", "MAX_BYTES"]
+
+#: The longest name (UTF-8 bytes) a study, experiment or ranker may have.
+MAX_BYTES = 128
 
 
 def path_name(key: str, value: Any) -> str:
     """``value`` as text when it is safe as one path component, else an error.
 
-    A safe name is not empty (nor only spaces), is not ``.`` or ``..``, and holds no path
-    separator (``/``, ``\\``) and no control character.
+    A safe name is not empty (nor only spaces), is not ``.`` or ``..``, holds no path
+    separator (``/``, ``\\``) and no control character, and is at most :data:`MAX_BYTES`
+    bytes in UTF-8 (file systems take 255 per name; suffixes such as ``.parquet`` and a
+    run folder's timestamp are added to it).
 
     Parameters
     ----------
@@ -49,6 +55,11 @@ def path_name(key: str, value: Any) -> str:
     'demo'
     """
     text = "" if value is None else str(value)
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_BYTES:
+        raise InputError(f"{key.split('.')[0]} name is {size} bytes long ({text[:24]!r}...); "
+                         f"it names a folder or file, so it must be at most {MAX_BYTES} "
+                         "bytes", key=key)
     bad = ("is empty" if not text.strip() else
            "is . or .." if text.strip() in (".", "..") else
            "holds a path separator" if "/" in text or "\\" in text else

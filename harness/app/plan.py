@@ -26,6 +26,7 @@ from harness.app.config import (
     RankerConfig,
     TrackingConfig,
 )
+from harness.app.config_values import check_loader_options
 from harness.app.convention_diffs import ExplainPlan, explain_plan
 from harness.datasets import DATASETS, Dataset, ParquetRun
 from harness.datasets.dataset import PATH_OPTIONS
@@ -179,6 +180,8 @@ def build_metrics(grid: MetricGrid | Mapping[str, Any]) -> list[Metric]:
 
 
 def _ranker_specs(rankers: Mapping[str, Any]) -> list[RankerSpec]:
+    from harness.app.path_names import path_name
+
     if not rankers:
         raise InputError("no ranker configured", key="ranker")
     specs = []
@@ -187,6 +190,7 @@ def _ranker_specs(rankers: Mapping[str, Any]) -> list[RankerSpec]:
         if not _NAME_OK.match(str(name)) or str(name) in (".", ".."):
             raise InputError(f"ranker name {name!r} may hold only letters, digits, _ . - "
                              "(and is not . or ..): it names files", key=f"ranker.{name}")
+        path_name(f"ranker.{name}", name)  # a name too long for a file
         opts = {k: v for k, v in dict(options).items() if k != "kind" and v not in (None, {})}
         kind = options["kind"]
         if kind not in RANKERS:
@@ -307,6 +311,7 @@ def _dataset_plan(options: Mapping[str, Any], specs: list[RankerSpec]) -> Datase
     if kind not in DATASETS:
         raise InputError(f"unknown dataset kind {kind!r}; known: {', '.join(DATASETS)}",
                          key="dataset.kind")
+    check_loader_options(kind, ds, DATASETS[kind])
     for key in DATASET_PATH_OPTIONS:
         if ds.get(key):
             ds[key] = str(project_path(ds[key]))

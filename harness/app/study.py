@@ -117,10 +117,10 @@ def _run_job(job: _Job) -> StudyResult:
         summary.attrs["judged_at_10"] = results[name].judged_at_10
         summary.attrs["judged_dist"] = judgments.dists.get(name) if judgments else None
         summary.attrs["intervals"] = _headline_intervals(job, judgments, name)
-    incomplete.unlink(missing_ok=True)
     log.info("results written to %s", job.out)
-    run_ids = _log(job, dataset, results, written,
-                   failed=bool(failures) and job.plan.check.sklearn == "fail")
+    run_ids = _log(job, dataset, results, written,  # INCOMPLETE goes once its plan is saved
+                   failed=bool(failures) and job.plan.check.sklearn == "fail", done=incomplete)
+    incomplete.unlink(missing_ok=True)
     log.info("study done in %.1fs; %s", time.perf_counter() - t0, job.phases.line())
     plan = job.plan
     result = StudyResult(dataset, plan.metrics, results, job.out, run_ids, failures,
@@ -386,7 +386,7 @@ def _write(job: _Job, dataset: Dataset | ParquetRun, results: dict[str, RankerRe
 
 
 def _log(job: _Job, dataset: Dataset | ParquetRun, results: dict[str, RankerResult],
-         written: dict[str, Any], *, failed: bool) -> dict[str, str]:
+         written: dict[str, Any], *, failed: bool, done: Path) -> dict[str, str]:
     """The study's MLflow runs (none when tracking is off); returns their ids by key."""
     from harness.app import log as log_stage
 
@@ -396,4 +396,4 @@ def _log(job: _Job, dataset: Dataset | ParquetRun, results: dict[str, RankerResu
         return log_stage.log_study(job.plan, dataset, results, written, job.out,
                                    parent_run_id=job.parent_run_id, job_label=job.job_label,
                                    failed=failed, started=job.started, title=job.title,
-                                   worker=job.worker)
+                                   worker=job.worker, on_saved=done)

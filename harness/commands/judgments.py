@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from harness.metrics.unjudged import MAX_LABELINGS, MAX_ROWS
+
 __all__ = ["main", "parser"]
 
 
@@ -32,11 +34,11 @@ def parser() -> argparse.ArgumentParser:
                         "highest grade judged)")
     p.add_argument("--ties", action="store_true",
                    help="cover every order of tied documents too")
-    p.add_argument("--max-labelings", type=int, default=4096,
-                   help="labelings tried per query where no shortcut is known (default 4096)")
-    p.add_argument("--max-rows", type=int, default=4_000_000,
+    p.add_argument("--max-labelings", type=int, default=MAX_LABELINGS,
+                   help="labelings tried per query where no shortcut is known (default %(default)s)")
+    p.add_argument("--max-rows", type=int, default=MAX_ROWS,
                    help="the most rows one query's labelings may take, each labeling a "
-                        "pseudo-query (default 4000000, about 0.6 GB); a query needing more "
+                        "pseudo-query (default %(default)s, about 0.6 GB); a query needing more "
                         "is refused")
     p.add_argument("--csv-prefix", type=Path, default=None,
                    help="also write the tables to PREFIX.runs.csv and PREFIX.pairs.csv")

@@ -25,7 +25,13 @@ from harness.compare.labeling_verdicts import (
     judged_distribution,
     labeling_lines,
 )
-from harness.compare.report_render import ReportParts, html_report, latex_report, markdown_report
+from harness.compare.report_render import (
+    ReportParts,
+    html_report,
+    latex_report,
+    markdown_report,
+    summary_html,
+)
 from harness.errors import CompareError
 from harness.paths import project_path
 
@@ -49,6 +55,7 @@ class ReportPaths:
     latex: Path
     figures: tuple[Path, ...]
     tables: tuple[Path, ...]
+    summary: Path | None = None  # the light page MLflow previews: findings, one figure
 
 
 def _p(value: float) -> str:
@@ -131,19 +138,10 @@ def headline_display(means: pd.DataFrame, comparison: Comparison, winners: pd.Da
     (``winners`` of :func:`harness.compare.sensitivity`), else ``tie: a = b`` (the letters
     of the leader and of the rankers the test cannot separate from it). Returns it and the
     letters."""
-    from harness.errors import MetricDefinitionError
-    from harness.metrics import parse_metric
-    from harness.reporting.figures import headline_variants
+    from harness.reporting.figures import headline_names
 
     table, letters = means_display(means, comparison)
-    metrics = []
-    for variant in means.index:
-        try:
-            metrics.append(parse_metric(variant))
-        except MetricDefinitionError:
-            continue
-    heads = [m.display_name for m in headline_variants(metrics)
-             if m.display_name in means.index] or list(means.index)
+    heads = headline_names(means.index)
     out = table[heads].T
     out.columns = [letters[label] for label in means.columns]
     out["winner"] = [_verdict(winners.at[v, "winner"], winners.at[v, "significant"],
@@ -345,8 +343,9 @@ def build_report(sweep: Sweep, comparison: Comparison, sensitivity: Sensitivity,
     Returns
     -------
     ReportPaths
-        ``report.html`` (self-contained), ``report.md``, ``report.tex``, the figures
-        (``figures/*.png``) and the CSV tables, plus ``provenance.json``.
+        ``report.html`` (self-contained), ``summary.html`` (its findings, headline table
+        and overview figure: light for MLflow's preview), ``report.md``, ``report.tex``,
+        the figures (``figures/*.png``) and the CSV tables, plus ``provenance.json``.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -375,9 +374,10 @@ def build_report(sweep: Sweep, comparison: Comparison, sensitivity: Sensitivity,
     (out / "report.md").write_text(markdown_report(parts))
     (out / "report.tex").write_text(latex_report(parts))
     (out / "report.html").write_text(html_report(parts))
+    (out / "summary.html").write_text(summary_html(parts))
     return ReportPaths(out, out / "report.html", out / "report.md", out / "report.tex",
                        tuple(p for group in parts.figures.values() for _, p in group),
-                       tuple(csvs))
+                       tuple(csvs), out / "summary.html")
 
 
 def log_report(paths: ReportPaths, tracking_uri: str, run_id: str,

@@ -131,7 +131,9 @@ def load_letor(*, name: str, test_path: str, train_path: str | None = None,
 def load_trec(*, name: str, qrels_path: str, run_path: str) -> Dataset:
     """Judgments from a qrels file; candidates (and feature ``run_score``) from a run file."""
     qpath, rpath = _existing(qrels_path, "qrels_path"), _existing(run_path, "run_path")
-    return _judged_run(name, "trec", read_qrels(qpath), rpath, qpath.name, str(qpath))
+    qrels = read_qrels(qpath)
+    _judged_once(qrels, qpath)
+    return _judged_run(name, "trec", qrels, rpath, qpath.name, str(qpath))
 
 
 def load_ir_datasets(*, name: str, id: str, run_path: str) -> Dataset:
@@ -162,6 +164,24 @@ def _judged_run(name: str, kind: str, qrels: pd.DataFrame, rpath: Path, qrels_na
     docs = docs[docs["qid"].isin(judged_qids)].reset_index(drop=True)
     return Dataset(name=name, kind=kind, docs=docs, qrels=qrels, features=("run_score",),
                    digest=content_digest(docs, qrels), source=f"{qrels_source};{rpath}")
+
+
+def _judged_once(qrels: pd.DataFrame, path: Path) -> None:
+    """Refuse a qrels file that judges a document twice for one query (which grade counts
+    would be a guess), naming both lines (read again on this error path only)."""
+    from harness.data.trec import trec_fields
+
+    dup = qrels.duplicated(["qid", "docid"], keep=False).to_numpy()
+    if dup.any():
+        rows = np.flatnonzero(dup)
+        first = rows[0]
+        qid, docid = qrels["qid"].iat[first], qrels["docid"].iat[first]
+        same = rows[(qrels["qid"].to_numpy()[rows] == qid)
+                    & (qrels["docid"].to_numpy()[rows] == docid)]
+        _, lines = trec_fields(path, 4, "qrels")
+        raise InputError(f"{path.name} lines {lines[same[0]]} and {lines[same[1]]}: document "
+                         f"{docid!r} is judged twice for query {qid!r}; keep one line",
+                         key="dataset.qrels_path")
 
 
 def load_table(*, name: str, path: str, qid: str = "qid", docid: str = "docid",
@@ -195,6 +215,7 @@ def load_table(*, name: str, path: str, qid: str = "qid", docid: str = "docid",
                          column=absent[0])
     for f in features:
         _numeric_feature(docs, f, p.name, explicit=explicit)
+    _numeric_labels(docs, p.name)
     docs = docs[["qid", "docid", "split", "label", *features]].reset_index(drop=True)
     qrels = docs.loc[docs["split"] == "test", ["qid", "docid", "label"]].reset_index(drop=True)
     return Dataset(name=name, kind="table", docs=docs, qrels=qrels, features=tuple(features),
@@ -208,8 +229,19 @@ def _mostly_numbers(values: pd.Series) -> bool:
     return len(present) > 0 and pd.to_numeric(present, errors="coerce").notna().mean() >= 0.5
 
 
+def _numeric_labels(docs: pd.DataFrame, table: str) -> None:
+    """Labels as numbers in place, or the first that is not one, named by row and query."""
+    _numeric(docs, "label", table, lambda v: f"label {v!r} is not a number (a grade)")
+
+
 def _numeric_feature(docs: pd.DataFrame, column: str, table: str, *, explicit: bool) -> None:
     """Convert a feature column to numbers in place, or name its first non-number."""
+    how = "a feature" if explicit else "mostly numbers, so read as a feature"
+    _numeric(docs, column, table,
+             lambda v: f"feature column {column!r} ({how}) holds the non-number {v!r}")
+
+
+def _numeric(docs: pd.DataFrame, column: str, table: str, says: Any) -> None:
     values = docs[column]
     if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
         return
@@ -217,8 +249,6 @@ def _numeric_feature(docs: pd.DataFrame, column: str, table: str, *, explicit: b
     bad = numbers.isna() & values.notna()
     if bad.any():
         row = int(bad.to_numpy().nonzero()[0][0])
-        how = "a feature" if explicit else "mostly numbers, so read as a feature"
-        raise InputError(f"table {table}: feature column {column!r} ({how}) holds the "
-                         f"non-number {values.iloc[row]!r}", table=table, column=column,
-                         qid=docs["qid"].iloc[row], row=row)
+        raise InputError(f"table {table}: {says(values.iloc[row])}", table=table,
+                         column=column, qid=docs["qid"].iloc[row], row=row)
     docs[column] = numbers

@@ -43,8 +43,9 @@ def make_synthetic(
     if probs.ndim != 1 or len(probs) < 2 or (probs < 0).any() or not np.isclose(probs.sum(), 1):
         raise InputError(f"label_probs must be >= 2 probabilities summing to 1, got "
                          f"{list(label_probs)}", column="label_probs")
-    rng = np.random.default_rng(seed)
     total_q = n_queries + n_train_queries
+    _check_size(total_q, (min_docs + max_docs) / 2, len(signal))
+    rng = np.random.default_rng(seed)
     sizes = rng.integers(min_docs, max_docs + 1, size=total_q)
     qid = np.repeat(np.arange(total_q), sizes)
     within = np.arange(len(qid)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
@@ -76,3 +77,23 @@ def make_synthetic(
               f" round_features={round_features})")
     return Dataset(name=name, kind="synthetic", docs=docs, qrels=qrels,
                    features=tuple(features), digest=content_digest(docs, qrels), source=source)
+
+
+def _check_size(queries: int, mean_docs: float, n_features: int) -> None:
+    """Refuse a dataset whose arrays would take more than half of this machine's memory,
+    with the size: ``8 + n_features`` arrays of 8 bytes per document (ids, labels, the
+    features and the generator's temporaries; the id strings come on top)."""
+    import os
+
+    rows = queries * mean_docs
+    need = rows * 8 * (8 + n_features)
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # not on this system: assume 16 GiB
+        memory = 16 * 2 ** 30
+    if need > memory / 2:
+        raise InputError(f"{queries:,} queries of {mean_docs:g} documents on average make "
+                         f"{rows:,.0f} rows, at least {need / 2 ** 30:,.2f} GiB in memory, more "
+                         f"than half of this machine's {memory / 2 ** 30:.1f} GiB; lower "
+                         "dataset.n_queries / n_train_queries or min_docs / max_docs",
+                         key="dataset.n_queries")

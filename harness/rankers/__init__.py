@@ -99,6 +99,35 @@ def _estimators() -> dict[str, Callable[..., Any]]:
 ESTIMATORS = ("hist_gradient_boosting", "random_forest", "ridge", "linear")
 
 
+def estimator(spec: RankerSpec) -> Any:
+    """The (unfitted) estimator of a ``sklearn`` ranker, its ``params`` checked as sklearn
+    checks them at fit: an unknown or invalid one is an :class:`InputError` naming
+    ``ranker.<name>.params.<param>``."""
+    import difflib
+    import re
+
+    name = spec.option("estimator", "hist_gradient_boosting")
+    cls = _estimators()[name]
+    params = dict(spec.option("params", {}) or {})
+    known = sorted(cls().get_params())
+    for param in params:
+        if param not in known:
+            close = difflib.get_close_matches(str(param), known, n=1)
+            raise InputError(f"ranker {spec.name!r}: {cls.__name__} takes no parameter "
+                             f"{param!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                             + f"; it takes: {', '.join(known)}",
+                             key=f"ranker.{spec.name}.params.{param}")
+    est = cls(**params)
+    try:
+        est._validate_params()  # what fit checks first
+    except (ValueError, TypeError) as exc:
+        found = re.search(r"The '(\w+)' parameter", str(exc))
+        param = found.group(1) if found else ""
+        raise InputError(f"ranker {spec.name!r}: {exc}", key=f"ranker.{spec.name}.params"
+                         + (f".{param}" if param else "")) from None
+    return est
+
+
 def _sklearn(spec: RankerSpec, ds: Dataset) -> tuple[pd.DataFrame, Any]:
     name = spec.option("estimator", "hist_gradient_boosting")
     table = _estimators()
@@ -106,7 +135,7 @@ def _sklearn(spec: RankerSpec, ds: Dataset) -> tuple[pd.DataFrame, Any]:
         raise InputError(f"ranker {spec.name!r}: unknown estimator {name!r}; known: "
                          f"{', '.join(table)}", key=f"ranker.{spec.name}.estimator")
     params = dict(spec.option("params", {}) or {})
-    est = table[name](**params)
+    est = estimator(spec)
     if "random_state" in est.get_params() and "random_state" not in params:
         est.set_params(random_state=int(spec.option("seed", 0)))
     train = ds.split("train")
@@ -239,6 +268,9 @@ def check_options(spec: RankerSpec) -> RankerSpec:
         from harness.rankers.ltr import check_ltr
 
         check_ltr(spec)
+    elif spec.kind == "sklearn" and spec.option("estimator", "hist_gradient_boosting") \
+            in ESTIMATORS:
+        estimator(spec)
     elif spec.kind == "fusion":
         from harness.rankers.fusion import check_fusion
 

@@ -13,7 +13,8 @@ px wide, every text at least :data:`FONT` pt at the saved size, ticks at 0, 0.25
 and 1 on a [0, 1] axis with a light grid, one colour-blind-safe colour per ranker
 (:func:`harness.reporting.colors.ranker_colors`). ECDFs are drawn through at most
 :data:`PANEL_POINTS` order statistics per line, exact at each of them. matplotlib is
-imported only when a figure is drawn.
+imported only when a figure is drawn. A legend too wide for its figure wraps onto more rows
+and a title wider than the panels widens the canvas: nothing runs off it.
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ if TYPE_CHECKING:
 
     from harness.metrics import Metric
 
-__all__ = ["FIGURE_MODES", "figure_mode", "headline_variants", "study_figures",
-           "overview_figure", "family_figure", "ecdf_figure", "ecdf_steps", "axis_ticks"]
+__all__ = ["FIGURE_MODES", "figure_mode", "headline_variants", "headline_names",
+           "study_figures", "overview_figure", "family_figure", "ecdf_figure", "ecdf_steps",
+           "axis_ticks"]
 
 #: ``tracking.figures``: headline (overview, families, headline variants) | all (every
 #: variant's own figure too) | off. ``true`` means headline, ``false`` off.
@@ -54,6 +56,7 @@ _PANEL, _GAP = (2.6, 1.9), (0.4, 0.75)  # inches per small-multiples panel, betw
 _MARGIN = {"left": 0.85, "right": 0.3, "top": 1.05, "bottom": 0.4}  # inches
 _GRID: dict[str, Any] = {"color": "0.88", "lw": 0.6}  # the light grid behind the curves
 _YPAD = 0.04  # share of a panel's height kept free below 0 and above 1
+_LEGEND_ROW, _LEGEND_SIDE = 0.27, 0.1  # inches: one more legend row; kept free at the sides
 
 
 def figure_mode(value: Any) -> str:
@@ -78,6 +81,22 @@ def headline_variants(metrics: Sequence[Metric]) -> list[Metric]:
         family = [m for m in metrics if m.name == name]
         out += [m for m in family if not m.options()] or family[:1]
     return out
+
+
+def headline_names(variants: Iterable[str]) -> list[str]:
+    """The headline variants (:func:`headline_variants`) among display names, in their
+    order; a name that is no metric is skipped; every name when none is a headline."""
+    from harness.errors import MetricDefinitionError
+    from harness.metrics import parse_metric
+
+    names, metrics = list(variants), []
+    for variant in names:
+        try:
+            metrics.append(parse_metric(variant))
+        except MetricDefinitionError:
+            continue
+    return [m.display_name for m in headline_variants(metrics)
+            if m.display_name in names] or names
 
 
 def study_figures(per_query: Mapping[str, pd.DataFrame], metrics: Sequence[Metric],
@@ -147,6 +166,15 @@ def _small_multiples(per_query: Mapping[str, pd.DataFrame], variants: Sequence[s
     width = _MARGIN["left"] + cols * pw + (cols - 1) * gx + _MARGIN["right"]
     height = _MARGIN["bottom"] + rows * ph + (rows - 1) * gy + _MARGIN["top"]
     fig = Figure(figsize=(width, height), dpi=DPI)
+    left = _MARGIN["left"] + max(0.0, _text_width(fig, title, FONT + 3) - width) / 2
+    width += 2 * (left - _MARGIN["left"])  # a title wider than the panels widens the canvas
+    fig.set_size_inches(width, height)
+    colors = list(ranker_colors(per_query).items())
+    legend = {"handles": _handles(dict(colors)), "fontsize": FONT + 1, "frameon": False,
+              "handlelength": 2.5, "columnspacing": 2.0}
+    ncol = _legend_columns(fig, legend, min(len(per_query), 6))
+    height += _LEGEND_ROW * (-(-len(per_query) // ncol) - 1)  # a row more each, above
+    fig.set_size_inches(width, height)
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_axis_off()
     ax.set(xlim=(0, width), ylim=(0, height))
@@ -154,12 +182,11 @@ def _small_multiples(per_query: Mapping[str, pd.DataFrame], variants: Sequence[s
     def put(x: float, y: float, text: str, **options: Any) -> None:  # at (x, y) inches
         fig.text(x, y, text, transform=fig.dpi_scale_trans, **options)  # no clip path
 
-    colors = list(ranker_colors(per_query).items())
     lines: dict[str, list[np.ndarray]] = {r: [] for r in per_query}
     frames, grid, marks, mark_colors = [], [], [], []
     for n, variant in enumerate(variants):
         r, c = divmod(n, cols)
-        x0 = _MARGIN["left"] + c * (pw + gx)
+        x0 = left + c * (pw + gx)
         y0 = _MARGIN["bottom"] + (rows - 1 - r) * (ph + gy)
         data = [(name, color, _finite(per_query[name][variant])) for name, color in colors
                 if variant in per_query[name]]  # a compare may hold a variant for a few
@@ -208,9 +235,8 @@ def _small_multiples(per_query: Mapping[str, pd.DataFrame], variants: Sequence[s
                    edgecolors="white", linewidths=0.5)
     fig.text(0.12 / width, 0.5, "share of queries <= x", rotation=90, fontsize=FONT + 1,
              va="center", ha="left")
-    fig.legend(handles=_handles(dict(colors)), loc="upper center", ncol=min(len(per_query), 6),
-               fontsize=FONT + 1, frameon=False, bbox_to_anchor=(0.5, 1 - 0.4 / height),
-               handlelength=2.5, columnspacing=2.0)
+    fig.legend(loc="upper center", ncol=ncol, bbox_to_anchor=(0.5, 1 - 0.4 / height),
+               **legend)
     fig.suptitle(title, fontsize=FONT + 3, y=1 - 0.08 / height, va="top")
     return _save(fig, path)
 
@@ -250,26 +276,29 @@ def ecdf_figure(values: Mapping[str, pd.Series], title: str, path: Path, *,
     (default: those in ``values``), so that a ranker keeps its colour in a figure of a
     variant only some rankers hold."""
     from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
 
-    ncol = min(len(values), 3)
-    legend_rows = max(1, -(-len(values) // ncol))
-    width, top = 11.0, 0.75 + 0.25 * legend_rows  # inches: title and legend above the axes
+    width = 11.0
+    fig = Figure(figsize=(width, 5.0), dpi=DPI)
+    finite = [_finite(v) for v in values.values()]
+    colors = ranker_colors([*values, *(rankers or ())])
+    handles = [Line2D([], [], color=colors[name], lw=1.6, label=f"{name} (mean "
+                      f"{data.mean():.4f})") for name, data in zip(values, finite) if len(data)]
+    legend = {"handles": handles, "fontsize": FONT, "frameon": False, "handlelength": 2.5}
+    ncol = _legend_columns(fig, legend, max(1, min(len(handles), 3)))
+    legend_rows = max(1, -(-len(handles) // ncol))
+    top = 0.75 + _LEGEND_ROW * legend_rows  # inches: title and legend above the axes
     height = top + 3.8 + 0.65
-    fig = Figure(figsize=(width, height), dpi=DPI)
+    fig.set_size_inches(width, height)
     fig.subplots_adjust(left=0.75 / width, right=1 - 0.2 / width, bottom=0.65 / height,
                         top=1 - top / height, wspace=0.22)
     ax_ecdf, ax_hist = fig.subplots(1, 2)
-    finite = [_finite(v) for v in values.values()]
     upper = max((float(f.max()) for f in finite if len(f)), default=1.0)
     bins = np.linspace(0, max(upper, 1.0), 21)
-    colors = ranker_colors([*values, *(rankers or ())])
-    handles = []
     for name, data in zip(values, finite):
         if not len(data):
             continue
-        (line,) = ax_ecdf.step(*ecdf_steps(data), where="post", color=colors[name], lw=1.6,
-                               label=f"{name} (mean {data.mean():.4f})")
-        handles.append(line)
+        ax_ecdf.step(*ecdf_steps(data), where="post", color=colors[name], lw=1.6)
         ax_hist.hist(data, bins=bins, histtype="step", color=colors[name], label=name, lw=1.6)
     lower = min((float(f.min()) for f in finite if len(f)), default=0.0)
     xticks = axis_ticks(min(lower, 0.0), max(upper, 1.0))
@@ -286,13 +315,40 @@ def ecdf_figure(values: Mapping[str, pd.Series], title: str, path: Path, *,
         ax.set_axisbelow(True)
         ax.margins(x=0.03)  # a step at the range's end stays inside the frame
     # the legend above the panels, where it cannot hide a curve
-    fig.legend(handles=handles, loc="upper center", ncol=ncol, fontsize=FONT, frameon=False,
-               bbox_to_anchor=(0.5, 1 - 0.5 / height), handlelength=2.5)
+    fig.legend(loc="upper center", ncol=ncol, bbox_to_anchor=(0.5, 1 - 0.5 / height),
+               **legend)
     fig.suptitle(title, fontsize=FONT + 3, y=1 - 0.08 / height, va="top")
     return _save(fig, path)
 
 
 # -- helpers ---------------------------------------------------------------------------
+
+
+def _legend_columns(fig: Figure, legend: Mapping[str, Any], most: int) -> int:
+    """The most columns (at most ``most``) in which the figure legend of ``legend``'s
+    options fits the figure's width, side margins of :data:`_LEGEND_SIDE` inches kept: long
+    ranker names wrap onto more rows instead of running off the canvas."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    room = fig.bbox.width - 2 * _LEGEND_SIDE * fig.dpi
+    for ncol in range(max(most, 1), 1, -1):
+        trial = fig.legend(ncol=ncol, **legend)
+        wide = trial.get_window_extent(renderer).width
+        trial.remove()
+        if wide <= room:
+            return ncol
+    return 1
+
+
+def _text_width(fig: Figure, text: str, size: float) -> float:
+    """Inches that ``text`` takes at ``size`` points, side margins included."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    trial = fig.text(0, 0, text, fontsize=size)
+    wide = trial.get_window_extent(FigureCanvasAgg(fig).get_renderer()).width
+    trial.remove()
+    return float(wide) / fig.dpi + 2 * _LEGEND_SIDE
 
 
 def _handles(colors: Mapping[str, str]) -> list[Any]:

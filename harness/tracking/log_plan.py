@@ -27,15 +27,20 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 __all__ = ["RunRecord", "LogPlan", "execute", "batches", "refused", "close_open_runs",
            "missing_files", "claimed", "PlanBusy", "PARAM_LIMIT", "PLAN_RUN_TAG",
-           "EXPERIMENT_ID", "CLAIM_WAIT_S", "MODEL_NAME", "MODEL_URI_TAG"]
+           "EXPERIMENT_ID", "CLAIM_WAIT_S", "MODEL_NAME", "MODEL_URI_TAG", "NOTE_TAG",
+           "RUN_ID_SLOT"]
 
 PARAM_LIMIT = 6000  # MLflow truncates (or refuses) longer param values
 PLAN_RUN_TAG = "harness.plan_run"  # "<plan id>/<record key>": finds a run after a kill
+NOTE_TAG = "mlflow.note.content"  # the run's description, Markdown atop its page
+#: In a description, replaced by the run's id once the run exists (a link to its artifacts).
+RUN_ID_SLOT = "__HARNESS_RUN_ID__"
 #: The key of :func:`execute`'s answer that holds the experiment's id, not a run's (a
 #: record's key is "job", "sweep" or "ranker:<name>"): the runs' pages are under it.
 EXPERIMENT_ID = "experiment"
@@ -222,6 +227,10 @@ def _execute(plan: LogPlan, marker: Path,
             record.run_id = run.info.run_id
             plan.save(marker)
         run_id = record.run_id
+        note = record.tags.get(NOTE_TAG, "")
+        if RUN_ID_SLOT in note:  # a description that links the run's own artifacts
+            _with_retries(partial(client.set_tag, run_id, NOTE_TAG,
+                                  note.replace(RUN_ID_SLOT, run_id)))
         params = [Param(k, v) for k, v in record.params.items()]
         stamp = record.end_ms or now  # fixed per record: a metric sent twice is stored once
         metrics = [Metric(k, float(v), stamp, 0) for k, v in record.metrics.items()]
@@ -233,7 +242,7 @@ def _execute(plan: LogPlan, marker: Path,
         for local, artifact_dir in record.artifacts:
             _log_artifact(client, run_id, local, artifact_dir)
         for local, kind in record.models:
-            _log_model(client, exp_id, run_id, local, kind)
+            _log_model(client, exp_id, run_id, local, kind, record)
         client.set_terminated(run_id, status=record.status, end_time=record.end_ms)
         record.done = True
         plan.save(marker)
@@ -291,9 +300,12 @@ def _log_artifact(client: Any, run_id: str, local: str, artifact_dir: str) -> No
 MODEL_NAME, MODEL_URI_TAG = "model", "ranker.model_uri"
 
 
-def _log_model(client: Any, exp_id: str, run_id: str, local: str, kind: str) -> str:
+def _log_model(client: Any, exp_id: str, run_id: str, local: str, kind: str,
+               record: RunRecord) -> str:
     """Log the MLflow model folder ``local`` as the run's logged model (once: a replay finds
-    the one logged before) and tag the run with its ``models:/`` URI; returns the URI."""
+    the one logged before), with the ranker's options as its params and the trainer's
+    validation metric beside the harness's value of it as its metrics, and tag the run
+    with its ``models:/`` URI; returns the URI."""
     from mlflow.entities import LoggedModelOutput, LoggedModelStatus
 
     found = [m for m in client.search_logged_models(
@@ -302,9 +314,18 @@ def _log_model(client: Any, exp_id: str, run_id: str, local: str, kind: str) -> 
     if found:
         model_id = found[0].model_id
     else:
+        prefix = f"ranker.{record.params.get('ranker_name', '')}."
+        options = {k.removeprefix(prefix): v for k, v in record.params.items()
+                   if k.startswith(prefix)}
         model = client.create_logged_model(exp_id, name=MODEL_NAME, source_run_id=run_id,
-                                           model_type=kind, tags={"ranker.kind": kind})
+                                           model_type=kind, tags={"ranker.kind": kind},
+                                           params=options)
         model_id = model.model_id
+        for key in ("trainer.value", "trainer.harness_value"):  # the library's own number
+            value = record.tags.get(key)
+            if value is not None:
+                client.log_metric(run_id, key, float(value), timestamp=record.end_ms,
+                                  step=0, model_id=model_id)
         client.log_model_artifacts(model_id, local)
         client.finalize_logged_model(model_id, LoggedModelStatus.READY)
         client.log_outputs(run_id, [LoggedModelOutput(model_id, step=0)])

@@ -22,6 +22,7 @@ from harness.errors import InputError, MetricDefinitionError
 from harness.metrics.engine.evaluate import evaluate, negative_policy
 from harness.metrics.layout.inputs import QRELS_COLUMNS, numeric, require_frame
 from harness.metrics.layout.prepare import prepare
+from harness.metrics.unjudged import MAX_LABELINGS, MAX_ROWS
 from harness.metrics.unjudged.judgment_labelings import (
     GROUP_RULES,
     ORDER_RULES,
@@ -42,11 +43,10 @@ BATCH_ROWS = 1_000_000
 #: The most pseudo-query rows (labelings x the rows of each) one query may need, about
 #: 0.6 GB; past it the query is refused (3,000 tied documents under ties: 36M rows, which
 #: took 35 s and 2.55 GB).
-MAX_ROWS = 4_000_000
 
 
 def judgment_interval(run: pd.DataFrame, qrels: pd.DataFrame, metric: Metric | str,
-                      *, ties: bool = False, max_labelings: int = 4096,
+                      *, ties: bool = False, max_labelings: int = MAX_LABELINGS,
                       max_rows: int = MAX_ROWS, pool: pd.DataFrame | None = None,
                       **kwargs: Any) -> pd.DataFrame:
     """Per query, the range of a metric over every labeling of the unjudged retrieved
