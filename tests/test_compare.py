@@ -517,7 +517,7 @@ def test_cli_end_to_end(small_sweep: SmallSweep, tmp_path: Path) -> None:
                           env=clean_env(), capture_output=True, text=True, timeout=300)
     assert both.returncode == 2 and "name the runs once" in both.stderr
     # bad input from the real process: one line, exit 2, no traceback
-    bad = subprocess.run(args[:3] + ["f" * 32] + args[4:], cwd=PROJECT_ROOT, env=clean_env(),
+    bad = subprocess.run(args[:4] + ["f" * 32] + args[5:], cwd=PROJECT_ROOT, env=clean_env(),
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2
     assert "Traceback" not in bad.stderr
