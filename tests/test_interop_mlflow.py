@@ -39,7 +39,9 @@ def data(shared_data: Path) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def tracking(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A store of the module's own (its experiment's id), artifacts under its folder."""
-    before = mlflow.get_tracking_uri()
+    import mlflow.tracking._tracking_service.utils as tracking_utils
+
+    before = tracking_utils._tracking_uri  # None when unset: put back as it was, not resolved
     folder = tmp_path_factory.mktemp("mlflow")
     uri = f"sqlite:///{folder}/mlflow.db"
     mlflow.set_tracking_uri(uri)
@@ -47,7 +49,7 @@ def tracking(tmp_path_factory: pytest.TempPathFactory) -> str:
     experiment = mlflow.create_experiment("doors", artifact_location=str(folder / "artifacts"))
     _model_evaluation_registry.register("harness", HarnessEvaluator)
     yield experiment
-    mlflow.set_tracking_uri(before)
+    tracking_utils._tracking_uri = before  # set_tracking_uri(before) would pin the default
 
 
 def _evaluate(data: pd.DataFrame, sign: float, experiment: str) -> object:

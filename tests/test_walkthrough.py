@@ -50,12 +50,12 @@ def _walkthrough_block() -> list[str]:
 
 
 def _command(line: str, command: str) -> list[str]:
-    """A documented ``harness <command> ...`` (or ``.venv/bin/python -m harness.<command>
+    """A documented ``harness <command> ...`` (or ``.venv/bin/python -m harness <command>
     ...``) line as this interpreter's argv."""
     argv = shlex.split(line)
     if argv[:2] == ["harness", command]:
-        return [sys.executable, "-m", f"harness.{command.replace('-', '_')}", *argv[2:]]
-    assert argv[:3] == [".venv/bin/python", "-m", f"harness.{command}"], line
+        return [sys.executable, "-m", "harness", *argv[1:]]
+    assert argv[:4] == [".venv/bin/python", "-m", "harness", command], line
     return [sys.executable, *argv[1:]]
 
 
