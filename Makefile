@@ -17,6 +17,8 @@ run: $(STAMP)
 	$(PY) -m harness $(ARGS)
 
 test: $(STAMP)
+	$(PY) -m ruff check harness tests benchmarks
+	$(PY) -m mypy
 	$(PY) -m pytest -n auto --dist loadfile --durations=20 $(PYTEST_ARGS)
 
 bench: $(STAMP)

@@ -36,12 +36,12 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from harness.app.study import build_metrics  # noqa: E402
-from harness.app.config import MetricGrid  # noqa: E402
-from harness.datasets.synthetic import make_synthetic  # noqa: E402
-from harness.metrics import evaluate  # noqa: E402
-from harness.metrics.sklearn_check import check_against_sklearn  # noqa: E402
-from harness.reporting.summary import summarize_study  # noqa: E402
+from harness.app.config import MetricGrid
+from harness.app.study import build_metrics
+from harness.datasets.synthetic import make_synthetic
+from harness.metrics import evaluate
+from harness.metrics.sklearn_check import check_against_sklearn
+from harness.reporting.summary import summarize_study
 
 
 def _timed(fn: Callable[[], object]) -> float:

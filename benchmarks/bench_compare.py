@@ -138,8 +138,9 @@ def rounds(a: Callable[[], Any], b: Callable[[], Any], n: int
 
 
 def versus_ranx(test: str, n_runs: int, args: argparse.Namespace) -> str:
-    import harness
     from ranx import compare as ranx_compare
+
+    import harness
 
     qrels, runs = make_data(n_runs, args.queries)
     building, (rq, rr) = timed(lambda: to_ranx(qrels, runs))

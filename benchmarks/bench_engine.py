@@ -58,8 +58,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # benchmark the working tree, wherever we are run from
     sys.path.insert(0, str(ROOT))
 
-import harness  # noqa: E402
-from harness import Metric  # noqa: E402
+import harness
+from harness import Metric
 
 SEED = 20240611
 LABEL_PROBS = (0.50, 0.25, 0.15, 0.07, 0.03)
@@ -295,12 +295,12 @@ def main() -> None:
         memory_child(args.memory_child, args.memory_docids)
         return
 
+    from importlib.metadata import version
+
     import pytrec_eval  # import cost out of the timings
     import sklearn
-    from sklearn.metrics import ndcg_score  # noqa: F401
+    from sklearn.metrics import ndcg_score
     from sklearn.metrics._ranking import _ndcg_sample_scores
-
-    from importlib.metadata import version
 
     print(f"# bench_engine  python {platform.python_version()}  numpy {np.__version__}  "
           f"pandas {pd.__version__}  sklearn {sklearn.__version__}  "
@@ -327,9 +327,9 @@ def main() -> None:
     for kind, frame in (("str", df), ("int", make_run(args.queries, docids="int"))):
         print(f"   -- docids {kind} ({frame['docid'].dtype})")
         best, all_times = interleaved_best({
-            "harness": lambda: run_harness(frame),
-            "sklearn": lambda: run_sklearn(frame),
-            "pytrec_eval": lambda: run_pytrec(frame),
+            "harness": lambda frame=frame: run_harness(frame),
+            "sklearn": lambda frame=frame: run_sklearn(frame),
+            "pytrec_eval": lambda frame=frame: run_pytrec(frame),
         }, args.repeat)
         for name, label in (("harness", "harness.evaluate"),
                             ("sklearn", "sklearn ndcg_score (+ padding to dense)"),
@@ -353,7 +353,7 @@ def main() -> None:
     qrel, run = trec_dicts(df)
     t_dicts = time.perf_counter() - t0
     print(f"   (of which: dense padding {t_dense:.3f} s, trec dict building {t_dicts:.3f} s)")
-    tbest, _ = interleaved_best({"trec": lambda: run_harness(df, NDCG10_TREC)}, args.repeat)
+    tbest, _ = interleaved_best({"trec": lambda df=df: run_harness(df, NDCG10_TREC)}, args.repeat)
     print(f"   (for reference, harness.evaluate with {NDCG10_TREC.display_name}, the trec_eval "
           f"tie rule: {fmt_s(tbest['trec'])}; pytrec_eval / that = "
           f"{best['pytrec_eval'] / tbest['trec']:.2f}x)")
@@ -383,8 +383,8 @@ def main() -> None:
     # 3. grid
     print(f"\n## grid: {len(GRID)} variants (gain x discount x k x ties) in one evaluate call")
     gbest, _ = interleaved_best({
-        "one": lambda: run_harness(df, [NDCG10]),
-        "grid": lambda: run_harness(df, GRID),
+        "one": lambda df=df: run_harness(df, [NDCG10]),
+        "grid": lambda df=df: run_harness(df, GRID),
     }, args.repeat)
     grid_ratio = gbest["grid"] / gbest["one"]
     grid_ok = grid_ratio <= TARGET_GRID

@@ -71,7 +71,7 @@ def rows_of(size: str) -> int:
     return int(match[1]) * {"k": 1_000, "M": 1_000_000}[match[2]]
 
 
-def _ids(values, prefix: str):  # noqa: ANN001, ANN202 - pyarrow arrays
+def _ids(values, prefix: str):  # pyarrow arrays
     import pyarrow as pa
     import pyarrow.compute as pc
 

@@ -29,13 +29,13 @@ import tempfile
 import time
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench_common import print_targets  # noqa: E402
-from harness import Metric  # noqa: E402
-from harness.datasets.parquet_run import write_scored_run  # noqa: E402
+from bench_common import print_targets
+
+from harness import Metric
+from harness.datasets.parquet_run import write_scored_run
 
 COLUMNS = ["qid", "docid", "score", "label"]  # the run's (the file also has `weak`)
 GRID = [Metric("ndcg", k=k, gain=g, ties=t).display_name

@@ -45,8 +45,9 @@ for path in (str(ROOT), str(ROOT / "benchmarks")):
     if path not in sys.path:
         sys.path.insert(0, path)
 
-import harness  # noqa: E402
-from bench_engine import run_sklearn  # noqa: E402
+from bench_engine import run_sklearn
+
+import harness
 
 NDCG10 = harness.Metric("ndcg", k=10, gain="linear", ideal="retrieved", ties="average")
 NDCG10_DOCID = harness.Metric("ndcg", k=10, gain="linear", ideal="retrieved", ties="docid")
@@ -141,7 +142,7 @@ def main() -> None:
     print(f"{args.queries} queries, {len(d['run'])} rows, "
           f"{d['run']['docid'].str.len().min()}+ character docids, {args.rounds} rounds")
     pq = harness.evaluate(d["run"], metrics=[NDCG10])
-    from sklearn.metrics._ranking import _ndcg_sample_scores  # noqa: F401 (import outside)
+    from sklearn.metrics._ranking import _ndcg_sample_scores  # noqa: F401 - import cost
 
     times = interleaved({
         "harness": lambda: harness.evaluate(d["run"], metrics=[NDCG10]),

@@ -67,7 +67,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_eval import write_data  # noqa: E402  (the same generator as bench_eval.py)
+from bench_eval import write_data  # the same generator as bench_eval.py
 
 SIZES = {"1m": 10_000, "10m": 100_000}           # queries; 100 documents each
 TARGETS = {"1m": 2.0, "10m": 20.0}                # trec_eval / harness
@@ -180,12 +180,12 @@ def diff_outputs(a: Path, b: Path, label: str) -> str:
 Row = tuple[str, str, str, str, str, str]          # work, harness, trec_eval, ratio, target, met
 
 
-def ratio(a: "Tool", b: "Tool") -> float:
+def ratio(a: Tool, b: Tool) -> float:
     """The last round's wall time of ``a`` over ``b``'s."""
     return a.calls[-1].wall / b.calls[-1].wall
 
 
-def run_rounds(cmds: dict[str, list[str]], tools: dict[str, "Tool"], rounds: int,
+def run_rounds(cmds: dict[str, list[str]], tools: dict[str, Tool], rounds: int,
                out: Callable[[str], Path], describe: Callable[[str, Any], str],
                tail: Callable[[], str] = lambda: "") -> None:
     """``rounds`` interleaved rounds (each tool once a round, in turn), each call's stdout

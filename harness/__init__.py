@@ -17,7 +17,6 @@ import sys
 from typing import TYPE_CHECKING
 
 from harness.errors import FormulaError, HarnessError, InputError, MetricDefinitionError
-
 from harness.version import __version__
 
 # MLflow draws artifact progress bars whenever tqdm is installed, terminal or not, so they
@@ -45,7 +44,14 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports on demand
+    from harness.compare.api import Comparison, compare
     from harness.engines.dask import evaluate_dask
+    from harness.engines.stream import evaluate_parquet
+    from harness.explain.shapley import explain_difference
+    from harness.interop.ir_measure import as_ir_measure
+    from harness.interop.tables import per_query_dict, to_trec
+    from harness.metrics.engine.evaluate import aggregate, evaluate, evaluate_dense, tie_interval
+    from harness.metrics.unjudged.judgment_interval import judgment_interval
     from harness.metrics.vocabulary.definition import (
         CONVENTIONS,
         METRIC_NAMES,
@@ -56,13 +62,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
         register_measure,
         unregister_measure,
     )
-    from harness.metrics.engine.evaluate import aggregate, evaluate, evaluate_dense, tie_interval
-    from harness.explain.shapley import explain_difference
-    from harness.metrics.unjudged.judgment_interval import judgment_interval
-    from harness.engines.stream import evaluate_parquet
-    from harness.compare.api import Comparison, compare
-    from harness.interop.ir_measure import as_ir_measure
-    from harness.interop.tables import per_query_dict, to_trec
 
 
 def __getattr__(name: str) -> object:

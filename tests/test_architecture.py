@@ -8,8 +8,6 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-import pytest
-
 import harness
 
 ROOT = Path(harness.__file__).resolve().parent

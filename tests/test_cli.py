@@ -11,9 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.commands import cluster, reproduce, scored_run, sync
+from harness.commands import cluster, compare as compare_cli, reproduce, scored_run, sync
 from harness.commands.base import run_command
-from harness.commands import compare as compare_cli
 from harness.errors import InputError, TrackingUnavailable
 
 DEAD = "http://127.0.0.1:9"  # nothing listens on the discard port

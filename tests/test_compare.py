@@ -22,6 +22,7 @@ import scipy
 from mlflow.tracking import MlflowClient
 from scipy import stats
 
+from harness.commands.compare import main as cli_main
 from harness.compare import (
     CompareError,
     DatasetMismatch,
@@ -40,11 +41,10 @@ from harness.compare import (
     paired_comparison,
     sensitivity,
 )
-from harness.commands.compare import main as cli_main
+from harness.compare.resampling import permutation_pvalues
 from harness.compare.versions import split_overrides
 from harness.errors import HarnessError
 from harness.paths import PROJECT_ROOT
-from harness.compare.resampling import permutation_pvalues
 
 # 2 jobs (noisy_oracle sigma) x 2 jobs (tie rule) = 4 jobs of 4 rankers each (no hgb): 5
 # ranker versions (noisy_oracle twice), 10 variants (4 nDCG x 2 tie rules + AP@10 + RR).

@@ -36,8 +36,12 @@ from harness.compare.labeling_verdicts import (
     labeling_lines,
 )
 from harness.compare.runs import ArtifactChanged, load_runs
-from harness.compare.verdicts import (verdict_lines, verdict_settings, verdict_table,
-                                      verdicts_display)
+from harness.compare.verdicts import (
+    verdict_lines,
+    verdict_settings,
+    verdict_table,
+    verdicts_display,
+)
 
 QIDS = [f"q{i:02d}" for i in range(20)]
 BASE = np.linspace(0.3, 0.6, 20)

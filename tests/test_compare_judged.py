@@ -12,7 +12,7 @@ from mlflow.tracking import MlflowClient
 
 from harness.compare import build_comparison, load_sweep, sensitivity
 from harness.compare.report import build_report, judged_shares
-from tests.test_compare import SmallSweep, small_sweep  # noqa: F401 (fixture)
+from tests.test_compare import SmallSweep, small_sweep  # noqa: F401 - fixture
 from tests.test_report import fake_sweep
 
 
@@ -45,7 +45,7 @@ def test_the_versions_table_shows_the_logged_judged_share(tmp_path: Path) -> Non
     assert "judged@10" not in paths.markdown.read_text()
 
 
-def test_ranker_runs_log_judged_at_10(small_sweep: SmallSweep) -> None:  # noqa: F811
+def test_ranker_runs_log_judged_at_10(small_sweep: SmallSweep) -> None:  # noqa: F811 - fixture
     # the synthetic dataset labels every document it ranks, so every top 10 is judged
     sweep = load_sweep(small_sweep.uri, small_sweep.parent_run_id)
     client = MlflowClient(tracking_uri=small_sweep.uri)

@@ -369,7 +369,7 @@ def test_reproduce_recomputes_a_logged_comparison(jobs: Jobs, tmp_path: Path) ->
     table.to_csv(path, index=False)
     code, out, _ = reproduce(jobs, compared)
     assert code == 1
-    assert f"DIFFERENT — 1 of " in out
+    assert "DIFFERENT — 1 of " in out
     assert f"comparison.csv {table.loc[0, 'variant']} / {table.loc[0, 'ranker_a']} / " \
            f"{table.loc[0, 'ranker_b']}, p_ttest: logged 0.123, now {true_value!r}" in out
     # a compared run's per-query artifact altered: one line naming it, exit 2

@@ -21,8 +21,13 @@ import pandas as pd
 from harness import evaluate
 from harness.compare import build_comparison
 from harness.compare.unjudged_verdicts import unjudged_flags, unjudged_lines
-from harness.compare.verdicts import (INCONCLUSIVE, WORSE, VerdictSettings, verdict_lines,
-                                      verdict_table)
+from harness.compare.verdicts import (
+    INCONCLUSIVE,
+    WORSE,
+    VerdictSettings,
+    verdict_lines,
+    verdict_table,
+)
 
 TREATMENTS = ["nDCG@10", "nDCG@10(unjudged=condensed)", "nDCG@10(unjudged=relevant)"]
 

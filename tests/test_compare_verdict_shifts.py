@@ -55,7 +55,7 @@ def crafted(seed: int = 3, n_queries: int = 30) -> tuple[pd.DataFrame, pd.DataFr
         base += list(rng.permutation([d for d in labels if d not in base]))
         for name, order in (("cand", cand), ("base", base)):
             runs[name] += [(qid, d, float(100 - order.index(d))) for d in labels]
-    frame = lambda rows: pd.DataFrame(rows, columns=["qid", "docid", "score"])  # noqa: E731
+    frame = lambda rows: pd.DataFrame(rows, columns=["qid", "docid", "score"])
     return (frame(runs["cand"]), frame(runs["base"]),
             pd.DataFrame(qrels, columns=["qid", "docid", "label"]))
 

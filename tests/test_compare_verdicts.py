@@ -53,7 +53,7 @@ def test_family_baseline_needs_a_baseline() -> None:
 
 # --- non-inferiority and equivalence ------------------------------------------------------
 
-from harness.compare.verdicts import (  # noqa: E402
+from harness.compare.verdicts import (
     BETTER,
     EQUIVALENT,
     INCONCLUSIVE,

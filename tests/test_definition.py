@@ -8,8 +8,7 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from harness import CONVENTIONS, METRIC_NAMES, TIE_MODES, Metric, parse_metric
 

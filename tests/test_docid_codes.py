@@ -9,8 +9,8 @@ import pytest
 import pytrec_eval
 
 import harness
-from harness.metrics.layout import ids as prepare_module
 from harness.errors import InputError
+from harness.metrics.layout import ids as prepare_module
 
 METRICS = [harness.Metric(n, k=k, convention="trec_eval") for n, k in (
     ("ndcg", 10), ("ndcg", None), ("ap", None), ("recall", 100), ("precision", 5))]

@@ -175,5 +175,5 @@ def test_the_default_grids_variant_count_is_the_one_quoted() -> None:
     quoted |= {int(n) for n in re.findall(r"x (\d+) variant\(s\) x 400 queries", text)}
     assert quoted == {count}, (quoted, count)
     # docs/workflows.md's default study, as `harness compare` prints it, holds no stale count
-    assert not re.search(r"default study \(\d+ rankers × (?!%d )\d+ variants" % count,
+    assert not re.search(rf"default study \(\d+ rankers × (?!{count} )\d+ variants",
                          (DOCS / "workflows.md").read_text())

@@ -245,6 +245,19 @@ def test_tuning_needs_a_train_split_and_wsum(shared_data: Path) -> None:
               _cast(shared_data))
 
 
+def test_a_tune_step_that_does_not_divide_1_is_refused(tmp_path: Path) -> None:
+    """No two multiples of 0.3 (0, 0.3, 0.6, 0.9) sum to 1: the grid of candidate weights
+    is empty, and the error names tune.step (it was zip's bare ValueError)."""
+    ds = load_dataset("table", name="t", path=str(_table(tmp_path / "t.parquet", 0)),
+                      split="split")
+    inputs = {n: {"kind": "feature", "feature": n} for n in ("good", "fair")}
+    spec = RankerSpec("tuned", "fusion", {"method": "wsum", "inputs": inputs,
+                                          "tune": {"metric": "ndcg@10", "step": 0.3}})
+    with pytest.raises(InputError, match="no weights in steps of 0.3 sum to 1") as info:
+        score(spec, ds)
+    assert info.value.key == "ranker.tuned.tune.step"
+
+
 def test_options_are_checked_before_any_data_is_read() -> None:
     from hydra import compose, initialize_config_dir
 

@@ -9,7 +9,6 @@ import io
 import re
 from pathlib import Path
 
-import mlflow
 import pytest
 from mlflow.models.evaluation.evaluator_registry import _model_evaluation_registry
 

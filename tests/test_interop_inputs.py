@@ -11,9 +11,9 @@ from pathlib import Path
 
 import ir_measures
 import pandas as pd
+import pyterrier as pt
 import pytest
 import pytrec_eval
-import pyterrier as pt
 from ranx import Qrels, Run
 
 import harness

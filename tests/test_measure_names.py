@@ -12,8 +12,14 @@ import pytest
 
 from harness import Metric, parse_metric
 from harness.errors import MetricDefinitionError
-from tests.measure_peers import (assert_same, ir_measures_values, make_data, ours, pytrec,
-                                 ranx_values)
+from tests.measure_peers import (
+    assert_same,
+    ir_measures_values,
+    make_data,
+    ours,
+    pytrec,
+    ranx_values,
+)
 
 EXPECTED = {
     # trec_eval

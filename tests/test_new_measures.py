@@ -13,8 +13,16 @@ import pytest
 import harness
 from harness import Metric
 from harness.errors import MetricDefinitionError
-from tests.measure_peers import (assert_same, every_tie_order, ir_measures_values, make_data,
-                                 mean_over_orders, ours, pytrec, ranx_values)
+from tests.measure_peers import (
+    assert_same,
+    every_tie_order,
+    ir_measures_values,
+    make_data,
+    mean_over_orders,
+    ours,
+    pytrec,
+    ranx_values,
+)
 
 Reference = Callable[[pd.DataFrame, pd.DataFrame], pd.Series]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.paths import PROJECT_ROOT
-from tests.test_compare import SmallSweep, small_sweep  # noqa: F401 (fixture)
+from tests.test_compare import SmallSweep, small_sweep  # noqa: F401 - fixture
 
 NOTEBOOK = PROJECT_ROOT / "notebooks" / "compare_rankers.ipynb"
 KERNEL = "harness-test"
@@ -27,7 +27,7 @@ def test_parameters_cell_reads_the_environment() -> None:
         assert text in params.source
 
 
-def test_notebook_executes_against_a_sweep(small_sweep: SmallSweep,  # noqa: F811
+def test_notebook_executes_against_a_sweep(small_sweep: SmallSweep,  # noqa: F811 - fixture
                                            tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     import nbclient

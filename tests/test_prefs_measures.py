@@ -12,11 +12,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.data.trec import read_qrels, read_run
+from harness.data.trec import read_prefs, read_qrels, read_run
 from harness.errors import InputError, MetricDefinitionError
-from harness.data.trec import read_prefs
-from harness.metrics.trec_eval.prefs import (PREFS_MEASURES, PREFS_SUMMARY, prefs_from_qrels,
-                                   prefs_measures, prefs_summary)
+from harness.metrics.trec_eval.prefs import (
+    PREFS_MEASURES,
+    PREFS_SUMMARY,
+    prefs_from_qrels,
+    prefs_measures,
+    prefs_summary,
+)
 from tests.shared import shared_data_dir
 
 DATA = shared_data_dir() / "trec_eval_test"

@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from harness import Metric, evaluate, tie_interval
 
@@ -187,7 +186,7 @@ def _evaluated(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 @settings(max_examples=120, deadline=None)
 @given(small_queries(), st.sampled_from([None, 2, 3]), st.sampled_from(["exp2", "linear"]))
-def test_tie_modes_match_brute_force_over_all_orders(data, k, gain) -> None:  # noqa: ANN001
+def test_tie_modes_match_brute_force_over_all_orders(data, k, gain) -> None:
     run, qrels = _frames(data)
     queries = _evaluated(data)
     if not queries:
@@ -240,7 +239,7 @@ _HAND_CASES = [
 
 
 @pytest.mark.parametrize("scores,labels,k", _HAND_CASES)
-def test_tie_average_matches_brute_force_on_fixed_lists(scores, labels, k) -> None:  # noqa: ANN001
+def test_tie_average_matches_brute_force_on_fixed_lists(scores, labels, k) -> None:
     n = len(scores)
     run = pd.DataFrame({"qid": "q", "docid": [f"d{i}" for i in range(n)],
                         "score": [float(s) for s in scores], "label": labels})
@@ -274,7 +273,7 @@ _PERM_TIES = ("average", "docid", "optimistic", "pessimistic", "random")
 @settings(max_examples=60, deadline=None)
 @given(small_queries(max_docs=8, max_queries=4), st.sampled_from([None, 1, 3]),
        st.randoms(use_true_random=False), st.integers(0, 5))
-def test_row_order_changes_nothing(data, k, rnd, seed) -> None:  # noqa: ANN001
+def test_row_order_changes_nothing(data, k, rnd, seed) -> None:
     run, qrels = _frames(data)
     if qrels.empty:
         return
@@ -305,7 +304,7 @@ def test_row_order_changes_nothing(data, k, rnd, seed) -> None:  # noqa: ANN001
 
 @settings(max_examples=80, deadline=None)
 @given(small_queries(max_docs=10, max_queries=4), st.sampled_from([None, 1, 2, 5]))
-def test_optimistic_ge_average_ge_pessimistic(data, k) -> None:  # noqa: ANN001
+def test_optimistic_ge_average_ge_pessimistic(data, k) -> None:
     run, qrels = _frames(data)
     if qrels.empty:
         return
@@ -327,7 +326,7 @@ def test_optimistic_ge_average_ge_pessimistic(data, k) -> None:  # noqa: ANN001
 @settings(max_examples=60, deadline=None)
 @given(small_queries(max_docs=10, max_queries=4),
        st.sampled_from(["ndcg@3", "ap", "rr", "err", "P@2", "recall@2", "dcg@5"]))
-def test_tie_interval_width_nonnegative(data, metric) -> None:  # noqa: ANN001
+def test_tie_interval_width_nonnegative(data, metric) -> None:
     run, qrels = _frames(data)
     if qrels.empty:
         return
@@ -354,7 +353,7 @@ def test_tie_interval_by_hand() -> None:
 @settings(max_examples=80, deadline=None)
 @given(small_queries(max_docs=10, max_queries=4), st.sampled_from([None, 1, 3]),
        st.floats(0.01, 1000.0), st.sampled_from(["average", "docid", "input"]))
-def test_linear_ndcg_is_scale_invariant(data, k, c, ties) -> None:  # noqa: ANN001
+def test_linear_ndcg_is_scale_invariant(data, k, c, ties) -> None:
     run, qrels = _frames(data)
     if qrels.empty:
         return
@@ -411,7 +410,7 @@ def _assert_same(before: pd.DataFrame, after: pd.DataFrame) -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(small_queries(max_docs=8, max_queries=4))
-def test_evaluate_does_not_modify_inputs(data) -> None:  # noqa: ANN001
+def test_evaluate_does_not_modify_inputs(data) -> None:
     run, qrels = _frames(data)
     if qrels.empty:
         return
@@ -456,7 +455,7 @@ def test_docid_ties_compare_docids_as_strings_descending() -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(small_queries(max_docs=8, max_queries=3), st.data())
-def test_nan_scores_last_is_a_score_below_all_others(data, draw) -> None:  # noqa: ANN001
+def test_nan_scores_last_is_a_score_below_all_others(data, draw) -> None:
     run, qrels = _frames(data)
     if qrels.empty:
         return

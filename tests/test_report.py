@@ -15,15 +15,20 @@ import pandas as pd
 import pytest
 
 from harness.compare import RankerVersion, Sweep, build_comparison, load_sweep, sensitivity
-from harness.paths import PROJECT_ROOT
-from harness.compare.report import build_report
-from harness.compare.report import ReportPaths, comparison_display, means_display, report_dir
+from harness.compare.report import (
+    ReportPaths,
+    build_report,
+    comparison_display,
+    means_display,
+    report_dir,
+)
 from harness.metrics import parse_metric
-from tests.test_compare import VERSIONS, SmallSweep, small_sweep  # noqa: F401 (fixture)
+from harness.paths import PROJECT_ROOT
+from tests.test_compare import VERSIONS, SmallSweep, small_sweep  # noqa: F401 - fixture
 
 
 @pytest.fixture(scope="module")
-def built(small_sweep: SmallSweep, tmp_path_factory: pytest.TempPathFactory  # noqa: F811
+def built(small_sweep: SmallSweep, tmp_path_factory: pytest.TempPathFactory  # noqa: F811 - fixture
           ) -> tuple[Sweep, pd.DataFrame, ReportPaths]:
     sweep = load_sweep(small_sweep.uri, parent_run_id=small_sweep.parent_run_id)
     comparison = build_comparison(sweep.per_query, resamples=300)

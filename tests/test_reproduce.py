@@ -115,7 +115,7 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Stores:
                                     cwd=PROJECT, env=_env(), stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True)
              for root, args in jobs.items()}
-    for root, proc in procs.items():
+    for proc in procs.values():
         out, err = proc.communicate(timeout=TIMEOUT)
         done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
         assert proc.returncode == 0, _explain(done)

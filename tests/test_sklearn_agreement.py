@@ -14,8 +14,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from sklearn.metrics import dcg_score, ndcg_score
 
 from harness import Metric, evaluate, evaluate_dense
@@ -70,7 +69,7 @@ def _engine(queries: list[tuple[list[int], list[float]]], metric: Metric) -> np.
     return out[metric.display_name].to_numpy(dtype=np.float64)
 
 
-def _sk(fn, y_true: list[float], y_score: list[float], **kw) -> float:  # noqa: ANN001
+def _sk(fn, y_true: list[float], y_score: list[float], **kw) -> float:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # sklearn warns about all-zero y_true rows
         return float(fn([y_true], [y_score], **kw))
@@ -89,7 +88,7 @@ def _gains_for_sklearn(gain: str, labels: list[int]) -> list[float]:
 
 @SETTINGS
 @given(tied_queries(), st.sampled_from(KS), st.sampled_from(["linear", "exp2"]))
-def test_ndcg_tie_average_matches_sklearn(queries, k, gain) -> None:  # noqa: ANN001
+def test_ndcg_tie_average_matches_sklearn(queries, k, gain) -> None:
     m = Metric("ndcg", k=k, gain=gain, ideal="retrieved", ties="average")
     got = _engine(queries, m)
     want = [_sk(ndcg_score, _gains_for_sklearn(gain, lab), s, k=k, ignore_ties=False)
@@ -106,7 +105,7 @@ def test_sklearn_convention_is_the_compared_definition() -> None:
 
 @SETTINGS
 @given(untied_queries(), st.sampled_from(KS), st.sampled_from(["linear", "exp2"]))
-def test_without_ties_every_tie_mode_matches_sklearn_ignore_ties(queries, k, gain) -> None:  # noqa: ANN001
+def test_without_ties_every_tie_mode_matches_sklearn_ignore_ties(queries, k, gain) -> None:
     # with distinct scores every tie rule gives the one order: ties="input" is sklearn's
     # ignore_ties=True, and so are the others
     want = [_sk(ndcg_score, _gains_for_sklearn(gain, lab), s, k=k, ignore_ties=True)
@@ -128,7 +127,7 @@ def test_without_ties_every_tie_mode_matches_sklearn_ignore_ties(queries, k, gai
 
 @SETTINGS
 @given(tied_queries(), st.sampled_from(KS))
-def test_dense_input_matches_sklearn_batch(queries, k) -> None:  # noqa: ANN001
+def test_dense_input_matches_sklearn_batch(queries, k) -> None:
     # equal-length lists as a 2-D batch: sklearn's mean equals the mean of our rows, and
     # each of our rows equals sklearn on that row alone
     n = min(len(lab) for lab, _ in queries)
@@ -161,7 +160,7 @@ def test_all_zero_query_is_zero_like_sklearn() -> None:
 @SETTINGS
 @given(tied_queries(), st.sampled_from(KS), st.sampled_from(["linear", "exp2"]),
        st.sampled_from([2, 10, 3, 1.5]))
-def test_dcg_tie_average_matches_sklearn_dcg_score(queries, k, gain, base) -> None:  # noqa: ANN001
+def test_dcg_tie_average_matches_sklearn_dcg_score(queries, k, gain, base) -> None:
     # sklearn's log_base=b is discount "log<b>" (1 / log_b(rank + 1)); b=2 is "log2"
     m = Metric("dcg", k=k, gain=gain, discount=f"log{base}", ties="average")
     got = _engine(queries, m)

@@ -12,8 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_sweep_signals import (Job, _no_survivors, _one_line, _pending, _runs, _sync,
-                                      slow_hook)
+from tests.test_sweep_signals import (
+    Job,
+    _no_survivors,
+    _one_line,
+    _pending,
+    _runs,
+    _sync,
+    slow_hook,
+)
 
 _SLOW_PREPARE = slow_hook("harness.app.log", "study_runs", "HARNESS_TEST_SLOW_PREPARE",
                           "PREPARING LOG")

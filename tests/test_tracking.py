@@ -69,7 +69,7 @@ class MlflowServer:
         self.root.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ)
         env["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] = "false"  # no job runner: faster start
-        log = open(self.root / "server.log", "ab")  # noqa: SIM115 - closed in stop()
+        log = open(self.root / "server.log", "ab")  # closed in stop()
         self._log = log
         self.proc = subprocess.Popen(
             [_mlflow_exe(), "server", "--host", "127.0.0.1", "--port", str(self.port),
@@ -345,8 +345,8 @@ def test_replay_continues_a_half_sent_plan_without_duplicates(tmp_path: Path,
                                                               local_uri: str) -> None:
     """A plan that failed half-way (a missing artifact) is finished by harness sync: the
     runs it already created are reused, none is created twice."""
-    from harness.tracking.pending import sync
     from harness.tracking import execute
+    from harness.tracking.pending import sync
 
     uri = local_uri
     summary = tmp_path / "summary.csv"

@@ -12,7 +12,7 @@ from markdown_it import MarkdownIt
 
 from harness.app.notes import NOTE_LIMIT, ranker_description, study_description
 from harness.metrics import parse_metric
-from tests.test_compare import SWEEP_ARGS, SmallSweep, small_sweep  # noqa: F401 (fixture)
+from tests.test_compare import SWEEP_ARGS, SmallSweep, small_sweep  # noqa: F401 - fixture
 
 
 def _tables(text: str) -> list[list[list[str]]]:
@@ -93,8 +93,9 @@ def test_a_long_description_is_cut_at_a_row_and_says_so() -> None:
     assert note.rstrip().splitlines()[-1].startswith("A variant's name lists only")
 
 
-def test_a_sweep_parent_describes_its_jobs_and_links_its_report(small_sweep: SmallSweep
-                                                                ) -> None:  # noqa: F811
+def test_a_sweep_parent_describes_its_jobs_and_links_its_report(
+        small_sweep: SmallSweep,  # noqa: F811 - fixture
+) -> None:
     """The real sweep of tests/test_compare.py (4 jobs: noisy_oracle's sigma x the tie
     rule): its parent run's description, read through the client, is one table row per job
     and ranker with the means each job's summary.csv holds, and the report's link."""

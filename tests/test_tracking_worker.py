@@ -17,7 +17,6 @@ from mlflow.tracking import MlflowClient
 from harness.app import log as log_stage
 from harness.app.plan import StudyPlan, build_plan
 from harness.app.study import run_study
-from harness.errors import TrackingUnavailable
 from harness.tracking.log_plan import LogPlan, RunRecord, refused
 from harness.tracking.worker import TrackingWorker, WorkerFailed, WorkerGone
 

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.commands.base import run_command
 from harness.commands import cluster
+from harness.commands.base import run_command
 from harness.data import eval_inputs, trec
 from harness.data.eval_inputs import read_eval_run
 from harness.data.trec import read_run

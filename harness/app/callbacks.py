@@ -110,7 +110,7 @@ class SweepParentRun(Callback):
         failed = sorted(Path(config.hydra.sweep.dir).glob(".failed_job_*"))
         parent, uri = self.run_id, self.uri
         if parent:
-            self._describe(config, [p.name.rsplit("_", 1)[1] for p in failed])
+            self._describe(config, parent, [p.name.rsplit("_", 1)[1] for p in failed])
         self.close("FAILED" if failed else "FINISHED")
         _print_jobs_table(config)
         if parent:
@@ -128,7 +128,7 @@ class SweepParentRun(Callback):
                 log.error("  job %s: %s (log in %s)", num, reason, p.parent / num)
             raise SystemExit(max(codes))
 
-    def _describe(self, config: DictConfig, failed: list[str]) -> None:
+    def _describe(self, config: DictConfig, run_id: str, failed: list[str]) -> None:
         """The parent run's description (MLflow's ``mlflow.note.content``): the jobs x
         headline-variants table read from the jobs' folders, and the report's link."""
         from mlflow.tracking import MlflowClient
@@ -137,15 +137,14 @@ class SweepParentRun(Callback):
 
         try:
             jobs = sweep_jobs(Path(config.hydra.sweep.dir), _excluded(config))
-            log_sweep_metrics(MlflowClient(tracking_uri=self.uri), self.run_id or "", jobs)
+            log_sweep_metrics(MlflowClient(tracking_uri=self.uri), run_id, jobs)
             text = sweep_description(
                 jobs,
                 study=str(config.study), overrides=" ".join(_shown_overrides(config)),
-                failed=failed, parent_run_id=self.run_id or "",
-                report_link=f"#/experiments/{self.experiment_id}/runs/{self.run_id}"
+                failed=failed, parent_run_id=run_id,
+                report_link=f"#/experiments/{self.experiment_id}/runs/{run_id}"
                 "/artifacts/report/summary.html")
-            MlflowClient(tracking_uri=self.uri).set_tag(self.run_id, "mlflow.note.content",
-                                                       text)
+            MlflowClient(tracking_uri=self.uri).set_tag(run_id, "mlflow.note.content", text)
         except Exception as exc:  # noqa: BLE001 - a description is not worth failing a sweep
             log.warning("could not describe sweep parent run %s: %s", self.run_id, exc)
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
-from harness.metrics.unjudged import MAX_LABELINGS
 from harness.app.path_names import hydra_dir_name
+from harness.metrics.unjudged import MAX_LABELINGS
 from harness.paths import PROJECT_ROOT, shared_data_dir
 
 __all__ = ["Config", "register_configs", "PROJECT_ROOT"]
@@ -37,9 +37,9 @@ class SyntheticDataset:
     label_probs: list[float] = field(default_factory=lambda: [0.55, 0.25, 0.12, 0.06, 0.02])
     # per feature: a slope (signal x label) or one mean per grade
     signal: list[Any] = field(default_factory=lambda: [1.5, 0.8, 0.4, 0.0])
-    round_features: Optional[int] = 1
+    round_features: int | None = 1
     seed: int = 0
-    default_feature: Optional[str] = "f0"  # what ranker=feature scores by unless told
+    default_feature: str | None = "f0"  # what ranker=feature scores by unless told
 
 
 @dataclass
@@ -47,10 +47,10 @@ class LetorDataset:
     kind: str = "letor"
     name: str = "letor"
     test_path: str = MISSING
-    train_path: Optional[str] = None
+    train_path: str | None = None
     query_files: bool = True
-    n_features: Optional[int] = None
-    default_feature: Optional[str] = "f1"  # SVMlight features are numbered from 1
+    n_features: int | None = None
+    default_feature: str | None = "f1"  # SVMlight features are numbered from 1
 
 
 @dataclass
@@ -59,7 +59,7 @@ class TrecDataset:
     name: str = "trec"
     qrels_path: str = MISSING
     run_path: str = MISSING
-    default_feature: Optional[str] = "run_score"  # the run file's score, its only feature
+    default_feature: str | None = "run_score"  # the run file's score, its only feature
 
 
 @dataclass
@@ -68,7 +68,7 @@ class IrDatasetsDataset:
     name: str = "ir_datasets"
     id: str = MISSING  # an ir_datasets id; its qrels are read from ir_datasets' cache
     run_path: str = MISSING
-    default_feature: Optional[str] = "run_score"  # the run file's score, its only feature
+    default_feature: str | None = "run_score"  # the run file's score, its only feature
 
 
 @dataclass
@@ -79,9 +79,9 @@ class TableDataset:
     qid: str = "qid"
     docid: str = "docid"
     label: str = "label"
-    split: Optional[str] = None
-    features: Optional[list[str]] = None
-    default_feature: Optional[str] = None  # set it to use ranker=feature
+    split: str | None = None
+    features: list[str] | None = None
+    default_feature: str | None = None  # set it to use ranker=feature
 
 
 @dataclass
@@ -92,8 +92,8 @@ class ParquetRunDataset:
     qid: str = "qid"
     docid: str = "docid"
     label: str = "label"
-    qrels_path: Optional[str] = None
-    default_feature: Optional[str] = None  # unused: rankers of a parquet_run are columns
+    qrels_path: str | None = None
+    default_feature: str | None = None  # unused: rankers of a parquet_run are columns
 
 
 @dataclass
@@ -103,8 +103,8 @@ class EngineConfig:
     kind: str = "local"
     batch_rows: int = 2_000_000  # stream: rows per batch of whole queries
     partition_rows: int = 2_000_000  # dask: rows per partition of whole queries
-    address: Optional[str] = None  # dask: scheduler to attach to; None starts a local cluster
-    n_workers: Optional[int] = None  # dask local cluster / stream score columns: processes
+    address: str | None = None  # dask: scheduler to attach to; None starts a local cluster
+    n_workers: int | None = None  # dask local cluster / stream score columns: processes
     threads_per_worker: int = 1
 
 
@@ -114,27 +114,27 @@ class RankerConfig:
 
     kind: str = MISSING
     seed: int = 0
-    sigma: Optional[float] = None
-    feature: Optional[str] = None
-    column: Optional[str] = None
-    estimator: Optional[str] = None
+    sigma: float | None = None
+    feature: str | None = None
+    column: str | None = None
+    estimator: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
-    features: Optional[list[str]] = None
-    path: Optional[str] = None
-    uri: Optional[str] = None
-    threads: Optional[int] = None  # sklearn: native threads while fitting (None: all cores)
+    features: list[str] | None = None
+    path: str | None = None
+    uri: str | None = None
+    threads: int | None = None  # sklearn: native threads while fitting (None: all cores)
     # lightgbm / xgboost / catboost (harness.rankers.ltr)
-    objective: Optional[str] = None
-    eval_at: Optional[int] = None  # k of the trainer's ndcg@k (default 10)
-    valid_fraction: Optional[float] = None  # train queries held out for early stopping (0.2)
-    early_stopping: Optional[int] = None  # rounds without improvement before stopping (20)
+    objective: str | None = None
+    eval_at: int | None = None  # k of the trainer's ndcg@k (default 10)
+    valid_fraction: float | None = None  # train queries held out for early stopping (0.2)
+    early_stopping: int | None = None  # rounds without improvement before stopping (20)
     # fusion (harness.rankers.fusion): inputs name rankers' options or run files' paths
-    inputs: Optional[dict[str, Any]] = None
-    method: Optional[str] = None  # rrf | combsum | combmnz | combmax | wsum
-    norm: Optional[str] = None  # min-max | z-score | sum | max | rank | none
-    rrf_k: Optional[float] = None  # RRF's k (60)
-    weights: Optional[dict[str, float]] = None  # wsum: a weight per input
-    tune: Optional[dict[str, Any]] = None  # wsum: {metric, convention, step} on train queries
+    inputs: dict[str, Any] | None = None
+    method: str | None = None  # rrf | combsum | combmnz | combmax | wsum
+    norm: str | None = None  # min-max | z-score | sum | max | rank | none
+    rrf_k: float | None = None  # RRF's k (60)
+    weights: dict[str, float] | None = None  # wsum: a weight per input
+    tune: dict[str, Any] | None = None  # wsum: {metric, convention, step} on train queries
 
 
 @dataclass
@@ -155,7 +155,7 @@ class MetricGrid:
     unjudged: Any = field(default_factory=lambda: ["nonrelevant"])
     unjudged_grade: Any = None
     empty: str = "zero"
-    max_label: Optional[float] = None
+    max_label: float | None = None
     extra: list[str] = field(default_factory=list)
     nan_scores: str = "error"
     missing: str = "exclude"
@@ -164,8 +164,8 @@ class MetricGrid:
 @dataclass
 class TrackingConfig:
     enabled: bool = True
-    uri: Optional[str] = None  # None: $MLFLOW_TRACKING_URI, else sqlite:///<project>/runs/mlflow.db
-    experiment: Optional[str] = None  # None: the study name
+    uri: str | None = None  # None: $MLFLOW_TRACKING_URI, else sqlite:///<project>/runs/mlflow.db
+    experiment: str | None = None  # None: the study name
     artifact_root: str = "runs/artifacts"
     pending_dir: str = "runs/pending"  # log plans not yet sent (harness sync)
     timeout_s: int = 5
@@ -177,7 +177,7 @@ class TrackingConfig:
     figures: Any = "headline"
     bootstrap_resamples: int = 2000
     # above this many queries the CI of the mean is the normal one (null: always bootstrap)
-    bootstrap_max_queries: Optional[int] = 20_000
+    bootstrap_max_queries: int | None = 20_000
 
 
 @dataclass
@@ -186,9 +186,9 @@ class CheckConfig:
     tolerance: float = 1e-9
     sample_rows: int = 200_000  # parquet_run: check the whole queries of the first rows
     # above this many queries a seeded sample of that many is checked (null: every query)
-    max_queries: Optional[int] = 2_000
+    max_queries: int | None = 2_000
     # queries checked on sklearn's tie-averaged path (a Python loop), per (gain, k)
-    max_tied_queries: Optional[int] = 50
+    max_tied_queries: int | None = 50
 
 
 @dataclass
@@ -224,7 +224,7 @@ class Config:
     judgments: JudgmentsConfig = field(default_factory=JudgmentsConfig)
     cache_dir: str = "runs/cache/scores"
     # a ranker's name: the closing table adds each other ranker's difference from it
-    baseline: Optional[str] = None
+    baseline: str | None = None
 
 
 #: Six hex digits drawn once per process: output folders of jobs started in the same second

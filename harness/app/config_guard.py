@@ -128,7 +128,7 @@ def nested_target(node: Any, key: str, top: bool = False) -> str | None:
         for child, value in node.items_ex(resolve=False):
             if child == "_target_" and not top:
                 return f"{key}._target_"
-            found = nested_target(value, f"{key}.{child}")
+            found = nested_target(value, f"{key}.{child!s}")
             if found is not None:
                 return found
     elif isinstance(node, ListConfig):
@@ -152,7 +152,8 @@ def _shipped_handlers() -> tuple[dict[str, Any], ...]:
     found = []
     for root in roots:
         for path in sorted(root.glob("*_logging/*.yaml")):
-            handlers = OmegaConf.to_container(OmegaConf.load(path)).get("handlers") or {}
+            loaded = OmegaConf.to_container(OmegaConf.load(path))
+            handlers = (loaded.get("handlers") if isinstance(loaded, dict) else None) or {}
             found += [_bare(h) for h in handlers.values() if isinstance(h, dict)]
     return tuple(found)
 

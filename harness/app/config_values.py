@@ -34,9 +34,9 @@ def check_values(config: DictConfig | None) -> None:
     Hydra, and left alone)."""
     if not isinstance(config, DictConfig):
         return
-    for key in config.keys():
-        folder = PROJECT_ROOT / "conf" / str(key)
-        if key != "hydra" and OmegaConf.is_missing(config, str(key)) and folder.is_dir():
+    for key in map(str, config.keys()):
+        folder = PROJECT_ROOT / "conf" / key
+        if key != "hydra" and OmegaConf.is_missing(config, key) and folder.is_dir():
             options = ", ".join(sorted(p.stem for p in folder.glob("*.yaml")))
             raise ValueError(f"{key}: no {key} is chosen (the group was removed, e.g. by "
                              f"~{key}); choose one with {key}=NAME, one of: {options}")
@@ -70,7 +70,7 @@ def _leaves(node: Any, prefix: str) -> Iterator[str]:
         if node._is_none() or node._is_missing() or node._is_interpolation():
             return
         for child in node.keys():
-            key = f"{prefix}.{child}" if prefix else str(child)
+            key = f"{prefix}.{child!s}" if prefix else str(child)
             if key == "hydra":
                 continue
             value = node._get_node(child)

@@ -139,7 +139,8 @@ def install() -> None:
             _refuse(exc)
         build(self, config, *args, **kwargs)
 
-    cls.__init__ = checked_init
-    ConfigLoaderImpl.load_configuration = checked_load
-    ConfigLoaderImpl._process_config_searchpath = checked_search
-    cls._harness_checked = True
+    patches = [(cls, "__init__", checked_init), (cls, "_harness_checked", True),
+               (ConfigLoaderImpl, "load_configuration", checked_load),
+               (ConfigLoaderImpl, "_process_config_searchpath", checked_search)]
+    for owner, name, value in patches:  # setattr: mypy refuses assigning to a method
+        setattr(owner, name, value)

@@ -16,8 +16,12 @@ from harness.engines.parts import PassClock
 from harness.engines.stream import iter_query_batches
 from harness.errors import InputError
 from harness.metrics import Metric
-from harness.metrics.sklearn_check import (CheckResult, SklearnSide, check_against_sklearn,
-                                           sklearn_side)
+from harness.metrics.sklearn_check import (
+    CheckResult,
+    SklearnSide,
+    check_against_sklearn,
+    sklearn_side,
+)
 from harness.rankers import RankerSpec
 
 __all__ = ["SampleCheck", "evaluate_in_place", "evaluate_columns_in_place"]
@@ -43,6 +47,7 @@ def evaluate_in_place(engine: Engine, dataset: ParquetRun, spec: RankerSpec,
     if sample is None or sample.frame is None:
         sample = SampleCheck(dataset, spec, metrics, check)
         sample.read()
+    assert sample.frame is not None  # read() sets it
     judged = per_query.index.intersection(pd.unique(sample.frame["qid"]))
     return per_query, check_against_sklearn(sample.frame, qrels, metrics, per_query.loc[judged],
                                             **sample_options(check, 0), side=sample.side)

@@ -62,7 +62,8 @@ def closing_lines(summaries: Mapping[str, pd.DataFrame], pairs: Sequence[Mapping
     retrieved an unjudged document; each headline variant's interval per ranker and the
     pairs' verdicts when some interval is wider than 1e-12 (summaries carry ``intervals``
     only then)."""
-    wrap = dict(width=max(width, 40), break_on_hyphens=False, break_long_words=False)
+    wrap: dict[str, Any] = dict(width=max(width, 40), break_on_hyphens=False,
+                                break_long_words=False)
     judged = judged_line({n: s.attrs.get("judged_at_10") for n, s in summaries.items()})
     if judged is None:
         out = []

@@ -17,7 +17,6 @@ from typing import Any
 
 import pandas as pd
 
-from harness.version import __version__
 from harness.app.plan import StudyPlan
 from harness.app.provenance import flatten, git_commit
 from harness.datasets import Dataset
@@ -28,6 +27,7 @@ from harness.reporting import STATS
 from harness.tracking import LogPlan, RunRecord, configure_requests, execute, resolve_tracking_uri
 from harness.tracking.log_plan import PARAM_LIMIT, RUN_ID_SLOT, close_open_runs, refused
 from harness.tracking.worker import TrackingWorker, WorkerFailed, WorkerGone
+from harness.version import __version__
 
 __all__ = ["RunLog", "study_runs", "log_study", "start_tracking", "VIEWABLE_ROWS",
            "ranker_metric_key", "ranker_metrics", "STATS_PREFIX", "PER_QUERY_DIGEST_TAG",

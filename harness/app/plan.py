@@ -18,12 +18,18 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, MissingMandatoryValue, OmegaConfBaseException
 
-from harness.app.config import (CheckConfig, Config, JudgmentsConfig, MetricGrid,
-                                 RankerConfig, TrackingConfig)
+from harness.app.config import (
+    CheckConfig,
+    Config,
+    JudgmentsConfig,
+    MetricGrid,
+    RankerConfig,
+    TrackingConfig,
+)
 from harness.app.config_values import check_loader_options
 from harness.app.convention_diffs import ExplainPlan, explain_plan
-from harness.datasets.dataset import PATH_OPTIONS
 from harness.datasets import DATASETS, Dataset, ParquetRun
+from harness.datasets.dataset import PATH_OPTIONS
 from harness.engines import Engine
 from harness.errors import InputError, MetricDefinitionError
 from harness.metrics import Metric, parse_metric
@@ -91,6 +97,7 @@ class StudyPlan:
 def plain_config(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(cfg, DictConfig):
         try:
+            # mypy: to_container's union of results; a DictConfig gives a dict
             return OmegaConf.to_container(cfg, resolve=True,  # type: ignore[return-value]
                                           throw_on_missing=True)
         except MissingMandatoryValue as exc:
@@ -125,14 +132,14 @@ def _valid_keys(schema: type, key: str) -> str:
     valid keys at its level, read from the schema dataclasses; '' where they are not
     dataclasses (a free-form mapping such as ``ranker`` or ``dataset``)."""
     *parents, leaf = key.split(".") if key else [""]
+    node: Any = schema  # a dataclass, then a field's type hint (None: no such field)
     for part in parents:
-        if not dataclasses.is_dataclass(schema):
+        if not dataclasses.is_dataclass(node):
             return ""
-        hints = typing.get_type_hints(schema)
-        schema = hints.get(part)  # type: ignore[assignment]
-    if not (isinstance(schema, type) and dataclasses.is_dataclass(schema)):
+        node = typing.get_type_hints(node).get(part)
+    if not (isinstance(node, type) and dataclasses.is_dataclass(node)):
         return ""
-    names = [f.name for f in dataclasses.fields(schema)]
+    names = [f.name for f in dataclasses.fields(node)]
     close = difflib.get_close_matches(leaf, names, n=1)
     return ((f" (did you mean {close[0]!r}?)" if close else "")
             + f"; valid keys: {', '.join(names)}")
@@ -146,20 +153,21 @@ def _as_list(value: Any) -> list[Any]:
 
 def build_metrics(grid: MetricGrid | Mapping[str, Any]) -> list[Metric]:
     """Every variant of a metric grid (the product of its axes) plus its ``extra`` names."""
-    if not isinstance(grid, MetricGrid):
-        grid = _typed(MetricGrid, grid, "metric")
-    axes = {a: _as_list(getattr(grid, a)) for a in _GRID_AXES}
+    checked: MetricGrid = grid if isinstance(grid, MetricGrid) else _typed(MetricGrid, grid,
+                                                                          "metric")
+    axes = {a: _as_list(getattr(checked, a)) for a in _GRID_AXES}
     out: list[Metric] = []
     for combo in itertools.product(*axes.values()):
         opts = dict(zip(_GRID_AXES, combo))
         try:
-            m = Metric(opts.pop("name"), **opts, empty=grid.empty, max_label=grid.max_label)
+            m = Metric(opts.pop("name"), **opts, empty=checked.empty,
+                       max_label=checked.max_label)
         except MetricDefinitionError as exc:
             raise MetricDefinitionError(f"metric grid {dict(zip(_GRID_AXES, combo))}: {exc}"
                                         ) from None
         if m not in out:
             out.append(m)
-    for text in grid.extra:
+    for text in checked.extra:
         try:
             m = parse_metric(text)
         except MetricDefinitionError as exc:
@@ -221,7 +229,7 @@ def _typed_ranker(name: str, options: Any) -> dict[str, Any]:
         key = getattr(exc, "full_key", "") or ""
         raise InputError(f"ranker {name!r}: {str(exc).splitlines()[0]}",
                          key=f"ranker.{name}{'.' + key if key else ''}") from None
-    return OmegaConf.to_container(merged)  # type: ignore[return-value]
+    return OmegaConf.to_container(merged)  # type: ignore[return-value]  # a DictConfig's: a dict
 
 
 def _check_seeds(typed: Any, specs: list[RankerSpec]) -> None:
@@ -385,7 +393,8 @@ def check_rankers_against(specs: list[RankerSpec], dataset: Dataset | ParquetRun
                 shown = ", ".join(pool[:8]) + (f", … ({len(pool)} in all)"
                                                 if len(pool) > 8 else "")
                 what = "numeric column" if in_place or key == "column" else "feature"
-                where = dataset.path.name if in_place else f"dataset {dataset.name!r}"
+                where = (dataset.path.name if isinstance(dataset, ParquetRun)
+                         else f"dataset {dataset.name!r}")
                 raise InputError(f"ranker {spec.name!r}: no {what} {name!r} in {where}; "
                                  f"{'score columns' if in_place else 'available'}: "
                                  f"{shown or 'none'}", key=f"ranker.{spec.name}.{key}")

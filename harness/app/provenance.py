@@ -8,8 +8,8 @@ import subprocess
 from collections.abc import Mapping
 from typing import Any
 
-from harness.version import __version__
 from harness.paths import PROJECT_ROOT
+from harness.version import __version__
 
 __all__ = ["flatten", "git_commit", "environment", "VERSIONED"]
 

@@ -33,7 +33,6 @@ from typing import Any
 from omegaconf import DictConfig
 
 from harness.app.check import CheckFailed, check_failures, sample_options
-from harness.errors import OutputError
 from harness.app.in_place import SampleCheck, evaluate_columns_in_place, evaluate_in_place
 from harness.app.judged_share import judged_distribution, judged_per_query, judged_warning
 from harness.app.plan import (
@@ -47,6 +46,7 @@ from harness.app.plan import (
 from harness.app.results import INCOMPLETE, RankerResult, StudyResult, trainer_tags
 from harness.datasets import Dataset, ParquetRun, load_dataset
 from harness.engines import Engine
+from harness.errors import OutputError
 from harness.metrics.sklearn_check import check_against_sklearn
 from harness.rankers import TRAINERS, RankerSpec, score
 from harness.tracking import resolve_tracking_uri
@@ -182,7 +182,6 @@ def _evaluate_rankers(job: _Job, dataset: Dataset | ParquetRun
         shared = _one_pass(job, engine, dataset)
         bar = progress(specs, desc="rankers", unit="ranker")
         for i, spec in enumerate(bar, start=1):
-            t = time.perf_counter()
             if hasattr(bar, "set_postfix_str"):
                 bar.set_postfix_str(spec.name)
             result, files, runs[spec.name] = _evaluate_ranker(job, engine, dataset, spec,
@@ -265,9 +264,9 @@ def _evaluate_ranker(job: _Job, engine: Engine, dataset: Dataset | ParquetRun,
                                         **plan.evaluate_options)
             judged = judged_per_query(engine, run, dataset.qrels, plan.evaluate_options)
         share = None if judged is None else judged_distribution(judged)["mean"]
-        if (text := judged_warning(spec.name, share)) is not None:
-            warnings.append(text)
-            log.warning("%s", text)
+        if (note := judged_warning(spec.name, share)) is not None:
+            warnings.append(note)
+            log.warning("%s", note)
         if plan.explain.pairs:
             with phases("explain"):
                 files = write_explanations(

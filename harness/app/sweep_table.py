@@ -5,7 +5,6 @@ jobs' ``summary.csv`` files."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import pandas as pd
 

@@ -81,10 +81,10 @@ def _import_what_the_writer_needs() -> None:
     """The modules :func:`_write_per_query` imports on its first call (pandas' parquet
     writer, Arrow's pandas conversion and parquet modules), so that its thread imports
     nothing (tests/test_app_threads.py)."""
-    import pandas.io.parquet  # noqa: F401
-    import pyarrow.pandas_compat  # noqa: F401
-    import pyarrow.parquet  # noqa: F401
-    from pandas.core.arrays.arrow import extension_types  # noqa: F401
+    import pandas.io.parquet  # noqa: F401 - imported for the writer thread (docstring)
+    import pyarrow.pandas_compat
+    import pyarrow.parquet  # noqa: F401 - as above
+    from pandas.core.arrays.arrow import extension_types  # noqa: F401 - as above
 
 
 def _write_per_query(per_query: pd.DataFrame, path: Path) -> Path:

@@ -13,8 +13,8 @@ import argparse
 import time
 
 from harness.commands.base import report_error
-from harness.errors import HarnessError
 from harness.engines.clustering import cluster_parquet
+from harness.errors import HarnessError
 
 
 def main(argv: list[str] | None = None) -> int:

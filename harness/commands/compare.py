@@ -293,8 +293,7 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
     from harness.compare.report import log_report, report_dir
     from harness.compare.verdict_shifts import change_lines
     from harness.compare.verdicts import gate_lines, verdict_lines
-    from harness.compare.workflow import (compare_sweep, load_compared, log_sweep,
-                                          write_sweep_report)
+    from harness.compare.workflow import compare_sweep, load_compared, log_sweep, write_sweep_report
 
     with steps("load runs"):
         sweep = load_compared(args.tracking_uri, args.run_ids,
@@ -326,6 +325,7 @@ def _steps(args: argparse.Namespace, steps: Any) -> int:
     print(f"report: {paths.html}\n        {paths.markdown}\n        {paths.latex}")
     status = 0
     if verdicts is not None:
+        assert result.verdict_settings is not None  # reached with the verdicts
         # headings wrap; the indented lines are records (a verdict, a change), one a line
         lines = (verdict_lines(verdicts, result.verdict_settings)
                  + change_lines(result.changes, verdicts))

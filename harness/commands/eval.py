@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
+    from harness.metrics.vocabulary.definition import Metric
+
 EPILOG = """\
 measure sets (-m): official (the default), all_trec, set, all_prefs, prefs, qrels_jg
 measures with parameters: P.5,10  ndcg_cut.10,20  iprec_at_recall..10,.20  recall.100
@@ -103,7 +105,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _split_inputs(inputs: list[str]) -> tuple[str, list[str], list[str]]:
-    qrels, runs, names = inputs[0], [], []
+    qrels = inputs[0]
+    runs: list[str] = []
+    names: list[str] = []
     for arg in inputs[1:]:
         (runs if Path(arg).is_file() else names).append(arg)
     if not runs:
@@ -112,7 +116,7 @@ def _split_inputs(inputs: list[str]) -> tuple[str, list[str], list[str]]:
     return qrels, runs, names
 
 
-def _named(names: list[str]) -> list[tuple[str, object]]:
+def _named(names: list[str]) -> list[tuple[str, Metric]]:
     from harness.metrics.vocabulary.definition import parse_metric
 
     out = []
@@ -247,7 +251,7 @@ class _Inputs:
     each run evaluated by the first that takes it."""
 
     def __init__(self, args: argparse.Namespace, qrels_path: str, columns: list[Any],
-                 extra: list[tuple[str, object]], zscores: Any) -> None:
+                 extra: list[tuple[str, Metric]], zscores: Any) -> None:
         from harness.metrics.trec_eval.trec_eval_arrays import quick_path
 
         self.args, self.path, self.columns, self.extra = args, qrels_path, columns, extra

@@ -57,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
         raise InputError(f"--run: two runs share a file name ({', '.join(names)}); the tables "
                          "name runs by it")
     from harness.data.trec import read_qrels, read_run
-    from harness.metrics.vocabulary.definition import parse_metric
     from harness.metrics.unjudged.judgment_summary import judgment_tables, markdown
+    from harness.metrics.vocabulary.definition import parse_metric
 
     metrics = [parse_metric(m) for m in args.metric]
     if args.grade is not None:

@@ -83,7 +83,7 @@ def format_result(result: ReproResult) -> list[str]:
 
 def _comparison(run_id: str, uri: str) -> ComparisonResult | None:
     """The recomputation of ``run_id`` when it is a logged comparison, else None."""
-    from harness.reproduce.run import open_store, get_run
+    from harness.reproduce.run import get_run, open_store
 
     client = open_store(uri)
     run = get_run(client, run_id)

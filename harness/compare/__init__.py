@@ -19,15 +19,10 @@ import sys
 import types
 from typing import Any
 
-from harness.errors import (
-    CompareError,
-    DatasetMismatch,
-    NoOverlap,
-    RunNotFound,
-    TooFewRankers,
-    UnknownName,
-)
+from harness.compare.api import Comparison, compare
+from harness.compare.core import build_comparison
 from harness.compare.load import RankerVersion, Sweep, latest_parent_run, load_sweep
+from harness.compare.result import Settings
 from harness.compare.sensitivity import (
     TIES_HOWTO,
     Sensitivity,
@@ -44,9 +39,14 @@ from harness.compare.stats import (
     paired_comparison,
 )
 from harness.compare.versions import RunInfo, group_versions, split_overrides
-from harness.compare.api import Comparison, compare
-from harness.compare.core import build_comparison
-from harness.compare.result import Settings
+from harness.errors import (
+    CompareError,
+    DatasetMismatch,
+    NoOverlap,
+    RunNotFound,
+    TooFewRankers,
+    UnknownName,
+)
 
 
 class _Callable(types.ModuleType):

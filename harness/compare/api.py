@@ -25,18 +25,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import pandas as pd
 
-from harness.errors import CompareError, InputError
 from harness.compare.core import build_comparison, check_options
 from harness.compare.result import Comparison
+from harness.errors import CompareError, InputError
 from harness.metrics.layout.peer_inputs import as_table
 
 __all__ = ["Comparison", "compare"]
 
-RunLike = pd.DataFrame | str | Path
+RunLike: TypeAlias = "pd.DataFrame | str | Path"
 
 
 def _read(value: RunLike, what: str) -> pd.DataFrame:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -66,7 +67,7 @@ def paired_difference_figure(per_query: Mapping[str, pd.DataFrame], comparison: 
     ax = fig.add_subplot()
     positions = np.arange(n)[::-1]
     if n:
-        box = {"positions": positions, "widths": 0.5, "showfliers": False,
+        box: dict[str, Any] = {"positions": positions, "widths": 0.5, "showfliers": False,
                "medianprops": {"color": "0.35"}}
         try:
             ax.boxplot(diffs, orientation="horizontal", **box)

@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from harness.errors import CompareError
 from harness.compare.result import STATS, Comparison, Settings
 from harness.compare.stats import CORRECTIONS, TESTS, adjust_pvalues, pair_rows
+from harness.errors import CompareError
 
 __all__ = ["ALL_TESTS", "build_comparison", "check_options"]
 

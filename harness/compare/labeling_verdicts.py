@@ -28,9 +28,10 @@ import pandas as pd
 from harness.compare.artifact_check import ArtifactChanged, checked_parquet
 from harness.compare.unjudged_verdicts import treatment_of
 from harness.compare.verdict_names import BETTER, EQUIVALENT, NOT_WORSE, WORSE
-from harness.metrics.unjudged.judgment_summary import difference_bounds
-from harness.metrics.unjudged.judgment_summary import judged_distribution as summarise_judged
-
+from harness.metrics.unjudged.judgment_summary import (
+    difference_bounds,
+    judged_distribution as summarise_judged,
+)
 
 __all__ = ["JUDGMENTS_DIGEST_TAG", "judgments_artifact", "read_judgments", "merge_judgments",
            "labeling_bounds", "labeling_flags", "labeling_lines", "labeling_count",
@@ -173,8 +174,9 @@ def judged_distribution(intervals: Mapping[str, pd.DataFrame]
     out = {}
     for label, frame in intervals.items():
         d = summarise_judged(frame.drop_duplicates("qid")["judged_at_10"].astype(np.float64))
-        if d["n"]:
-            out[label] = (d["median"], d["p10"], d["full"])
+        median, p10, full = d["median"], d["p10"], d["full"]
+        if median is not None and p10 is not None and full is not None:  # a value: all are
+            out[label] = (median, p10, full)
     return out
 
 

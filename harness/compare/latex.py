@@ -52,12 +52,12 @@ def latex_table(frame: pd.DataFrame, caption: str, *, marks: bool = False) -> st
     The smallest change that fits is taken: portrait at footnotesize, then scriptsize, then
     landscape at footnotesize, then landscape at scriptsize.
     """
-    for orientation, limit in (("portrait", PORTRAIT), ("landscape", LANDSCAPE)):
-        size = next((s for s, _, _ in _SIZES if estimated_width(frame, s) <= limit), None)
-        if size is not None:
+    orientation, size = "landscape", _SIZES[-1][0]  # when nothing fits
+    for side, limit in (("portrait", PORTRAIT), ("landscape", LANDSCAPE)):
+        fits = next((s for s, _, _ in _SIZES if estimated_width(frame, s) <= limit), None)
+        if fits is not None:
+            orientation, size = side, fits
             break
-    else:
-        orientation, size = "landscape", _SIZES[-1][0]
     numeric = [all(_NUMBER.match(str(v).split("^")[0].strip()) for v in frame[c])
                for c in frame.columns]
     char = next(c for s, c, _ in _SIZES if s == size)

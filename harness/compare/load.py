@@ -16,6 +16,7 @@ import json
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -135,9 +136,8 @@ def mlflow_call(call: Callable[[], T], uri: str, what: str) -> T:
 
 
 def store_client(tracking_uri: str | None) -> tuple[Any, str]:
-    from harness.tracking.store import open_client
-
     from harness.tracking import resolve_tracking_uri
+    from harness.tracking.store import open_client
 
     uri = resolve_tracking_uri(tracking_uri)
     if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
@@ -157,9 +157,10 @@ def latest_parent_run(tracking_uri: str | None = None, *, min_rankers: int = 2) 
     if not runs:
         raise RunNotFound(f"no harness parent run in the tracking store {uri}")
     for run in runs:
-        children = mlflow_call(lambda run=run: client.search_runs(
-            [run.info.experiment_id], f"tags.`mlflow.parentRunId` = '{run.info.run_id}'",
-            max_results=1000), uri, "ranker runs")
+        children = mlflow_call(partial(
+            client.search_runs, [run.info.experiment_id],
+            f"tags.`mlflow.parentRunId` = '{run.info.run_id}'", max_results=1000), uri,
+            "ranker runs")
         if len({c.data.tags.get("ranker.name") for c in children}) >= min_rankers:
             return run.info.run_id
     raise TooFewRankers(f"no parent run among the {len(runs)} newest in {uri} has ranker "
@@ -179,11 +180,13 @@ def run_info(run: Any) -> RunInfo:
 
 
 def search_runs(client: Any, uri: str, experiment_id: str, filter_string: str) -> list[Any]:
-    runs, token = [], None
+    runs: list[Any] = []
+    token = None
     while True:
-        page = mlflow_call(lambda: client.search_runs(
-            [experiment_id], filter_string, max_results=1000, page_token=token,
-            order_by=["attributes.start_time ASC"]), uri, f"search {filter_string!r}")
+        page = mlflow_call(partial(
+            client.search_runs, [experiment_id], filter_string, max_results=1000,
+            page_token=token, order_by=["attributes.start_time ASC"]), uri,
+            f"search {filter_string!r}")
         runs.extend(page)
         token = page.token
         if not token:
@@ -268,9 +271,9 @@ def load_sweep(tracking_uri: str | None = None, parent_run_id: str | None = None
                 frames.append(files.pop("per_query"))
                 judged.append(files.pop("judgments"))
             per_query[label], merge_notes = merge_frames(label, frames)
-            found, judged_notes = merge_judgments(label, judged, per_query[label].index)
-            if found is not None:
-                intervals[label] = found
+            merged, judged_notes = merge_judgments(label, judged, per_query[label].index)
+            if merged is not None:
+                intervals[label] = merged
             notes.extend(merge_notes + judged_notes)
             versions[label] = RankerVersion.of(label, members)
     parents = {r.parent_run_id for r in runs}

@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from harness.compare.resampling import bootstrap_intervals, normal_pvalues, permutation_pvalues
 from harness.errors import CompareError, NoOverlap
 from harness.reporting.summary import normal_interval
-from harness.compare.resampling import bootstrap_intervals, normal_pvalues, permutation_pvalues
 
 __all__ = ["align", "pairwise"]
 
@@ -176,7 +176,7 @@ def _align_variant(frames: Mapping[str, pd.DataFrame], keys: list[Key],
 
 
 def _group(raw: np.ndarray, d: np.ndarray, rows: np.ndarray, out: dict[str, Any], *,
-           tests: Collection[str], intervals: bool, seed: int,
+           tests: set[str], intervals: bool, seed: int,
            resamples: int, confidence: float, max_queries: int | None) -> None:
     """The statistics of one group's rows (pairs x the same queries) into ``out``:
     ``raw`` the differences a - b, ``d`` the same with ties (within the tolerance) 0."""

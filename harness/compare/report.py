@@ -19,8 +19,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from harness.compare.labeling_verdicts import (interval_means, interval_table,
-                                               judged_distribution, labeling_lines)
+from harness.compare.labeling_verdicts import (
+    interval_means,
+    interval_table,
+    judged_distribution,
+    labeling_lines,
+)
 from harness.compare.report_render import (
     ReportParts,
     html_report,
@@ -163,8 +167,7 @@ def _figures(sweep: Sweep, comparison: Comparison, sens: Sensitivity,
              fig_dir: Path) -> dict[str, list[tuple[str, Path]]]:
     """The distributions as in a job (an overview of the headline variants, one panel per
     variant of each metric family), a paired-difference figure per pair, the tau heatmap."""
-    from harness.compare.comparison_figures import (paired_difference_figure, png_bytes,
-                                                    tau_heatmap)
+    from harness.compare.comparison_figures import paired_difference_figure, png_bytes, tau_heatmap
     from harness.metrics import parse_metric
     from harness.reporting.figures import study_figures
 
@@ -249,7 +252,7 @@ def _tables(sweep: Sweep, comparison: Comparison, sens: Sensitivity,
     winners = sens.winners.assign(mean=sens.winners["mean"].map("{:.4f}".format),
                                   margin=sens.winners["margin"].map(_p),
                                   significant=[{True: "yes", False: "no: tie"}.get(
-                                      v if v == v else None, "untested")
+                                      v, "untested") if v == v else "untested"
                                       for v in sens.winners["significant"]],
                                   p_adj=sens.winners["p_adj"].map(_p))
     intervals = interval_table(interval_means(sweep.intervals), list(sens.means.index))
@@ -383,7 +386,6 @@ def log_report(paths: ReportPaths, tracking_uri: str, run_id: str,
     from mlflow.tracking import MlflowClient
 
     from harness.compare.load import mlflow_call
-
     from harness.tracking.store import mark_experiment
 
     client = MlflowClient(tracking_uri=tracking_uri)

@@ -9,7 +9,6 @@ import warnings
 import numpy as np
 from scipy import stats
 
-
 __all__ = ["permutation_pvalues", "bootstrap_intervals", "normal_pvalues", "tukey_pvalues",
            "bootstrap_pvalues"]
 

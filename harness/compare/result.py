@@ -187,9 +187,9 @@ class Comparison:
             "baseline": s.baseline, "reference": s.reference, "test": s.test,
             "correction": s.correction, "alpha": s.alpha, "seed": s.seed,
             "resamples": s.resamples}, "systems": {}}
-        for s in self.systems:
-            out["systems"][s] = {
-                m: {k: _plain(self.table.loc[s, (m, k)]) for k in STATS}
+        for system in self.systems:
+            out["systems"][system] = {
+                m: {k: _plain(self.table.loc[system, (m, k)]) for k in STATS}
                 for m in self.measures}
         return out
 

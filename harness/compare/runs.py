@@ -20,27 +20,28 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from harness.compare.artifact_check import ArtifactChanged, checked_parquet
-from harness.compare.load import (
-    RankerVersion,
-    Sweep,
-    store_client,
-    merge_frames,
-    provenance_of,
-    run_info,
-    search_runs,
-    mlflow_call,
-)
 from harness.compare.labeling_verdicts import (
     JUDGMENTS_DIGEST_TAG,
     judgments_artifact,
     merge_judgments,
     read_judgments,
+)
+from harness.compare.load import (
+    RankerVersion,
+    Sweep,
+    merge_frames,
+    mlflow_call,
+    provenance_of,
+    run_info,
+    search_runs,
+    store_client,
 )
 from harness.compare.versions import RunInfo, group_versions
 from harness.errors import CompareError, DatasetMismatch, NoOverlap, RunNotFound
@@ -123,7 +124,7 @@ def load_runs(tracking_uri: str | None, run_ids: Sequence[str], *,
         else:  # one version under several ids: each id keeps its side
             groups.update({f"{label} [run {src[:8]}]": rs for src, rs in by_source.items()})
     experiments = dict.fromkeys(r.info.experiment_id for r in runs.values())  # as given
-    names = [mlflow_call(lambda e=e: client.get_experiment(e), uri, "experiment").name
+    names = [mlflow_call(partial(client.get_experiment, e), uri, "experiment").name
              for e in experiments]
     given_to_labels: dict[str, list[str]] = {}
     for label, members in groups.items():
@@ -144,11 +145,11 @@ def load_versions(tracking_uri: str | None, versions: Mapping[str, Sequence[str]
     ``judgment_digests`` (none read without: a comparison that recorded none read none):
     what ``harness reproduce`` recomputes a comparison from."""
     client, uri = store_client(tracking_uri)
-    runs = {i: mlflow_call(lambda i=i: client.get_run(i), uri, f"run {i!r}")
+    runs = {i: mlflow_call(partial(client.get_run, i), uri, f"run {i!r}")
             for ids in versions.values() for i in ids}
     groups = {label: [run_info(runs[i]) for i in ids] for label, ids in versions.items()}
     _same_dataset([r for rs in groups.values() for r in rs])
-    names = sorted({mlflow_call(lambda r=r: client.get_experiment(r.info.experiment_id), uri,
+    names = sorted({mlflow_call(partial(client.get_experiment, r.info.experiment_id), uri,
                                 "experiment").name for r in runs.values()})
     return _build(uri, names, groups, {k: list(v) for k, v in (sources or {}).items()}, [],
                   allow_subset=allow_subset, digests=digests,

@@ -22,8 +22,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from harness.compare.incompleteness import (INCOMPLETENESS_COLUMNS, incompleteness_note,
-                                            incompleteness_taus)
+from harness.compare.incompleteness import (
+    INCOMPLETENESS_COLUMNS,
+    incompleteness_note,
+    incompleteness_taus,
+)
 from harness.compare.stats import per_query_frame
 from harness.errors import MetricDefinitionError
 from harness.metrics import parse_metric

@@ -16,10 +16,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from harness.errors import CompareError, NoOverlap, TooFewRankers, UnknownName
-from harness.metrics.engine.evaluate import metric_columns
 from harness.compare.pairs import align
 from harness.compare.resampling import bootstrap_intervals, permutation_pvalues
+from harness.errors import CompareError, NoOverlap, TooFewRankers, UnknownName
+from harness.metrics.engine.evaluate import metric_columns
 
 __all__ = ["CORRECTIONS", "FAMILIES", "TESTS", "TIE_TOLERANCE", "holm", "adjust_pvalues",
            "align_pair", "paired_comparison", "compare_table", "pair_rows",
@@ -305,9 +305,9 @@ def pair_rows(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str] | N
                            f"{tests!r})")
     if int(resamples) < 1:
         raise CompareError(f"resamples must be >= 1; got {resamples}")
-    for name, value in (("seed", seed), ("max_queries", max_queries)):
-        if value is not None and int(value) < 0:  # numpy's seeds are >= 0
-            raise CompareError(f"{name} must be an int >= 0; got {value}")
+    for name, given in (("seed", seed), ("max_queries", max_queries)):
+        if given is not None and int(given) < 0:  # numpy's seeds are >= 0
+            raise CompareError(f"{name} must be an int >= 0; got {given}")
     frames = {label: per_query_frame(f) for label, f in per_query.items()}
     baselines = [baseline] if isinstance(baseline, str) else list(baseline or [])
     for b in baselines:
@@ -322,7 +322,8 @@ def pair_rows(per_query: Mapping[str, pd.DataFrame], variants: Sequence[str] | N
     if unknown:
         raise UnknownName(f"variant(s) {', '.join(map(repr, unknown))} not computed by any "
                           f"ranker; known: {', '.join(known)}")
-    notes, pairs = [], {}
+    notes: list[str] = []
+    pairs: dict[tuple[str, str], list[str]] = {}
     for variant in variants:
         holders = [label for label, f in frames.items() if variant in f.columns]
         if baselines:

@@ -161,16 +161,16 @@ def _decide(row: Mapping[str, Any], test: str, alpha: float, equivalence: bool
             if holds:
                 return verdict, f"{bounds} {where}"
         return INCONCLUSIVE, f"{bounds} straddles {'0' if delta == 0 else f'-{delta:g}'}"
-    checks = [(equivalence, "p_equivalent_adj", EQUIVALENT,
-               f"-{delta:g} < diff < +{delta:g} (TOST)"),
-              (True, "p_better_adj", BETTER, "diff > 0"),
-              (delta > 0, "p_not_worse_adj", NOT_WORSE, f"diff > -{delta:g}"),
-              (True, "p_worse_adj", WORSE, f"diff < {0.0 - delta:g}")]
-    for applies, column, verdict, claim in checks:
+    one_sided = [(equivalence, "p_equivalent_adj", EQUIVALENT,
+                  f"-{delta:g} < diff < +{delta:g} (TOST)"),
+                 (True, "p_better_adj", BETTER, "diff > 0"),
+                 (delta > 0, "p_not_worse_adj", NOT_WORSE, f"diff > -{delta:g}"),
+                 (True, "p_worse_adj", WORSE, f"diff < {0.0 - delta:g}")]
+    for applies, column, verdict, claim in one_sided:
         if applies and row[column] < alpha:
             return verdict, f"{name} one-sided p adj {row[column]:.3g} < {alpha:g}: {claim}"
     shown = ", ".join(f"{c.removeprefix('p_').removesuffix('_adj')} {row[c]:.3g}"
-                      for a, c, _, _ in checks if a)
+                      for a, c, _, _ in one_sided if a)
     return INCONCLUSIVE, f"{name} p adj ≥ {alpha:g} for every claim ({shown})"
 
 

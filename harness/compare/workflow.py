@@ -93,7 +93,8 @@ def load_compared(tracking_uri: str | None, run_ids: Sequence[str] = (), *,
 
     if len(run_ids) > 1:
         return load_runs(tracking_uri, list(run_ids), allow_subset=allow_subset)
-    return load_sweep(tracking_uri, parent_run_id=parent_run_id or (run_ids or [None])[0],
+    first = run_ids[0] if run_ids else None
+    return load_sweep(tracking_uri, parent_run_id=parent_run_id or first,
                       experiment=experiment, filter_string=filter_string)
 
 

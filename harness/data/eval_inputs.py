@@ -16,9 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.data.trec import read_prefs as read_text_prefs
+from harness.data.trec import out_of_memory, read_prefs as read_text_prefs, trec_fields
 from harness.data.trec_arrays import fast_columns, memory_limited
-from harness.data.trec import out_of_memory, trec_fields
 from harness.errors import InputError
 
 __all__ = ["read_eval_qrels", "read_eval_run", "read_prefs", "read_zscores", "is_table",
@@ -125,7 +124,7 @@ def _read_eval_run(p: Path) -> tuple[pd.DataFrame, str]:
             return (pd.DataFrame({"qid": fast[0], "docid": fast[2], "score": values}),
                     str(fast[5].iloc[-1]))
     rows, linenos = trec_fields(p, 6, "run", more=True)
-    qid, _, docid, _, score, runid = zip(*rows)
+    qid, _, docid, _, score, runids = zip(*rows)
     run = pd.DataFrame({"qid": qid, "docid": docid,
                         "score": _numbers(list(score), linenos, p, "score")})
     dup = run.duplicated(["qid", "docid"])
@@ -133,7 +132,7 @@ def _read_eval_run(p: Path) -> tuple[pd.DataFrame, str]:
         i = int(np.flatnonzero(dup.to_numpy())[0])
         raise InputError(f"{p} line {linenos[i]}: docno {docid[i]!r} is retrieved twice for "
                          f"query {qid[i]!r}")
-    return run, runid[-1]
+    return run, runids[-1]
 
 
 def read_prefs(path: str | Path) -> pd.DataFrame:

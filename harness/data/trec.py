@@ -22,8 +22,6 @@ file and line.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import codecs
 import gzip
 import logging
@@ -31,6 +29,7 @@ import re
 from collections.abc import Iterable
 from os import PathLike
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 

@@ -270,7 +270,7 @@ def plan_reading(paths: list[str | Path]) -> None:
     (splitting a hundred small runs in Python costs more than importing Arrow once)."""
     total = sum(Path(p).stat().st_size for p in paths if Path(p).is_file())
     if total > SMALL_FILE:
-        import pyarrow  # noqa: F401  (its import is what _split_in_python looks for)
+        import pyarrow  # noqa: F401 - _split_in_python looks for its import
 
 
 def _split_in_python(path: Path) -> bool:

@@ -136,7 +136,7 @@ def load_trec(*, name: str, qrels_path: str, run_path: str) -> Dataset:
     return _judged_run(name, "trec", qrels, rpath, qpath.name, str(qpath))
 
 
-def load_ir_datasets(*, name: str, id: str, run_path: str) -> Dataset:  # noqa: A002
+def load_ir_datasets(*, name: str, id: str, run_path: str) -> Dataset:
     """Judgments of the ir_datasets dataset ``id`` (from ir_datasets' cache); candidates
     (and feature ``run_score``) from a run file, as kind ``trec``."""
     from harness.interop.ir_datasets_qrels import read_ir_dataset

@@ -27,9 +27,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.errors import InputError
-from harness.metrics.vocabulary.definition import Metric
-from harness.metrics.engine.evaluate import MetricLike, evaluate
 from harness.engines.parts import (
     QrelsByQuery,
     assemble,
@@ -38,11 +35,14 @@ from harness.engines.parts import (
     evaluate_part,
     file_columns,
     memory_parts,
-    memory_top_label,
     needs_top_label,
     top_label,
 )
 from harness.engines.stream import iter_query_batches
+from harness.errors import InputError
+from harness.metrics.engine.blocked import collection_top_label as memory_top_label
+from harness.metrics.engine.evaluate import MetricLike, evaluate
+from harness.metrics.vocabulary.definition import Metric
 from harness.progress import bars_on, progress
 
 __all__ = ["evaluate_dask", "dask_client", "query_ranges"]

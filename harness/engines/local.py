@@ -9,8 +9,8 @@ from typing import Any
 import pandas as pd
 
 from harness.engines.parts import file_columns
-from harness.metrics.vocabulary.definition import Metric
 from harness.metrics.engine.evaluate import evaluate
+from harness.metrics.vocabulary.definition import Metric
 
 __all__ = ["evaluate_run", "evaluate_file"]
 

@@ -17,12 +17,11 @@ import pandas as pd
 
 from harness.engines.workers import InOrder, Meanwhile
 from harness.errors import InputError, plain
-from harness.metrics.engine.blocked import collection_top_label as memory_top_label
-from harness.metrics.vocabulary.definition import Metric
 from harness.metrics.engine.columns import evaluate_columns
 from harness.metrics.engine.evaluate import MetricLike, as_metrics, evaluate, negative_policy
-from harness.metrics.layout.inputs import QRELS_COLUMNS, check_labels, numeric, require_frame
 from harness.metrics.engine.weighting import EMPTY_ATTR, merge_empty
+from harness.metrics.layout.inputs import QRELS_COLUMNS, check_labels, numeric, require_frame
+from harness.metrics.vocabulary.definition import Metric
 
 __all__ = ["evaluate_part", "evaluate_parts", "evaluate_score_parts", "PassClock", "assemble",
            "check_options", "memory_parts", "file_columns", "top_label", "parquet_reader",
@@ -349,6 +348,7 @@ def assemble(frames: list[pd.DataFrame], qrels: pd.DataFrame | None, metrics: li
         result = result.sort_index()
     absent = [] if qrels is None else sorted(set(qrels["qid"]) - set(run_qids), key=str)
     if missing == "zero" and absent:
+        assert qrels is not None  # absent: the judged queries the run lacks
         zeros = pd.DataFrame(0.0, index=pd.Index(absent, name="qid"), columns=result.columns)
         judging = qrels[pd.to_numeric(qrels["label"]) >= 0]  # a negative label judges nothing
         if "subtopic" in judging.columns:  # subtopic judgments: each document's highest

@@ -27,7 +27,6 @@ from harness.engines.parts import (
     evaluate_score_parts,
     file_columns,
     memory_parts,
-    memory_top_label,
     needs_top_label,
     not_clustered,
     parquet_reader,
@@ -36,8 +35,9 @@ from harness.engines.parts import (
 from harness.engines.units import evaluate_units, file_units
 from harness.engines.workers import Meanwhile
 from harness.errors import InputError
-from harness.metrics.vocabulary.definition import Metric
+from harness.metrics.engine.blocked import collection_top_label as memory_top_label
 from harness.metrics.engine.evaluate import MetricLike
+from harness.metrics.vocabulary.definition import Metric
 from harness.progress import bars_on, progress_sized
 
 __all__ = ["evaluate_parquet", "evaluate_parquet_scores", "evaluate_memory",

@@ -20,14 +20,21 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from harness.engines.parts import (PassClock, Tables, assemble, evaluate_part_columns,
-                                   not_clustered, parquet_reader)
+from harness.engines.parts import (
+    PassClock,
+    Tables,
+    assemble,
+    evaluate_part_columns,
+    not_clustered,
+    parquet_reader,
+)
 from harness.engines.workers import ColumnWorkers, InOrder, Meanwhile
 from harness.metrics.vocabulary.definition import Metric
 from harness.progress import progress_sized
@@ -211,7 +218,7 @@ def evaluate_units(path: Path, units: list[Unit], columns: Mapping[str, str],
             # the last units one at a time in a worker's hands: none is left to wait there
             # while this process, done with its own, waits for it
             hands = in_hand if -left > in_hand + 1 else clock.workers
-            meanwhile.run_while(lambda: order.busy() >= hands)
+            meanwhile.run_while(partial(_full, order, hands))
             if order.busy() < hands:
                 order.add(unit, pool.submit(evaluate_unit, path, unit, *args))
                 continue
@@ -224,6 +231,11 @@ def evaluate_units(path: Path, units: list[Unit], columns: Mapping[str, str],
         order.finish()
     return {s: assemble(frames.pop(s).parts, None, metrics, run_qids, unjudged[s], missing,
                         name) for s in scores}
+
+
+def _full(order: InOrder, hands: int) -> bool:
+    """Whether ``hands`` units or more are in the workers' hands."""
+    return order.busy() >= hands
 
 
 def _repeats_within(qids: list[Any]) -> list[int]:

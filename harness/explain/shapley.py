@@ -239,7 +239,7 @@ def explain_difference(run: pd.DataFrame, qrels: pd.DataFrame | None = None,
         target = ob if player in ob else db
         table_rows.append({"option": player, "a": shown(source[player]),
                            "b": shown(target[player]), "contribution": phi_mean[player]})
-    empty = frozenset()
+    empty: frozenset[str] = frozenset()
     mean_a, mean_b = means[empty], means[frozenset(players)]
     table = pd.DataFrame(table_rows, columns=["option", "a", "b", "contribution"])
     gap = mean_b - mean_a

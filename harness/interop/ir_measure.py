@@ -25,8 +25,8 @@ import math
 from typing import Any
 
 from harness.errors import InputError
-from harness.metrics.vocabulary.definition import Metric, parse_metric
 from harness.metrics.engine.evaluate import evaluate
+from harness.metrics.vocabulary.definition import Metric, parse_metric
 
 __all__ = ["as_ir_measure"]
 
@@ -72,6 +72,7 @@ def as_ir_measure(metric: str | Metric) -> Any:
 
     base = type(ir_measures.define(per_query, name=name, support_cutoff=False))
 
+    # mypy: the base is ir_measures' measure class, known only at run time
     class HarnessMeasure(base):  # type: ignore[misc, valid-type]
         """One harness definition, computed by harness.evaluate."""
 

@@ -29,9 +29,14 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from harness.metrics.vocabulary.definition import (CONVENTIONS, METRIC_NAMES, TIE_MODES, Metric,
-                                            parse_metric)
     from harness.metrics.engine.evaluate import aggregate, evaluate, evaluate_dense, tie_interval
+    from harness.metrics.vocabulary.definition import (
+        CONVENTIONS,
+        METRIC_NAMES,
+        TIE_MODES,
+        Metric,
+        parse_metric,
+    )
 
 
 __getattr__ = lazy_names(__name__, _LAZY, globals())

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from harness.metrics.vocabulary.definition import Metric
+from harness.metrics.vocabulary.options import GainSpec
 
 __all__ = ["CheckResult", "SklearnSide", "sklearn_expressible", "check_against_sklearn",
            "sklearn_side"]
@@ -141,7 +142,7 @@ class SklearnSide:
     qids: pd.Index
     sample_size: int
     lists: _Lists
-    values: dict[tuple[str, int | None], np.ndarray]
+    values: dict[tuple[GainSpec, int | None], np.ndarray]
 
 
 def sklearn_side(run: pd.DataFrame, qrels: pd.DataFrame | None, metrics: list[Metric],
@@ -156,7 +157,7 @@ def sklearn_side(run: pd.DataFrame, qrels: pd.DataFrame | None, metrics: list[Me
         checked = qids[np.sort(rng.choice(len(qids), size=max_queries, replace=False))]
         sample_size = max_queries
     lists = _padded_lists(run, qrels, checked)
-    values: dict[tuple[str, int | None], np.ndarray] = {}
+    values: dict[tuple[GainSpec, int | None], np.ndarray] = {}
     for m in metrics:
         key = (m.gain, m.k)
         if key in values or sklearn_expressible(m) is not None or \
@@ -179,7 +180,7 @@ def _eligible(lists: _Lists, m: Metric) -> tuple[np.ndarray, list[tuple[str, np.
                         ~lists.tied_at(m.k)))
     if m.empty != "zero":
         filters.append((f"no relevant document (empty={m.empty})",
-                        (lists.gains(m.gain) > 0).any(axis=1)))
+                        np.asarray((lists.gains(m.gain) > 0).any(axis=1))))
     for _, ok in filters:
         eligible &= ok
     return eligible, filters
@@ -230,7 +231,8 @@ class _Lists:
         """Queries whose value at cut-off ``k`` depends on the order of tied scores."""
         return np.isfinite(self.tie_rank) if k is None else self.tie_rank <= k
 
-    def gains(self, gain: str) -> np.ndarray:
+    def gains(self, gain: GainSpec) -> np.ndarray:
+        """The gains under ``gain``, one sklearn expresses: linear, or else exp2."""
         if gain == "linear":
             return self.labels
         return np.where(self.labels > 0, np.exp2(self.labels) - 1, 0.0)

@@ -201,10 +201,16 @@ def tune_weights(spec: Any, ds: Dataset, specs: Mapping[str, Any], norm: str, sc
     if not 0 < step <= 0.5:
         raise InputError(f"ranker {spec.name!r}: tune.step must be in (0, 0.5], got {step:g}",
                          key=f"ranker.{spec.name}.tune.step")
+    grid = weight_grid(step, len(specs))
+    if not grid:  # no candidate: step does not divide 1
+        raise InputError(f"ranker {spec.name!r}: no weights in steps of {step:g} sum to 1; "
+                         "give a tune.step that divides 1 (0.1, 0.2, 0.25, 0.5)",
+                         key=f"ranker.{spec.name}.tune.step")
     view = _train_view(spec, ds)
     runs = {name: score(sub, view)[0] for name, sub in specs.items()}
-    best, best_value = (), -np.inf
-    for weights in weight_grid(step, len(runs)):
+    best: tuple[float, ...] = ()
+    best_value = -np.inf
+    for weights in grid:
         fused = fuse(runs, "wsum", norm, weights=dict(zip(runs, weights, strict=True)))
         summary = aggregate(evaluate(fused, view.qrels, metrics=[metric]))
         value = float(summary.loc[metric.display_name, "mean"])

@@ -56,10 +56,10 @@ def library_value(kind: str, k: int, run: pd.DataFrame) -> float:
     if kind == "xgboost":
         import xgboost as xgb
 
-        data = xgb.DMatrix(zeros, label=y, qid=codes, base_margin=s)
-        booster = xgb.train({"objective": "rank:ndcg", "eval_metric": f"ndcg@{k}"}, data,
+        matrix = xgb.DMatrix(zeros, label=y, qid=codes, base_margin=s)
+        trained = xgb.train({"objective": "rank:ndcg", "eval_metric": f"ndcg@{k}"}, matrix,
                             num_boost_round=0)
-        return float(booster.eval(data).rsplit(":", 1)[1])
+        return float(trained.eval(matrix).rsplit(":", 1)[1])
     from catboost.utils import eval_metric
 
     (value,) = eval_metric(y.tolist(), s.tolist(), f"NDCG:top={k}", group_id=codes.tolist())

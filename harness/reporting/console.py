@@ -34,7 +34,9 @@ def column_blocks(rows: list[list[str]], width: int) -> list[str]:
     the columns after the first are cut into blocks that fit beside it (as pandas wraps a
     wide frame), blocks separated by an empty line."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    blocks, current, used = [], [], 2 + widths[0]
+    blocks: list[list[int]] = []
+    current: list[int] = []
+    used = 2 + widths[0]
     for i in range(1, len(widths)):
         if current and used + 2 + widths[i] > width:
             blocks.append(current)

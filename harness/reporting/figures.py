@@ -20,6 +20,7 @@ and a title wider than the panels widens the canvas: nothing runs off it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +54,7 @@ FONT = 10
 UNIT_TICKS = (0.0, 0.25, 0.5, 0.75, 1.0)
 _PANEL, _GAP = (2.6, 1.9), (0.4, 0.75)  # inches per small-multiples panel, between panels
 _MARGIN = {"left": 0.85, "right": 0.3, "top": 1.05, "bottom": 0.4}  # inches
-_GRID = {"color": "0.88", "lw": 0.6}  # the light grid behind the curves
+_GRID: dict[str, Any] = {"color": "0.88", "lw": 0.6}  # the light grid behind the curves
 _YPAD = 0.04  # share of a panel's height kept free below 0 and above 1
 _LEGEND_ROW, _LEGEND_SIDE = 0.27, 0.1  # inches: one more legend row; kept free at the sides
 
@@ -129,12 +130,12 @@ def study_figures(per_query: Mapping[str, pd.DataFrame], metrics: Sequence[Metri
         overview_figure(per_query, [m.display_name for m in headline], p)))]
     for name, family in families.items():
         if len(family) > 1:
-            jobs.append((out_dir / f"family-{name}.png", lambda p, f=family: family_figure(
-                per_query, [m.display_name for m in f], p, title=f"{f[0].name} family: every "
-                "variant (ECDF)")))
+            jobs.append((out_dir / f"family-{name}.png", partial(
+                family_figure, per_query, [m.display_name for m in family],
+                title=f"{name} family: every variant (ECDF)")))
     for m in metrics if mode == "all" else []:
-        jobs.append((out_dir / f"{m.key}.png", lambda p, m=m: ecdf_figure(
-            {r: t[m.display_name] for r, t in per_query.items()}, m.display_name, p)))
+        jobs.append((out_dir / f"{m.key}.png", partial(
+            ecdf_figure, {r: t[m.display_name] for r, t in per_query.items()}, m.display_name)))
     return [draw(path) for path, draw in (progress or iter)(jobs)]
 
 
@@ -229,7 +230,8 @@ def _small_multiples(per_query: Mapping[str, pd.DataFrame], variants: Sequence[s
     xy = _joined(frames)
     ax.plot(xy[:, 0], xy[:, 1], color="0.3", lw=0.8)
     if mark_means and marks:
-        ax.scatter(*np.array(marks).T, c=mark_colors, marker="^", s=45, zorder=3,
+        mark_x, mark_y = np.array(marks).T
+        ax.scatter(mark_x, mark_y, c=mark_colors, marker="^", s=45, zorder=3,
                    edgecolors="white", linewidths=0.5)
     fig.text(0.12 / width, 0.5, "share of queries <= x", rotation=90, fontsize=FONT + 1,
              va="center", ha="left")

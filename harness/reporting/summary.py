@@ -133,7 +133,7 @@ def summarize_study(tables: Mapping[str, pd.DataFrame], *, resamples: int = 2000
                              f"{MAX_BOOTSTRAP_CELLS:,}: lower the resamples, or "
                              "bootstrap_max_queries (larger query sets get the normal "
                              "interval)", key=RESAMPLES_KEY)
-    for qids, members in groups:
+    for _qids, members in groups:
         values = np.column_stack([v for *_, v in members]) if members else np.empty((0, 0))
         low, high = bootstrap_mean_intervals(values, resamples=resamples, seed=seed,
                                              confidence=confidence)

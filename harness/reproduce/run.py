@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import pandas as pd
 import yaml
@@ -27,13 +27,12 @@ from harness.app import provenance
 from harness.app.in_place import evaluate_in_place
 from harness.app.log import PER_QUERY_DIGEST_TAG
 from harness.app.plan import DatasetPlan, build_plan
-from harness.datasets.dataset import file_sha256, input_files
 from harness.datasets import Dataset, ParquetRun, load_dataset
+from harness.datasets.dataset import file_sha256, input_files
 from harness.engines import Engine
 from harness.errors import HarnessError, TrackingUnavailable
 from harness.metrics.engine.evaluate import evaluate  # the function, not its module
 from harness.rankers import TRAINERS, RankerSpec, cache_key, score
-from harness.reproduce.diff import ReproResult, compare_per_query
 from harness.reproduce.checks import (
     ReproduceError,
     as_params,
@@ -41,6 +40,7 @@ from harness.reproduce.checks import (
     param_mismatches,
     read_artifact,
 )
+from harness.reproduce.diff import ReproResult, compare_per_query
 from harness.tracking import resolve_tracking_uri
 from harness.tracking.log_plan import MODEL_URI_TAG
 
@@ -86,6 +86,11 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
+@overload
+def _download(client: Any, run_id: str, path: str, dst: Path) -> Path: ...
+@overload
+def _download(client: Any, run_id: str, path: str, dst: Path, *,
+              required: bool) -> Path | None: ...
 def _download(client: Any, run_id: str, path: str, dst: Path, *,
               required: bool = True) -> Path | None:
     from mlflow.exceptions import MlflowException

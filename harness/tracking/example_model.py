@@ -15,9 +15,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+from typing import TYPE_CHECKING
 
 from harness.paths import project_path
 from harness.tracking.store import ensure_experiment, open_client, resolve_tracking_uri
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
 
 __all__ = ["FEATURES", "register_example", "main"]
 
@@ -25,7 +30,7 @@ __all__ = ["FEATURES", "register_example", "main"]
 FEATURES = [f"f{i}" for i in range(6)]
 
 
-def _example_data(seed: int = 0) -> tuple[object, object]:
+def _example_data(seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
     """(features, grades): 600 rows, grades 0-4; ``f0`` = 1.5 x grade + noise, ``f1`` =
     0.8 x grade + noise, the other features noise."""
     import numpy as np

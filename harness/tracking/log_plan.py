@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +197,7 @@ def _execute(plan: LogPlan, marker: Path,
              progress: Callable[[Iterable[RunRecord]], Iterable[RunRecord]] | None
              ) -> dict[str, str]:
     from mlflow.entities import Metric, Param
+
     from harness.tracking.store import ensure_experiment, open_client
 
     client = open_client(plan.tracking_uri)
@@ -220,20 +222,21 @@ def _execute(plan: LogPlan, marker: Path,
             tags = dict(record.tags) | {PLAN_RUN_TAG: f"{plan.plan_id}/{record.key}"}
             if parent_id:
                 tags["mlflow.parentRunId"] = parent_id
-            run = _with_retries(lambda: client.create_run(
+            run = _with_retries(lambda record=record, tags=tags: client.create_run(
                 exp_id, run_name=record.name, tags=tags, start_time=record.start_ms))
             record.run_id = run.info.run_id
             plan.save(marker)
         run_id = record.run_id
         note = record.tags.get(NOTE_TAG, "")
         if RUN_ID_SLOT in note:  # a description that links the run's own artifacts
-            _with_retries(lambda: client.set_tag(run_id, NOTE_TAG,
-                                                 note.replace(RUN_ID_SLOT, run_id)))
+            _with_retries(partial(client.set_tag, run_id, NOTE_TAG,
+                                  note.replace(RUN_ID_SLOT, run_id)))
         params = [Param(k, v) for k, v in record.params.items()]
         stamp = record.end_ms or now  # fixed per record: a metric sent twice is stored once
         metrics = [Metric(k, float(v), stamp, 0) for k, v in record.metrics.items()]
         for p, m in batches(params, metrics):  # the tags went with create_run
-            _with_retries(lambda p=p, m=m: client.log_batch(run_id, metrics=m, params=p))
+            _with_retries(lambda p=p, m=m, run_id=run_id: client.log_batch(run_id, metrics=m,
+                                                                          params=p))
         if record.dataset:
             _log_dataset(client, run_id, record.dataset)
         for local, artifact_dir in record.artifacts:

@@ -20,8 +20,15 @@ from pathlib import Path
 from typing import NamedTuple
 
 from harness.errors import InputError
-from harness.tracking.log_plan import (EXPERIMENT_ID, LogPlan, claimed, close_open_runs,
-                                      execute, missing_files, refused)
+from harness.tracking.log_plan import (
+    EXPERIMENT_ID,
+    LogPlan,
+    claimed,
+    close_open_runs,
+    execute,
+    missing_files,
+    refused,
+)
 
 __all__ = ["sync", "drop", "replay", "Replayed", "CORRUPT"]
 

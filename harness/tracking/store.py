@@ -7,10 +7,13 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import TrackingUnavailable
 from harness.paths import project_path
+
+if TYPE_CHECKING:
+    from mlflow.tracking import MlflowClient
 
 __all__ = ["resolve_tracking_uri", "configure_requests", "ensure_experiment", "project_path",
            "EXPERIMENT_KIND_TAG", "EXPERIMENT_KIND", "mark_experiment", "ui_url", "ui_base",
@@ -42,7 +45,7 @@ def configure_requests(timeout_s: int, max_retries: int) -> None:
     os.environ["MLFLOW_HTTP_REQUEST_BACKOFF_JITTER"] = "0"
 
 
-def ensure_experiment(client: object, name: str, artifact_root: str) -> str:
+def ensure_experiment(client: MlflowClient, name: str, artifact_root: str) -> str:
     """Id of experiment ``name``, created if absent, tagged as a model-development
     experiment (:data:`EXPERIMENT_KIND_TAG`) so MLflow's UI opens on its runs; an existing
     experiment without the tag gets it, one whose kind was set already keeps it.
@@ -56,13 +59,13 @@ def ensure_experiment(client: object, name: str, artifact_root: str) -> str:
     uri = str(getattr(client, "tracking_uri", "") or "")
     remote = uri.startswith(("http://", "https://", "databricks"))
     for attempt in range(5):
-        exp = client.get_experiment_by_name(name)  # type: ignore[attr-defined]
+        exp = client.get_experiment_by_name(name)
         if exp is not None:
             mark_experiment(client, exp)
             return str(exp.experiment_id)
         location = None if remote else (project_path(artifact_root) / name).as_uri()
         try:
-            return str(client.create_experiment(  # type: ignore[attr-defined]
+            return str(client.create_experiment(
                 name, artifact_location=location,
                 tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND}))
         except MlflowException:
@@ -70,11 +73,11 @@ def ensure_experiment(client: object, name: str, artifact_root: str) -> str:
     raise RuntimeError(f"could not create or find MLflow experiment {name!r}")
 
 
-def mark_experiment(client: object, experiment: Any) -> None:
+def mark_experiment(client: MlflowClient, experiment: Any) -> None:
     """Tag ``experiment`` (an MLflow ``Experiment``) as model development unless it has a
     kind already: one made before issue 22, or by hand, opens on its runs too."""
     if EXPERIMENT_KIND_TAG not in (experiment.tags or {}):
-        client.set_experiment_tag(  # type: ignore[attr-defined]
+        client.set_experiment_tag(
             experiment.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
 
 

@@ -26,10 +26,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.errors import InputError
+from harness.metrics.engine.weighting import EMPTY_ATTR, merge_empty
 from harness.metrics.layout.inputs import align_key_dtypes, numeric
 from harness.metrics.layout.qids import factorize_qid, joint_qid_codes
 from harness.metrics.layout.segments import group_by_query
-from harness.metrics.engine.weighting import EMPTY_ATTR, merge_empty
 
 __all__ = ["BLOCKED_ABOVE", "BLOCK_ROWS", "plan_blocks", "assemble", "collection_top_label"]
 

@@ -11,9 +11,15 @@ from collections.abc import Iterable
 import pandas as pd
 
 from harness.metrics.engine import blocked
-from harness.metrics.engine.evaluate import (MetricLike, check_top_label,
-                                      refuse_fractional_labels_for_ranx, per_query_table, as_metrics,
-                                      evaluate, negative_policy)
+from harness.metrics.engine.evaluate import (
+    MetricLike,
+    as_metrics,
+    check_top_label,
+    evaluate,
+    negative_policy,
+    per_query_table,
+    refuse_fractional_labels_for_ranx,
+)
 from harness.metrics.engine.kernels import ranking_plan
 from harness.metrics.layout.prepare import checked_scores, prepare
 

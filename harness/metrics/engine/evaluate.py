@@ -10,13 +10,13 @@ import pandas as pd
 
 from harness.errors import InputError, MetricDefinitionError
 from harness.metrics.engine.blocked import assemble, plan_blocks
+from harness.metrics.engine.kernels import measure_columns, ranking_plan
+from harness.metrics.engine.weighting import empty_mask, record_empty, summary
+from harness.metrics.layout.dense import dense_array
+from harness.metrics.layout.peer_inputs import as_table
+from harness.metrics.layout.prepare import prepare
 from harness.metrics.vocabulary.conventions import TREC_EVAL_CONVENTIONS
 from harness.metrics.vocabulary.definition import Metric, parse_metric
-from harness.metrics.layout.dense import dense_array
-from harness.metrics.engine.kernels import measure_columns, ranking_plan
-from harness.metrics.layout.prepare import prepare
-from harness.metrics.engine.weighting import empty_mask, record_empty, summary
-from harness.metrics.layout.peer_inputs import as_table
 
 __all__ = ["evaluate", "evaluate_dense", "aggregate", "tie_interval", "as_metrics",
            "negative_policy"]
@@ -123,7 +123,7 @@ def evaluate(
     mlist = as_metrics(metrics)
     check_top_label(top_label)
     run, qrels = as_table(run, "run"), as_table(qrels, "qrels")
-    options = {"nan_scores": nan_scores, "missing": missing, "top_label": top_label,
+    options: dict[str, Any] = {"nan_scores": nan_scores, "missing": missing, "top_label": top_label,
                "negative_labels": negative_policy(mlist, negative_labels)}
     out, blocks = None, plan_blocks(run, qrels, options)  # a large run: blocks of queries
     if blocks is not None:
@@ -179,9 +179,10 @@ def refuse_fractional_labels_for_ranx(prep: Any, metrics: list[Metric]) -> None:
         frac = np.flatnonzero(labels != np.trunc(labels))
         if len(frac):
             i, m = int(frac[0]), tools[0]
+            convention = str(m.convention)  # one of the tools' conventions (above)
             raise InputError(
                 f"{m.display_name} (convention={m.convention!r}): label {labels[i]:g} is not "
-                f"an integer; {m.convention.rstrip('9')} truncates labels toward zero, so its "
+                f"an integer; {convention.rstrip('9')} truncates labels toward zero, so its "
                 "numbers would not be reproduced. Round or truncate the labels yourself, or "
                 "choose another convention", column="label", qid=prep.qids[q[i]])
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from harness.errors import InputError
-from harness.metrics.vocabulary.definition import Metric
 from harness.metrics.layout.prepared import Prepared
 from harness.metrics.layout.ranking import RankingPlan
+from harness.metrics.vocabulary.definition import Metric
 from harness.metrics.vocabulary.registry import Cache, MeasureInput
 
 __all__ = ["compute", "Cache", "unjudged_grade", "ranking_plan"]

@@ -100,7 +100,7 @@ def _check_one_key_type(series: pd.Series, column: str, table: str) -> None:
             "mixed", "mixed-integer"):
         return
     kinds = series.map(lambda v: type(v).__name__).to_numpy()
-    first = {}
+    first: dict[str, int] = {}
     for row, kind in enumerate(kinds):
         first.setdefault(kind, row)
         if len(first) > 1:

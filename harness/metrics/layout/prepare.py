@@ -120,6 +120,7 @@ def prepare(
             prepared.rank_early(rankings.whole(prepared.mean_length))
         keep = coded.keep
         assert coded.jq_all is not None and coded.j_label_all is not None and keep is not None
+        assert prepared.judged is not None  # laid out to be filled by the join
         pending = _join_labels(run, qrels, run_doc, j_doc, run_codes, coded.rq, coded.jq_all,
                                coded.j_label_all, None if keep.all() else keep,
                                len(coded.quniq), prepared.row if not identity else None,

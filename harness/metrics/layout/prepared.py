@@ -4,9 +4,9 @@ rankings per tie rule, the contenders for a top k, and the label counts per grad
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -62,7 +62,7 @@ class Prepared:
     max_label: float
     _rankings: dict[tuple[str, int], Ranking] = field(default_factory=dict)
     _contenders: dict[int, Prepared] = field(default_factory=dict)
-    _relevant: dict[int, np.ndarray] = field(default_factory=dict)
+    _relevant: dict[float, np.ndarray] = field(default_factory=dict)
     pending: Any = None  # a validation still running on the other core (see wait())
     judged: np.ndarray | None = None  # per grouped row: is its document judged (bpref, Judged)
     # per grouped row: is it judged with a negative label, trec_eval's "in the pool, not
@@ -141,7 +141,7 @@ class Prepared:
         judged = int(self.n_judged.max()) if len(self.n_judged) else 0
         return max(longest, judged, 1)
 
-    def relevant_counts(self, level: int) -> np.ndarray:
+    def relevant_counts(self, level: float) -> np.ndarray:
         """Per query, the judged documents with label >= ``level`` (cached per level)."""
         if level not in self._relevant:  # integer counts of the rows that pass
             by_level = self.judged_level_counts
@@ -272,10 +272,12 @@ class Prepared:
         memo = self.__dict__.setdefault("_relevant_twins", {})
         if g not in memo:  # the grade is a label evaluated (max_label=None reads it) even
             # where no row is unjudged: one top grade whichever rows a part holds
-            new = np.zeros(0, dtype=np.int64) if everything else np.flatnonzero(~self.judged)
+            new, label = np.zeros(0, dtype=np.int64), self.label
+            if not everything:  # so self.judged is set
+                assert self.judged is not None
+                new, label = np.flatnonzero(~self.judged), np.where(self.judged, label, g)
             twin = replace(
-                self, judgments=self._judged_too(new, g),
-                label=self.label if everything else np.where(self.judged, self.label, g),
+                self, judgments=self._judged_too(new, g), label=label,
                 judged_q=np.concatenate([self.judged_q, self.q[new]]),
                 judged_label=np.concatenate([self.judged_label, np.full(len(new), g)]),
                 n_judged=self.n_judged + np.bincount(self.q[new], minlength=self.n_queries),
@@ -336,9 +338,9 @@ class Prepared:
         for qidx, width, rows, flat, _ in self.layout.buckets:
             if width <= top:
                 continue
-            m = np.full(len(qidx) * width, np.inf, dtype=np.float32)
-            m[flat] = neg if len(rows) == total else neg[rows]
-            m = m.reshape(len(qidx), width)
+            flat_m = np.full(len(qidx) * width, np.inf, dtype=np.float32)
+            flat_m[flat] = neg if len(rows) == total else neg[rows]
+            m = flat_m.reshape(len(qidx), width)
             m.partition(top - 1, axis=1)  # in place: the matrix is ours
             threshold[qidx] = m[:, top - 1]
         sub = self._subset(np.flatnonzero(neg <= threshold[self.q]))

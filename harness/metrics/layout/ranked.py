@@ -71,10 +71,12 @@ def cascade(r: Ranking, stop: np.ndarray, n_docs: np.ndarray, k: int | None, nq:
     100 per query at k = 10."""
     rows = r.head(k)
     if rows is not None and few and not binary:  # the top rows' values: the others'
+        assert k is not None  # rows: a cut-off's top rows
         return _cascade_top(r, stop, n_docs, k, nq, rows,  # factors would be 1 there
                             _stop_values(stop[rows]), before=before)
     values = None if binary else _stop_values(stop)
     if rows is not None and (values is None or len(values) <= _EXACT_VALUES):
+        assert k is not None  # rows: a cut-off's top rows
         return _cascade_top(r, stop, n_docs, k, nq, rows, values, before=before)
     if rows is None and binary and before is not None and r.gid is not None:
         return _cascade_open(r, stop, n_docs, nq, before)
@@ -111,8 +113,8 @@ def _cascade_top(r: Ranking, stop: np.ndarray, n_docs: np.ndarray, k: int, nq: i
         groups, at = gid[opens][tied], opens[tied]  # at: the group's start, a top row
         some = survival[at] > 0
         first = np.cumsum(n_top) - n_top  # each query's first top row
-        for n, groups, chance in _tied_stops(r, stop, groups[some], survival[at][some]):
-            cells = r.gstart[groups][:, None] + np.arange(n)[None, :]
+        for n, members, chance in _tied_stops(r, stop, groups[some], survival[at][some]):
+            cells = r.gstart[members][:, None] + np.arange(n)[None, :]
             keep = r.pos[cells] < k
             hit[first[r.q[cells[keep]]] + r.pos[cells[keep]]] = chance[keep]
     return np.bincount(q, weights=hit / (pos + 1.0), minlength=nq)

@@ -12,14 +12,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from harness.metrics.layout.quicksort_ties import RULES as QUICKSORT_RULES
-from harness.metrics.layout.quicksort_ties import quicksort_ties_perm
+from harness.metrics.layout.quicksort_ties import RULES as QUICKSORT_RULES, quicksort_ties_perm
 from harness.metrics.layout.segments import segment_argsort, segment_sort
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from harness.metrics.layout.segments import Layout
+
+#: (query code, position, and two per-row arrays) of some ranked rows, per query in turn
+_FourArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 __all__ = ["Ranking", "Rankable", "RankingPlan", "rank", "rank_docid", "trec_order_rows", "QUICKSORT_RULES",
            "DOCID_RULES"]
@@ -101,8 +103,8 @@ class Ranking:
     # likewise: is its document judged with a negative label (None: no such row)
     grouped_negative: np.ndarray | None = None
     _heads: dict[int, np.ndarray] = field(default_factory=dict)
-    _tops: dict[int, tuple[np.ndarray, ...]] = field(default_factory=dict)
-    _positive: dict[float, tuple[np.ndarray, ...]] = field(default_factory=dict)
+    _tops: dict[int, _FourArrays] = field(default_factory=dict)
+    _positive: dict[float, _FourArrays] = field(default_factory=dict)
     _tied: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     _boundary: np.ndarray | None = None  # per ranked row: does it start a tie group
     stable: bool = False  # tied rows in grouped-row order (the input order)
@@ -180,6 +182,7 @@ class Ranking:
         """Per row, the mean of ``values`` over its tie group (identity without groups)."""
         if self.gid is None:
             return values
+        assert self.gsize is not None  # gid, gstart and gsize are set together
         sums = np.bincount(self.gid, weights=values, minlength=len(self.gsize))
         return (sums / self.gsize)[self.gid]
 
@@ -189,6 +192,7 @@ class Ranking:
         if self._tied is None:
             boundary = self._boundary
             if boundary is None:
+                assert self.gid is not None, "tied() needs the ranking's tie groups"
                 boundary = np.zeros(len(self.gid), dtype=bool)
                 boundary[self.gstart] = True
             # a row alone in its group starts it, and so does the next row
@@ -206,6 +210,7 @@ class Ranking:
         """Per row, the sum of ``values`` over its tie group."""
         if self.gid is None:
             return values
+        assert self.gsize is not None  # gid, gstart and gsize are set together
         return np.bincount(self.gid, weights=values, minlength=len(self.gsize))[self.gid]
 
 

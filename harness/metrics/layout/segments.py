@@ -120,10 +120,10 @@ def segment_sort(layout: Layout, key: np.ndarray) -> tuple[np.ndarray, np.ndarra
         low = np.uint64((1 << shift) - 1)
         packed = np.bitwise_and(bits if len(rows) == total else bits[rows], ~low)
         packed |= (rows - row_start).view(np.uint64)  # the row's position in its query
-        m = np.full(len(qidx) * width, _ALL, dtype=np.uint64)  # padding sorts last
-        m[flat] = packed
+        flat_m = np.full(len(qidx) * width, _ALL, dtype=np.uint64)  # padding sorts last
+        flat_m[flat] = packed
         del packed
-        m = m.reshape(len(qidx), width)
+        m = flat_m.reshape(len(qidx), width)
         m.sort(axis=1)
         column = m.reshape(-1).take(flat)
         column &= low
@@ -187,9 +187,9 @@ def duplicate_within(layout: Layout, codes: np.ndarray) -> bool:
         if increasing.all():
             return False
     for qidx, width, rows, flat, _ in layout.buckets:
-        m = np.full(len(qidx) * width, _PAD, dtype=np.int64)
-        m[flat] = codes if len(rows) == total else codes[rows]
-        m = m.reshape(len(qidx), width)
+        flat_m = np.full(len(qidx) * width, _PAD, dtype=np.int64)
+        flat_m[flat] = codes if len(rows) == total else codes[rows]
+        m = flat_m.reshape(len(qidx), width)
         m.sort(axis=1)
         same = m[:, 1:] == m[:, :-1]
         if same.any() and (same & (m[:, 1:] != _PAD)).any():

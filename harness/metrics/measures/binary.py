@@ -77,6 +77,7 @@ def _relevant_in_top(x: MeasureInput) -> np.ndarray:
 
     def make() -> np.ndarray:
         rows = r.head(k)
+        assert r.gid is not None and r.gsize is not None  # make() is for tie groups
         means = group_relevant(x) / r.gsize
         q, gid = (r.q, r.gid) if rows is None else (r.q[rows], r.gid[rows])
         return np.bincount(q, weights=means[gid], minlength=x.n_queries)
@@ -118,11 +119,10 @@ def ap_dense(x: MeasureInput, n_rel: np.ndarray) -> np.ndarray:
 def group_relevant(x: MeasureInput) -> np.ndarray:
     """Per tie group of the ranking, its relevant rows (as floats), once per ranking and
     level (AP and bpref share them)."""
-    r = x.ranking
-    assert r.gid is not None and r.gsize is not None
-    return x.cache.get_or(("group_relevant", id(r), x.metric.level),
-                          lambda: np.bincount(r.gid, weights=x.relevant(),
-                                              minlength=len(r.gsize)))
+    gid, gsize = x.ranking.gid, x.ranking.gsize
+    assert gid is not None and gsize is not None
+    return x.cache.get_or(("group_relevant", id(x.ranking), x.metric.level),
+                          lambda: np.bincount(gid, weights=x.relevant(), minlength=len(gsize)))
 
 
 def _ap_terms(x: MeasureInput, before: np.ndarray, rows: np.ndarray | None) -> np.ndarray:

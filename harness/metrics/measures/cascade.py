@@ -16,10 +16,16 @@ from __future__ import annotations
 import numpy as np
 
 from harness.errors import InputError
-from harness.metrics.measures.top_grade import check_top_grade, top_grade
 from harness.metrics.layout.prepared import whole_grades
-from harness.metrics.layout.ranked import (MAX_TIED_CASCADE, TieGroupTooLarge, cascade,
-                                    group_stop_probability, survival_before, topk_sum)
+from harness.metrics.layout.ranked import (
+    MAX_TIED_CASCADE,
+    TieGroupTooLarge,
+    cascade,
+    group_stop_probability,
+    survival_before,
+    topk_sum,
+)
+from harness.metrics.measures.top_grade import check_top_grade, top_grade
 from harness.metrics.vocabulary.measure import MeasureInput, builtin_measure
 
 __all__: list[str] = []

@@ -89,6 +89,7 @@ def _compat(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
     if r.gid is None:
         below = c[np.maximum(j, mr) - 1]
     else:  # the mean of c[max(j, m) - 1] over the ranks j = a..b of the tie group
+        assert r.gstart is not None and r.gsize is not None  # set with gid
         gid = r.gid[rows]
         size = r.gsize[gid]
         a = r.pos[r.gstart[gid]] + 1

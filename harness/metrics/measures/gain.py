@@ -16,8 +16,8 @@ import numpy as np
 from harness.errors import InputError, MetricDefinitionError
 from harness.metrics.layout.prepared import Ideal, Prepared, level_counts
 from harness.metrics.layout.ranked import ratio
-from harness.metrics.vocabulary.measure import MeasureInput, builtin_measure
 from harness.metrics.measures.top_grade import check_top_grade
+from harness.metrics.vocabulary.measure import MeasureInput, builtin_measure
 
 __all__ = ["MAX_MNDCG_K", "gains", "discounts"]
 
@@ -72,7 +72,11 @@ def _mndcg(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
         length = metric.k
     top = metric.max_label if metric.max_label is not None else prep.max_label
     # the check reads the labels and the top grade only: once per call and top grade
-    x.cache.get_or(("top_grade_checked", top), lambda: check_top_grade(prep, metric) or True)
+    def check() -> bool:
+        check_top_grade(prep, metric)
+        return True
+
+    x.cache.get_or(("top_grade_checked", top), check)
     dcg = _dcg_sum(x, length)
     nq = prep.n_queries
 
@@ -210,9 +214,10 @@ def _dcg_sum_of(x: MeasureInput, length: int) -> np.ndarray:
         _check_gains(prep, x, prep.label, "run")  # every label's gain is valid
         q, pos, labels, _ = r.positive(0.0)  # the rows of nonzero gain
         g = cache.get_or(("positive_gain", id(r), metric.gain_key), lambda: gain_of(labels))
-        if metric.k is not None:  # the rows in the top k, once per ranking and k
-            inside, q, pos = cache.get_or(("positive_top", id(r), metric.k),
-                                          lambda: _within(q, pos, metric.k))
+        k = metric.k
+        if k is not None:  # the rows in the top k, once per ranking and k
+            inside, q, pos = cache.get_or(("positive_top", id(r), k),
+                                          lambda: _within(q, pos, k))
             g = g[inside]
     elif r.gid is None:
         q, pos, grouped, labels = r.top(metric.k)  # only the top k rows are touched

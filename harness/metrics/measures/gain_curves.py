@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.metrics.layout.ranked import ratio
+from harness.metrics.layout.segments import Layout
 from harness.metrics.measures.gain import gains
 from harness.metrics.measures.rank_points import refuse_average
-from harness.metrics.layout.ranked import ratio
 from harness.metrics.vocabulary.measure import MeasureInput, builtin_measure
-from harness.metrics.layout.segments import Layout
 
 __all__ = ["running_sum", "ranked_gains", "ideal_gains"]
 

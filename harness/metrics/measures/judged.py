@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.metrics.measures.binary import group_relevant, relevant_before
 from harness.metrics.layout.ranked import count_before, exclusive_count, ratio, topk_sum
+from harness.metrics.measures.binary import group_relevant, relevant_before
 from harness.metrics.vocabulary.measure import MeasureInput, builtin_measure
 
 __all__ = ["depth", "judged_above", "judged_rows", "every_row_judged"]
@@ -78,6 +78,7 @@ def bpref_kernel(x: MeasureInput) -> tuple[np.ndarray, np.ndarray]:
                          n_nonrel), n_rel == 0
     # per tie group: c judged non-relevant before it, m inside
     start = r.gstart
+    assert start is not None  # set with gid, and the case without returned above
     m_count = np.add.reduceat(nonrel, start)
     c = count_before(m_count, np.bincount(r.q[start], minlength=nq)).astype(np.float64)
     r_g = group_relevant(x)

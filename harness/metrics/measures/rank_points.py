@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from harness.errors import MetricDefinitionError
+from harness.metrics.layout.ranked import exclusive_count, ratio
 from harness.metrics.measures.judged import judged_above
 from harness.metrics.measures.recall_levels import interpolated_at, relevant_within
-from harness.metrics.layout.ranked import exclusive_count, ratio
 from harness.metrics.vocabulary.measure import MeasureInput, builtin_measure
 
 __all__ = ["refuse_average"]

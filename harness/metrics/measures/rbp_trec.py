@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.metrics.measures.judged import judged_rows
 from harness.metrics.layout.ranked import topk_sum
+from harness.metrics.measures.judged import judged_rows
 from harness.metrics.vocabulary.measure import MeasureInput, builtin_measure
 
 #: Where this family's measures stand in the docs' measure table (harness.metrics.measures).

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.metrics.layout.ranked import ratio
 from harness.metrics.measures.binary import ap_dense, ap_sparse, binary_kernel
 from harness.metrics.measures.judged import bpref_kernel, depth
-from harness.metrics.layout.ranked import ratio
 from harness.metrics.vocabulary.measure import MeasureInput, builtin_measure
 
 #: Where this family's measures stand in the docs' measure table (harness.metrics.measures).

@@ -132,21 +132,21 @@ def prefs_measures(run: pd.DataFrame, prefs: pd.DataFrame, *,
     docids = p["docid"].to_numpy()
     pair_values = {}
     for q in matrix_q:  # one query's matrix at a time
-        counts = np.zeros((nj[q], nj[q]), np.int32)
+        matrix = np.zeros((nj[q], nj[q]), np.int32)
         for gi in range(group_bounds[q], group_bounds[q + 1]):
             rows = order[bounds[gi]:bounds[gi + 1]]
             if n_sub[gi] > 1:
-                for s, v in pa_group(ranks[rows], lvl[rows], jsg[rows], int(njr[q]),
-                                     counts, docids[rows]).items():
-                    stats[s][gi] = v
+                for s, value in pa_group(ranks[rows], lvl[rows], jsg[rows], int(njr[q]),
+                                         matrix, docids[rows]).items():
+                    stats[s][gi] = value
             else:
-                add_ec_pairs(counts, ranks[rows], lvl[rows])
-        pair_values[q] = _pair_values(counts, int(njr[q]))
+                add_ec_pairs(matrix, ranks[rows], lvl[rows])
+        pair_values[q] = _pair_values(matrix, int(njr[q]))
 
     values = _aggregate(stats, gq, len(qids))
     for q, by_name in pair_values.items():
-        for m, v in by_name.items():
-            values[m][q] = v
+        for m, value in by_name.items():
+            values[m][q] = value
     return _frame(qids, values)[list(wanted)]
 
 

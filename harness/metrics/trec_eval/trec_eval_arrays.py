@@ -21,9 +21,14 @@ from harness.metrics.layout import background
 from harness.metrics.layout.prepared import Prepared
 from harness.metrics.layout.ranking import take_docids, trec_order_rows
 from harness.metrics.layout.segments import group_by_query
+from harness.metrics.trec_eval.trec_eval_compute import (
+    Evaluation,
+    finish,
+    in_head,
+    plan_lines,
+    relstring_chars,
+)
 from harness.metrics.vocabulary.tool_names.trec_eval_measures import Column
-from harness.metrics.trec_eval.trec_eval_compute import (Evaluation, finish, in_head, plan_lines,
-                                               relstring_chars)
 
 if TYPE_CHECKING:  # harness.data is a layer beside this one: its arrays, duck-typed
     from harness.data.trec_arrays import Columns
@@ -75,17 +80,17 @@ def _codes(a: Any, b: Any, *, sort: bool) -> tuple[np.ndarray, np.ndarray, list[
                                                        encoded.chunks]).astype(np.int64)
     dictionary = encoded.chunks[0].dictionary if encoded.num_chunks else pa.array(
         [], pa.string())
-    values: list[str] = []
+    in_order: list[str] = []
     if sort:
         order = pc.sort_indices(dictionary).to_numpy()
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
         codes = rank[codes]
-        values = dictionary.take(pa.array(order)).to_pylist()
+        in_order = dictionary.take(pa.array(order)).to_pylist()
     ca, cb = codes[:len(a)], codes[len(a):]
     if sort:
         ca, cb = np.repeat(ca, ra), np.repeat(cb, rb)
-    return ca, cb, values, len(dictionary)
+    return ca, cb, in_order, len(dictionary)
 
 
 def _runs(column: Any) -> tuple[Any, np.ndarray]:
@@ -182,6 +187,7 @@ def evaluate_arrays(run: Columns, qrels: Columns, columns: list[Column], *, leve
     absent = n_docs == 0  # -c: judged queries the run lacks score 0
     relevant = np.bincount(remap[jq[(jlabel >= level) & chosen[jq]]], minlength=nq)
     for line, col in wanted:
+        assert col is not None  # no extra lines: each line is a column's
         fam = col.family
         if fam.name == "runid":
             ev.summary[line.name] = runid
@@ -231,6 +237,7 @@ def _join(prep: Prepared, rkey: np.ndarray, sorted_j: np.ndarray, jorder: np.nda
     label = jlabel[jorder[pos]] if len(sorted_j) else np.zeros(len(rkey))
     good = hit & (label >= 0)
     prep.label[:] = np.where(good, label, 0.0)
+    assert prep.judged is not None  # laid out with an array to fill
     prep.judged[:] = good
     if prep.negative is not None:
         prep.negative[:] = hit & (label < 0)

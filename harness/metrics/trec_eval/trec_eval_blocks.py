@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -55,13 +55,20 @@ def _prefetched(blocks: Iterable[Columns | None]) -> Iterator[Columns | None]:
     """``blocks``, the next one read on another thread while the caller works."""
     it = iter(blocks)
     with ThreadPoolExecutor(1) as pool:
-        ahead = pool.submit(next, it, StopIteration)
+        ahead = pool.submit(_next, it)
         while True:
-            block = ahead.result()
-            if block is StopIteration:
+            more, block = ahead.result()
+            if not more:
                 return
-            ahead = pool.submit(next, it, StopIteration)
+            ahead = pool.submit(_next, it)
             yield block
+
+
+def _next(it: Iterator[Columns | None]) -> tuple[bool, Columns | None]:
+    """(True, the next block), or (False, None) at the end."""
+    for block in it:
+        return True, block
+    return False, None
 
 
 def evaluate_blocks(blocks: Iterable[Columns | None], qrels: Columns, columns: list[Any], *,
@@ -165,7 +172,8 @@ def _judged(qrels: Columns, names: list[str], ranges: dict[str, list[tuple[int, 
 
 def _evaluate_part(block: Columns, names: set[str], qrels: Columns,
                    ranges: dict[str, list[tuple[int, int]]], done: set[str],
-                   columns: list[Any], shared: dict[str, Any]) -> Evaluation | None | bool:
+                   columns: list[Any], shared: dict[str, Any]
+                   ) -> Evaluation | None | Literal[False]:
     """One block's complete queries (``names``) evaluated on their judgments (None: none
     judged; False: a query seen in an earlier block, or input the whole-run path must
     judge)."""
@@ -192,6 +200,7 @@ def _gathered(parts: list[Evaluation], columns: list[Any], runid: str, zscores: 
     level = shared.get("level", 1)
     wanted = plan_lines(ev, columns, [], level, convention, shared.get("collection_size", 0))
     for line, col in wanted:
+        assert col is not None  # no extra lines: each line is a column's
         if col.family.name == "runid":
             ev.summary[line.name] = runid
         elif col.family.name == "num_q":

@@ -10,17 +10,16 @@ registry does not have is reported in ``Evaluation.unavailable``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from harness.errors import MetricDefinitionError
-from harness.metrics.vocabulary.measure import GMEAN_FLOOR
 from harness.metrics.engine.weighting import summary
+from harness.metrics.vocabulary.measure import GMEAN_FLOOR
 from harness.metrics.vocabulary.tool_names.trec_eval_measures import Column
 
 if TYPE_CHECKING:
@@ -53,7 +52,7 @@ class Evaluation:
     runid: str
     qids: list[str]
     lines: list[Line]
-    values: dict[str, list[Any]] = field(default_factory=dict)
+    values: dict[str, list[Any] | np.ndarray] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     unavailable: dict[str, str] = field(default_factory=dict)  # line name -> why
     path: str = ""  # the run's file, as given
@@ -98,6 +97,7 @@ def _metric(col: Column, level: int, convention: str, collection_size: int) -> A
     key = (col.name, level, convention, collection_size)  # a printed name: one line
     if key not in _METRICS:  # harness eval qrels run1 ... run100: built once, not 100 times
         fam = col.family
+        assert fam.measure is not None  # plan_lines asks for the families with a measure
         opts = {**dict(fam.fixed), **col.options}
         if "collection_size" in get_measure(fam.measure).options:
             opts["collection_size"] = collection_size
@@ -140,8 +140,9 @@ def _relstring(ranked: pd.DataFrame, qrels: pd.DataFrame, qids: list[str],
                       sort=False).drop_duplicates("_row")
     chars = relstring_chars(head["label"].to_numpy(dtype=np.float64))
     hq = head["qid"].to_numpy(dtype=object)
-    first = np.flatnonzero(np.concatenate(([True], hq[1:] != hq[:-1]))) if len(hq) else []
-    ends = np.append(first[1:], len(hq)) if len(hq) else []
+    none = np.zeros(0, dtype=np.int64)
+    first = np.flatnonzero(np.concatenate(([True], hq[1:] != hq[:-1]))) if len(hq) else none
+    ends = np.append(first[1:], len(hq)) if len(hq) else none
     joined = {hq[a]: "".join(chars[a:b].tolist()) for a, b in zip(first, ends)}
     return ["'" + joined.get(q, "") + "'" for q in qids]
 
@@ -187,7 +188,7 @@ def _judge_groups(run: pd.DataFrame, qrels: pd.DataFrame, metric: Any,
 
 
 def evaluate_trec(run: pd.DataFrame, qrels: pd.DataFrame, columns: list[Column],
-                  extra: list[tuple[str, Any]] = (), *, level: int = 1,
+                  extra: Sequence[tuple[str, Any]] = (), *, level: int = 1,
                   depth: int | None = None, judged_only: bool = False,
                   complete: bool = False, zscores: dict[tuple[str, str], tuple[float, float]]
                   | None = None, prefs: Any = None, runid: str = "",
@@ -260,11 +261,12 @@ def evaluate_trec(run: pd.DataFrame, qrels: pd.DataFrame, columns: list[Column],
         if fam is not None and fam.name == "num_q":
             ev.summary[line.name] = len(qids)
             continue
-        if fam is not None and fam.name == "relstring":
+        if col is not None and col.family.name == "relstring":
             ev.values[line.name] = _relstring(ranked, qrels, qids,
                                               int(col.options["length"][0]))
             continue
         if fam is not None and fam.source == "prefs":
+            assert prefs_table is not None  # computed above for the prefs lines
             vals = prefs_table[line.name].reindex(qids).fillna(0.0).to_numpy(float)
         elif fam is not None and fam.source == "jg":
             vals = _judge_groups(ranked[["qid", "docid", "score"]], qrels, line.metric, qids)

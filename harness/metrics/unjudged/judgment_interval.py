@@ -19,13 +19,19 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import InputError, MetricDefinitionError
-from harness.metrics.unjudged import MAX_LABELINGS, MAX_ROWS
-from harness.metrics.vocabulary.definition import Metric, parse_metric
 from harness.metrics.engine.evaluate import evaluate, negative_policy
 from harness.metrics.layout.inputs import QRELS_COLUMNS, numeric, require_frame
-from harness.metrics.unjudged.judgment_labelings import (GROUP_RULES, ORDER_RULES, Candidates,
-                                                TooManyRows, candidates, grade_choices)
 from harness.metrics.layout.prepare import prepare
+from harness.metrics.unjudged import MAX_LABELINGS, MAX_ROWS
+from harness.metrics.unjudged.judgment_labelings import (
+    GROUP_RULES,
+    ORDER_RULES,
+    Candidates,
+    TooManyRows,
+    candidates,
+    grade_choices,
+)
+from harness.metrics.vocabulary.definition import Metric, parse_metric
 
 __all__ = ["judgment_interval", "COLUMNS"]
 
@@ -168,7 +174,10 @@ def _bounds(run: pd.DataFrame, qrels: pd.DataFrame, m: Metric, grade: float, low
     method = np.full(n, "constant", dtype=object)
     where = out.index.get_indexer(prep.qids)
     r_doc, j_doc, p_doc = _docid_codes(run, qrels, pool)
-    extra = {} if pool is None else _pool_by_query(pool, p_doc, qrels, prep)
+    extra: dict[int, np.ndarray] = {}
+    if pool is not None:
+        assert p_doc is not None  # coded with the pool
+        extra = _pool_by_query(pool, p_doc, qrels, prep)
     cut = _rows_read(m, rule_known)
     plans: list[tuple[int, np.ndarray, np.ndarray, Candidates]] = []
     judgments = _by_query(qrels, prep)
@@ -257,7 +266,7 @@ def _zeros_inert(m: Metric) -> bool:
 
 
 def _docid_codes(run: pd.DataFrame, qrels: pd.DataFrame, pool: pd.DataFrame | None
-                 ) -> list[np.ndarray]:
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """The docids of the run, the qrels and the pool (if any) as the int64 codes the
     pseudo-queries carry instead (joined and ranked faster than text): equal where the
     docids are equal, and ordered as
@@ -269,7 +278,7 @@ def _docid_codes(run: pd.DataFrame, qrels: pd.DataFrame, pool: pd.DataFrame | No
              "str" if pd.api.types.infer_dtype(c, skipna=False) == "string" else None
              for c in columns}
     if None in kinds:
-        return [c.to_numpy() for c in columns] + [None] * (pool is None)
+        return _three([c.to_numpy() for c in columns])
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -281,7 +290,12 @@ def _docid_codes(run: pd.DataFrame, qrels: pd.DataFrame, pool: pd.DataFrame | No
     rank[pc.sort_indices(pa.array(text, type=pa.string())).to_numpy()] = np.arange(len(text))
     base = 10 ** len(str(len(text)))  # base + rank: one number of digits
     coded = np.split(base + rank[codes], np.cumsum([len(c) for c in columns])[:-1])
-    return coded + [None] * (pool is None)
+    return _three(coded)
+
+
+def _three(arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The run's, the qrels' and the pool's (None without a pool) of ``arrays``."""
+    return arrays[0], arrays[1], arrays[2] if len(arrays) > 2 else None
 
 
 def _pool_by_query(pool: pd.DataFrame, p_doc: np.ndarray, qrels: pd.DataFrame, prep: Any
@@ -321,7 +335,7 @@ def _evaluate(plans: list[tuple[int, np.ndarray, np.ndarray, Candidates]],
                "negative_labels": kwargs["negative_labels"]}
     batch: list[tuple[int, np.ndarray, np.ndarray, Candidates]] = []
     size = 0
-    for plan in plans + [None]:  # type: ignore[list-item]
+    for plan in [*plans, None]:
         if plan is not None:
             batch.append(plan)
             size += (len(plan[1]) + len(plan[2]) + len(judgments.get(plan[0], ()))

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.metrics.vocabulary.definition import Metric, parse_metric
 from harness.metrics.unjudged.judgment_interval import judgment_interval
+from harness.metrics.vocabulary.definition import Metric, parse_metric
 
 __all__ = ["judgment_tables", "markdown", "difference_bounds", "judged_distribution"]
 

@@ -9,11 +9,9 @@ an MLflow-safe key (``ndcg_at_10__gain_linear``). Display names parse back:
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
-
 
 import numpy as np
 
@@ -198,6 +196,11 @@ class Metric:
     max_label: float | None
     p: float
     at_recall: float
+    min_label: float
+    graded: bool
+    unjudged: str
+    unjudged_grade: float | None
+    no_nonrelevant: str
     mult: float
     weights: tuple[float, ...]
     collection_size: int
@@ -205,6 +208,8 @@ class Metric:
     recall_cutoff: str
     beta: float
     target: float
+    alpha: float
+    normalize: bool
     convention: str | None = field(compare=False, hash=False)
 
     def __init__(self, name: str, *, k: Any = _UNSET, convention: str | None = None,
@@ -351,7 +356,6 @@ def parse_metric(text: str, **options: Any) -> Metric:
     """
     if not isinstance(text, str):
         raise MetricDefinitionError(f"a metric name must be a string, got {text!r}")
-
     tool = parse_tool_name(text, lookup)  # trec_eval, ir_measures and ranx spellings
     if tool is not None:
         name, written = tool
@@ -360,8 +364,7 @@ def parse_metric(text: str, **options: Any) -> Metric:
     if not m or lookup(m.group(1)) is None:
         raise MetricDefinitionError(
             f"unknown metric {text!r}; known metrics: {', '.join(_known())} "
-            "(written like 'ndcg@10', 'P@5', 'map' or 'nDCG@10(gain=linear)')"
-        )
+            "(written like 'ndcg@10', 'P@5', 'map' or 'nDCG@10(gain=linear)')")
     name, k, opts_text = m.group(1), m.group(2), m.group(3)
     parsed: dict[str, Any] = _parse_options(opts_text, text) if opts_text else {}
     if k is not None:
@@ -378,8 +381,7 @@ def _parse_options(text: str, whole: str) -> dict[str, Any]:
         key, value = (s.strip() for s in part.split("=", 1))
         if key not in _OPTIONS:
             raise MetricDefinitionError(
-                f"in {whole!r}: unknown option {key!r}; options: {', '.join(_OPTIONS)}"
-            )
+                f"in {whole!r}: unknown option {key!r}; options: {', '.join(_OPTIONS)}")
         out[key] = _parse_value(key, value)
     return out
 
@@ -394,6 +396,4 @@ def _parse_value(key: str, value: str) -> Any:
 
 
 def _known() -> list[str]:
-    from harness.metrics.vocabulary.registry import measures
-
     return [m.name for m in measures()]

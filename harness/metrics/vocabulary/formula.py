@@ -113,14 +113,14 @@ class _Compiler:
         if isinstance(node, ast.Constant):
             if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
                 raise self.fail(f"the constant {node.value!r}")
-            value = float(node.value)
-            return lambda x: np.float64(value)
+            const = np.asarray(float(node.value))  # 0-d: Formula broadcasts it
+            return lambda x: const
         if isinstance(node, ast.Name):
             if node.id == self.variable:
                 return lambda x: x
             if node.id in _CONSTANTS:
-                value = _CONSTANTS[node.id]
-                return lambda x: np.float64(value)
+                named = np.asarray(_CONSTANTS[node.id])
+                return lambda x: named
             raise self.fail(f"the name {node.id!r}")
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             inner = self.visit(node.operand)

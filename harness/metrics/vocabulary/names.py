@@ -128,16 +128,21 @@ def _trec_eval(text: str, explicit: bool) -> Spec | None:
         why = "trec_eval prints it per query as text"
     if why is not None:
         raise _refuse("trec_eval", text, why)
+    assert fam.measure is not None  # refused just above otherwise
     return fam.measure, {**opts, **dict(fam.fixed), **col.options}
 
 
 # -- ir_measures --------------------------------------------------------------------------
 _IRM = re.compile(r"^([A-Za-z][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*(?:@\s*(\S+))?$", re.S)
-from harness.metrics.vocabulary.tool_names.ir_measures_names import IRM_CWL as _IRM_CWL  # noqa: E402
-from harness.metrics.vocabulary.tool_names.ir_measures_names import IRM_NAMES as _IRM_NAMES  # noqa: E402
-from harness.metrics.vocabulary.tool_names.ir_measures_names import (  # noqa: E402
-    IRM_NDEVAL as _IRM_NDEVAL, IRM_NO_CUTOFF as _IRM_NO_CUTOFF, IRM_OWN as _IRM_OWN,
-    IRM_PARAMS as _IRM_PARAMS, IRM_TREC as _IRM_TREC)
+from harness.metrics.vocabulary.tool_names.ir_measures_names import (
+    IRM_CWL as _IRM_CWL,
+    IRM_NAMES as _IRM_NAMES,
+    IRM_NDEVAL as _IRM_NDEVAL,
+    IRM_NO_CUTOFF as _IRM_NO_CUTOFF,
+    IRM_OWN as _IRM_OWN,
+    IRM_PARAMS as _IRM_PARAMS,
+    IRM_TREC as _IRM_TREC,
+)
 
 
 def _ir_measures(text: str, explicit: bool) -> Spec | None:
@@ -366,7 +371,9 @@ _PARSERS = {"trec_eval": _trec_eval, "trec_eval9": _trec_eval9, "ir_measures": _
 
 
 def split_top_level(text: str) -> list[str]:
-    parts, depth, quote, cur = [], 0, None, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth, quote = 0, None
     for ch in text:
         if quote:
             cur.append(ch)

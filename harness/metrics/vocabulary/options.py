@@ -20,10 +20,20 @@ from typing import Any, Final
 import numpy as np
 
 from harness.errors import FormulaError, MetricDefinitionError
-from harness.metrics.vocabulary.formula import (Formula, compile_formula, discount_formula,
-                                     gain_formula)
-from harness.metrics.vocabulary.number_options import (grade_check, levels_check, number_list, positive,
-                                             top_grade_check, weights_check)
+from harness.metrics.vocabulary.formula import (
+    Formula,
+    compile_formula,
+    discount_formula,
+    gain_formula,
+)
+from harness.metrics.vocabulary.number_options import (
+    grade_check,
+    levels_check,
+    number_list,
+    positive,
+    top_grade_check,
+    weights_check,
+)
 
 __all__ = ["OPTIONS", "Option", "TIE_MODES", "IDEAL_MODES", "EMPTY_POLICIES", "EMPTY_WEIGHTS",
            "RECALL_CUTOFFS",

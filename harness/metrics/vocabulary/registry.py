@@ -109,7 +109,7 @@ def _builtins() -> None:
     _loaded = True
     import sys
 
-    import harness.metrics.measures  # noqa: F401  (its modules declare the built-ins)
+    import harness.metrics.measures  # noqa: F401 - its modules declare the built-ins
 
     def family(declared: tuple[str, Measure]) -> int:  # its module's place in the table
         return int(getattr(sys.modules.get(declared[0]), "TABLE_ORDER", 1_000))

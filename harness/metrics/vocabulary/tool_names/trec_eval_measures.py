@@ -189,6 +189,7 @@ def expand(name: str, params: str | None) -> list[Column]:
     text = f"{name}.{params}" if params is not None else name
     items = params.split(",") if params is not None else None
     if fam.kind == LONG_CUTS:
+        assert fam.option is not None  # a family with parameters names the option they set
         cuts = sorted(_atol(i) for i in items) if items else list(fam.defaults)
         if cuts[0] <= 0:
             raise _refuse(text, "cut-offs must be positive")
@@ -196,12 +197,14 @@ def expand(name: str, params: str | None) -> list[Column]:
             raise _refuse(text, "duplicate cut-offs")
         return [Column(f"{name}_{k}", fam, {fam.option: k}) for k in cuts]
     if fam.kind == DOUBLE_CUTS:
+        assert fam.option is not None
         cuts = sorted(_number(text, i) for i in items) if items else list(fam.defaults)
         if len(set(cuts)) != len(cuts):
             raise _refuse(text, "duplicate cut-offs")
         return [Column(f"{name}_{c:3.2f}", fam, {fam.option: c}) for c in cuts]
     printed = f"{name}_{params}" if params is not None else name
     if fam.kind == DOUBLE_PARAMS or (fam.kind == OWN and fam.option):
+        assert fam.option is not None
         values = tuple(_number(text, i) for i in items) if items else fam.defaults
         if fam.option in ("beta",):
             return [Column(printed, fam, {fam.option: values[0]})]
