@@ -125,9 +125,9 @@ def log_study(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
               ) -> dict[str, str]:
     """Build the study's runs, save them as a pending log plan, remove ``on_saved`` (the
     job's ``INCOMPLETE`` mark: a job stopped at any point is either incomplete or has its
-    plan), send it (through ``worker`` when given; in process when it is None or gone). Raises TrackingUnavailable when the
-    tracking store cannot be reached (the results stay on disk and the plan stays
-    pending)."""
+    plan), send it (through ``worker`` when given; in process when it is None or gone).
+    Raises TrackingUnavailable when the tracking store cannot be reached (the results stay
+    on disk and the plan stays pending)."""
     marker = project_path(plan.tracking.pending_dir) / (
         f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{out.name}.json")
     try:

@@ -313,8 +313,3 @@ def train_ltr(spec: Any, ds: Dataset) -> tuple[pd.DataFrame, Trained, Grouped]:
         "trainer.seconds": f"{seconds:.3f}", "trainer.best_iteration":
         str(trained.best_iteration), "trainer.valid_queries": str(len(valid.sizes))}
     return run, trained, valid
-
-
-def ltr(spec: Any, ds: Dataset) -> pd.DataFrame:
-    """The registry's entry for the three kinds: the test split's run."""
-    return train_ltr(spec, ds)[0]
