@@ -4,7 +4,8 @@ least and greatest value over every labeling of the unjudged documents any ranke
 the rankers' retrieved documents as its pool: one set of labelings for every ranker),
 whether both bounds are exact, and the query's Judged@10; written to
 ``judgments/<ranker>.parquet`` (long format, :data:`COLUMNS`) and summarised in
-``judgments.csv``; and per compared pair of rankers, whether the sign of the mean difference holds over every labeling."""
+``judgments.csv``; and per compared pair of rankers, whether the sign of the mean
+difference holds over every labeling."""
 
 from __future__ import annotations
 
