@@ -139,7 +139,8 @@ def test_the_targets_are_printed_with_their_figures(bench: tuple[str, Path]) -> 
             r": (MET|NOT MET) \((\S+) s / \(2 x (\S+) s\) = (\S+)\)", line).groups()
         assert math.isclose(float(ratio), float(t_big) / (2 * float(t_small)), rel_tol=0.02,
                             abs_tol=0.006)
-        assert (verdict == "MET") == (float(ratio) <= 1.1)
+        if abs(float(ratio) - 1.1) > 0.005:  # the verdict reads the ratio before it is
+            assert (verdict == "MET") == (float(ratio) <= 1.1)  # printed to 2 decimals
     line = next(x for x in out.splitlines()
                 if x.startswith("target: memory, int ids, nDCG@10: 20k peak RSS <= input + 2 "
                                 "GB: "))
