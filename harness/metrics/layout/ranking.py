@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from harness.arrow_arrays import arrow, numbers
 from harness.metrics.layout.quicksort_ties import RULES as QUICKSORT_RULES, quicksort_ties_perm
 from harness.metrics.layout.segments import segment_argsort, segment_sort
 
@@ -313,7 +314,7 @@ def take_docids(docid: Any, rows: np.ndarray) -> Any:
     import pyarrow as pa
 
     if isinstance(docid, (pa.Array, pa.ChunkedArray)):
-        return docid.take(pa.array(rows))
+        return docid.take(arrow(rows))
     import pandas as pd
 
     taken = docid.take(rows)
@@ -330,10 +331,10 @@ def docid_order(group: np.ndarray, docids: Any, *, descending: bool = True) -> n
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    table = pa.table({"group": group, "docid": docids})
+    table = pa.table({"group": arrow(group), "docid": docids})
     direction = "descending" if descending else "ascending"
-    return pc.sort_indices(table, sort_keys=[("group", "ascending"),
-                                             ("docid", direction)]).to_numpy()
+    return numbers(pc.sort_indices(table, sort_keys=[("group", "ascending"),
+                                                     ("docid", direction)]))
 
 
 def trec_order_rows(qcode: np.ndarray, score: np.ndarray, docid: Any) -> np.ndarray:

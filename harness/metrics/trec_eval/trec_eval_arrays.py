@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from harness.arrow_arrays import arrow, nonzero, numbers, strings
 from harness.metrics.layout import background
 from harness.metrics.layout.prepared import Prepared
 from harness.metrics.layout.ranking import take_docids, trec_order_rows
@@ -53,8 +54,7 @@ def chunks_of(column: Any) -> list[Any]:
 def _as_arrow(column: Any) -> Any:
     import pyarrow as pa
 
-    return column if isinstance(column, (pa.Array, pa.ChunkedArray)) else pa.array(
-        column, type=pa.string())
+    return column if isinstance(column, (pa.Array, pa.ChunkedArray)) else strings(column)
 
 
 def _codes(a: Any, b: Any, *, sort: bool) -> tuple[np.ndarray, np.ndarray, list[str], int]:
@@ -76,17 +76,17 @@ def _codes(a: Any, b: Any, *, sort: bool) -> tuple[np.ndarray, np.ndarray, list[
         (a, ra), (b, rb) = _runs(a), _runs(b)
     parts = [*chunks_of(a), *chunks_of(b)]
     encoded = pa.chunked_array(parts, type=pa.string()).dictionary_encode()  # one dictionary
-    codes = np.concatenate([np.zeros(0, np.int64)] + [c.indices.to_numpy() for c in
+    codes = np.concatenate([np.zeros(0, np.int64)] + [numbers(c.indices) for c in
                                                        encoded.chunks]).astype(np.int64)
-    dictionary = encoded.chunks[0].dictionary if encoded.num_chunks else pa.array(
-        [], pa.string())
+    dictionary = encoded.chunks[0].dictionary if encoded.num_chunks else strings([])
     in_order: list[str] = []
     if sort:
-        order = pc.sort_indices(dictionary).to_numpy()
+        sorted_at = pc.sort_indices(dictionary)
+        order = numbers(sorted_at)
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
         codes = rank[codes]
-        in_order = dictionary.take(pa.array(order)).to_pylist()
+        in_order = dictionary.take(sorted_at).to_pylist()
     ca, cb = codes[:len(a)], codes[len(a):]
     if sort:
         ca, cb = np.repeat(ca, ra), np.repeat(cb, rb)
@@ -96,15 +96,14 @@ def _codes(a: Any, b: Any, *, sort: bool) -> tuple[np.ndarray, np.ndarray, list[
 def _runs(column: Any) -> tuple[Any, np.ndarray]:
     """The first value of each run of equal values of an Arrow string array, and the runs'
     lengths (one vectorised comparison of neighbours)."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     n = len(column)
     if n < 2:
         return column, np.ones(n, dtype=np.int64)
     change = pc.not_equal(column.slice(1), column.slice(0, n - 1))
-    starts = np.flatnonzero(np.concatenate(([True], change.to_numpy(zero_copy_only=False))))
-    return column.take(pa.array(starts)), np.diff(np.append(starts, n))
+    starts = np.concatenate(([0], nonzero(change) + 1))
+    return column.take(arrow(starts)), np.diff(np.append(starts, n))
 
 
 def _has_repeats(keys: np.ndarray) -> bool:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from harness.arrow_arrays import arrow, numbers, strings
 from harness.metrics.trec_eval.trec_eval_arrays import QID, chunks_of, evaluate_arrays
 from harness.metrics.trec_eval.trec_eval_compute import Evaluation, finish, plan_lines
 
@@ -43,7 +44,7 @@ def _qid_codes(cols: Columns) -> tuple[np.ndarray, list[str]]:
         chunks = chunks_of(encoded)
         if not chunks:
             return np.zeros(0, np.int64), []
-        return (np.concatenate([c.indices.to_numpy() for c in chunks]),
+        return (np.concatenate([numbers(c.indices) for c in chunks]),
                 chunks[0].dictionary.to_pylist())
     index: dict[str, int] = {}
     codes = np.fromiter((index.setdefault(q, len(index)) for q in column), np.int64,
@@ -148,7 +149,7 @@ def _rows(cols: Columns, ranges: list[tuple[int, int]]) -> Columns:
 
             parts = [c for a, b in ranges if b > a for c in chunks_of(column.slice(a, b - a))]
             # one contiguous array: Arrow's kernels are slow on thousands of small chunks
-            text[i] = pa.concat_arrays(parts) if parts else pa.array([], pa.string())
+            text[i] = pa.concat_arrays(parts) if parts else strings([])
         else:
             text[i] = [v for a, b in ranges for v in column[a:b]]
     number = np.concatenate([np.zeros(0)] + [cols.number[a:b] for a, b in ranges])
@@ -160,13 +161,11 @@ def _judged(qrels: Columns, names: list[str], ranges: dict[str, list[tuple[int, 
     """The judgments of the queries ``names``, their query id column rebuilt."""
     spans = [(q, a, b) for q in names for a, b in ranges[q]]
     sub = _rows(qrels, [(a, b) for _, a, b in spans])
-    ids = [q for q, a, b in spans for _ in range(b - a)]
-    if sub.arrow:
-        import pyarrow as pa
-
-        sub.text[QID] = pa.array(ids, pa.string())
+    if sub.arrow:  # each span's id, repeated by Arrow
+        each = np.repeat(np.arange(len(spans)), [b - a for _, a, b in spans])
+        sub.text[QID] = strings([q for q, _, _ in spans]).take(arrow(each))
     else:
-        sub.text[QID] = ids
+        sub.text[QID] = [q for q, a, b in spans for _ in range(b - a)]
     return sub
 
 

@@ -1,0 +1,47 @@
+"""numpy to and from Arrow through buffers (:mod:`harness.arrow_arrays`) gives what
+pyarrow's own conversions give, chunks, slices and offsets included."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from harness.arrow_arrays import arrow, nonzero, numbers, strings
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "float64", "float32"])
+def test_numbers_equal_pyarrows_conversion_across_chunks_and_slices(dtype: str) -> None:
+    rng = np.random.default_rng(3)
+    parts = [pa.array((rng.random(n) * 100).astype(dtype)) for n in (5, 0, 17)]
+    column = pa.chunked_array(parts).slice(3, 15)  # a slice starts inside the first chunk
+    got = numbers(column)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, column.to_numpy())
+    np.testing.assert_array_equal(numbers(parts[2].slice(4, 6)), parts[2].to_numpy()[4:10])
+    assert len(numbers(pa.chunked_array([], pa.from_numpy_dtype(np.dtype(dtype))))) == 0
+
+
+def test_numbers_refuses_nulls() -> None:
+    with pytest.raises(ValueError, match="nulls"):
+        numbers(pa.array([1.0, None]))
+
+
+def test_arrow_round_trips_and_refuses_what_it_cannot_hold() -> None:
+    values = np.arange(10, dtype=np.int64)[::3]  # not contiguous: copied
+    out = arrow(values)
+    assert out.type == pa.int64() and out.to_pylist() == [0, 3, 6, 9]
+    assert arrow(np.array([0.5, -1.0])).to_pylist() == [0.5, -1.0]
+    with pytest.raises(ValueError, match="1-d array of numbers"):
+        arrow(np.array(["a"]))
+
+
+def test_strings_and_nonzero_equal_pyarrows() -> None:
+    values = ["clueweb09-en0000-00-00000", "", "é—日本", "q1"]
+    got = strings(values)
+    assert got.type == pa.string() and got.equals(pa.array(values, pa.string()))
+    assert strings([]).to_pylist() == []
+    flags = pc.not_equal(got, pa.array(["clueweb09-en0000-00-00000", "x", "é—日本", "q"]))
+    np.testing.assert_array_equal(nonzero(flags), np.flatnonzero(flags.to_numpy(
+        zero_copy_only=False)))
