@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["numbers", "arrow", "strings", "nonzero"]
+__all__ = ["numbers", "arrow", "strings", "nonzero", "padded_words"]
 
 _FLOATS = {"double": "float64", "float": "float32", "halffloat": "float16"}
 
@@ -63,3 +63,38 @@ def nonzero(flags: Any) -> np.ndarray:
     import pyarrow.compute as pc
 
     return numbers(pc.indices_nonzero(flags)).astype(np.int64, copy=False)
+
+
+def padded_words(column: Any, width: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Each string of an Arrow string array (or chunked array) without nulls as its UTF-8
+    bytes, zero-padded to a whole number of 8-byte words (at least ``width`` bytes), one
+    row of uint64 words per string; and the strings' lengths in bytes. Equal strings give
+    equal rows and lengths; so do only equal strings."""
+    import pyarrow as pa
+
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    parts = []
+    for chunk in chunks:
+        if chunk.null_count:
+            raise ValueError("padded_words: the column has nulls")
+        if len(chunk):
+            kind = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+            buffers = chunk.buffers()
+            offsets = np.frombuffer(buffers[1], kind, len(chunk) + 1,
+                                    chunk.offset * np.dtype(kind).itemsize)
+            parts.append((offsets, np.frombuffer(buffers[2], np.uint8)))
+    lengths = np.concatenate([np.zeros(0, np.int64)] + [np.diff(o) for o, _ in parts])
+    size = -(-max(int(lengths.max(initial=0)), width, 1) // 8) * 8
+    out = np.zeros((len(lengths), size), np.uint8)
+    row = 0
+    for offsets, data in parts:
+        n, first, last = len(offsets) - 1, int(offsets[0]), int(offsets[-1])
+        each = np.diff(offsets)
+        if (each == each[0]).all():  # ids of one length: the bytes as they lie
+            out[row:row + n, :each[0]] = data[first:last].reshape(n, int(each[0]))
+        else:  # each byte to its row's next free place
+            starts = np.arange(row, row + n, dtype=np.int64) * size - offsets[:-1]
+            out.reshape(-1)[np.repeat(starts, each) + np.arange(first, last)] = \
+                data[first:last]
+        row += n
+    return out.view(np.uint64), lengths

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from harness.arrow_arrays import arrow, nonzero, numbers, strings
+from harness.arrow_arrays import arrow, nonzero, numbers, padded_words, strings
 
 
 @pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "float64", "float32"])
@@ -45,3 +45,19 @@ def test_strings_and_nonzero_equal_pyarrows() -> None:
     flags = pc.not_equal(got, pa.array(["clueweb09-en0000-00-00000", "x", "é—日本", "q"]))
     np.testing.assert_array_equal(nonzero(flags), np.flatnonzero(flags.to_numpy(
         zero_copy_only=False)))
+
+
+def test_padded_words_are_equal_exactly_for_equal_strings() -> None:
+    values = ["doc-0001", "doc-0001\x00", "", "é", "clueweb09-en0000-00-00000", "doc-0001"]
+    column = pa.chunked_array([pa.array(values[:2]), pa.array(values[2:], pa.large_string()
+                                                               ).cast(pa.string()).slice(0)])
+    words, lengths = padded_words(column, 40)
+    assert words.dtype == np.uint64 and words.shape == (6, 5)
+    assert lengths.tolist() == [len(v.encode()) for v in values]
+    for i, a in enumerate(values):  # the bytes, back from the words
+        assert words[i].view(np.uint8)[:lengths[i]].tobytes() == a.encode()
+        for j, b in enumerate(values):
+            assert ((words[i] == words[j]).all() and lengths[i] == lengths[j]) == (a == b)
+    fixed, n = padded_words(pa.array(["abc", "abd"]).slice(1))  # one length, a slice
+    assert fixed.shape == (1, 1) and n.tolist() == [3]
+    assert fixed[0].view(np.uint8)[:3].tobytes() == b"abd"

@@ -78,6 +78,31 @@ def test_the_quick_path_prints_what_the_dataframe_path_prints(
     assert arrow == frames
 
 
+COLLIDING = {  # keys for the (query, docid) pairs read by Arrow that are not one per pair
+    "alike within a query": lambda q, words, lengths: q.astype(np.uint64) * 1000 + lengths,
+    "matching other pairs": lambda q, words, lengths: np.arange(len(q), dtype=np.uint64),
+}
+
+
+@pytest.mark.parametrize("keys", COLLIDING)
+def test_keys_alike_for_unequal_pairs_send_the_run_to_the_dataframe_path(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        keys: str) -> None:
+    """Files read by Arrow join the run to the qrels on a 64-bit hash of the pair: a
+    repeat of a key, or a match of pairs that are not the same, takes the exact path."""
+    qrels, run = _files(tmp_path, 6)
+    argv = ["-q", "-c", "-m", "all_trec", str(qrels), str(run)]
+    monkeypatch.setattr(trec_arrays, "_split_in_python", lambda path: False)
+    expected = _printed(capsys, argv)
+    quick = []
+    real = arrays.evaluate_arrays
+    monkeypatch.setattr(arrays, "evaluate_arrays",
+                        lambda *a, **k: quick.append(real(*a, **k)) or quick[-1])
+    monkeypatch.setattr(arrays, "_hashed", COLLIDING[keys])
+    assert _printed(capsys, argv) == expected and expected[0] == 0
+    assert quick == [None]  # the quick path declined; the DataFrame path printed
+
+
 @pytest.mark.parametrize("flags", [["-q"], ["-q", "-c", "-M", "5"], ["-c", "--compat", "9"],
                                    ["-q", "-l", "2", "-N", "50"]], ids=" ".join)
 def test_a_run_read_block_by_block_prints_what_the_whole_run_prints(

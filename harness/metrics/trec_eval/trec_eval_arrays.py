@@ -13,11 +13,12 @@ that path must judge (a document twice in a run or in the qrels): it names the l
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.arrow_arrays import arrow, nonzero, numbers, strings
+from harness.arrow_arrays import arrow, nonzero, numbers, padded_words, strings
 from harness.metrics.layout import background
 from harness.metrics.layout.prepared import Prepared
 from harness.metrics.layout.ranking import take_docids, trec_order_rows
@@ -124,11 +125,10 @@ def evaluate_arrays(run: Columns, qrels: Columns, columns: list[Column], *, leve
     (:mod:`harness.metrics.trec_eval.trec_eval_blocks`); ``keep_arrays``: per-query values as
     arrays, not lists."""
     rq, jq, qvalues, n_q = _codes(run.text[QID], qrels.qid_column(), sort=True)
-    rd, jd, _, n_d = _codes(run.text[DOCID], qrels.text[DOCID], sort=False)
-    if n_q * max(n_d, 1) >= 1 << 62:
+    keys = _pair_keys(rq, jq, run.text[DOCID], qrels.text[DOCID])
+    if keys is None:
         return None
-    jkey = jq * n_d + jd
-    rkey = rq * n_d + rd
+    rkey, jkey, same = keys
     repeats = background.start_value(lambda: _has_repeats(rkey), len(rkey))
     jorder = np.argsort(jkey, kind="stable")
     sorted_j = jkey[jorder]
@@ -177,7 +177,9 @@ def evaluate_arrays(run: Columns, qrels: Columns, columns: list[Column], *, leve
 
     if len(row):
         prep.rank_early(ranking_plan(metrics).whole(prep.mean_length))  # other core, meanwhile
-    judgment = _join(prep, rkey[row], sorted_j, jorder, jlabel)
+    judgment = _join(prep, rkey[row], sorted_j, jorder, jlabel, row, same)
+    if judgment is None:
+        return None  # two (query, docid) keys alike that are not: the DataFrame path
     if repeats.result():
         return None  # a document twice in the run: the DataFrame path names it
     values, _ = measure_columns(prep, metrics) if metrics and nq else ({}, {})
@@ -225,14 +227,18 @@ def _relstrings(prep: Prepared, judgment: np.ndarray, convention: str, length: i
 
 
 def _join(prep: Prepared, rkey: np.ndarray, sorted_j: np.ndarray, jorder: np.ndarray,
-          jlabel: np.ndarray) -> np.ndarray:
+          jlabel: np.ndarray, rows: np.ndarray, same: Same | None) -> np.ndarray | None:
     """Each grouped row's label (0 where unjudged), whether it is judged and whether its
     judgment is negative, written in place (the early rankings share these arrays); and
-    each row's judgment as given (NaN: none)."""
+    each row's judgment as given (NaN: none). ``rows``: the grouped rows' run rows, for
+    ``same`` to confirm that a key's match is the same (query, docid); None when it is
+    not one."""
     if not len(rkey):
         return np.zeros(0)
     pos = np.minimum(np.searchsorted(sorted_j, rkey), max(len(sorted_j) - 1, 0))
     hit = sorted_j[pos] == rkey if len(sorted_j) else np.zeros(len(rkey), dtype=bool)
+    if same is not None and hit.any() and not same(rows[hit], jorder[pos[hit]]):
+        return None
     label = jlabel[jorder[pos]] if len(sorted_j) else np.zeros(len(rkey))
     good = hit & (label >= 0)
     prep.label[:] = np.where(good, label, 0.0)
@@ -241,3 +247,50 @@ def _join(prep: Prepared, rkey: np.ndarray, sorted_j: np.ndarray, jorder: np.nda
     if prep.negative is not None:
         prep.negative[:] = hit & (label < 0)
     return np.where(hit, label, np.nan)
+
+
+#: Whether run rows and qrels rows, pairwise, hold the same (query, docid).
+Same = Callable[[np.ndarray, np.ndarray], bool]
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(31))
+
+
+def _pair_keys(rq: np.ndarray, jq: np.ndarray, run_doc: Any, judged_doc: Any
+               ) -> tuple[np.ndarray, np.ndarray, Same | None] | None:
+    """One integer key per (query, docid) of the run and of the qrels, equal for equal
+    pairs. Lists of str (small files): the docids coded by a dict, keys exact. Arrow
+    columns: a 64-bit hash of the query's code and the docid's bytes (one numpy pass per
+    8 bytes of the longest docid, about three times quicker than Arrow's dictionary on a
+    million distinct docids), with the check ``same`` of the pairs a key matches (a
+    match of unequal pairs, or a repeat, sends the run to the DataFrame path). None when
+    the exact keys would overflow."""
+    if isinstance(run_doc, list) and isinstance(judged_doc, list):
+        rd, jd, _, n_d = _codes(run_doc, judged_doc, sort=False)
+        if len(rq) and len(jq) and int(max(rq.max(), jq.max()) + 1) * max(n_d, 1) >= 1 << 62:
+            return None
+        return rq * n_d + rd, jq * n_d + jd, None
+    width = max(_longest(run_doc), _longest(judged_doc))
+    rw, rn = padded_words(_as_arrow(run_doc), width)
+    jw, jn = padded_words(_as_arrow(judged_doc), width)
+
+    def same(r: np.ndarray, j: np.ndarray) -> bool:
+        return bool((rq[r] == jq[j]).all() and (rn[r] == jn[j]).all()
+                    and (rw[r] == jw[j]).all())
+    return _hashed(rq, rw, rn), _hashed(jq, jw, jn), same
+
+
+def _longest(column: Any) -> int:
+    import pyarrow.compute as pc
+
+    lengths = pc.binary_length(_as_arrow(column))
+    return int(pc.max(lengths).as_py() or 0) if len(lengths) else 0
+
+
+def _hashed(q: np.ndarray, words: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """A 64-bit hash per row of the query code, the docid's length and its words."""
+    mul, mul2, shift = _MIX
+    with np.errstate(over="ignore"):
+        h = (q.astype(np.uint64) * mul) ^ lengths.astype(np.uint64)
+        for j in range(words.shape[1]):
+            h = (h ^ words[:, j]) * mul2
+            h ^= h >> shift
+    return h
