@@ -73,7 +73,7 @@ def padded_words(column: Any, width: int = 0) -> tuple[np.ndarray, np.ndarray]:
     import pyarrow as pa
 
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    parts = []
+    parts: list[tuple[np.ndarray, np.ndarray]] = []
     for chunk in chunks:
         if chunk.null_count:
             raise ValueError("padded_words: the column has nulls")
@@ -93,7 +93,8 @@ def padded_words(column: Any, width: int = 0) -> tuple[np.ndarray, np.ndarray]:
         if (each == each[0]).all():  # ids of one length: the bytes as they lie
             out[row:row + n, :each[0]] = data[first:last].reshape(n, int(each[0]))
         else:  # each byte to its row's next free place
-            starts = np.arange(row, row + n, dtype=np.int64) * size - offsets[:-1]
+            starts = np.arange(row, row + n, dtype=np.int64) * size - offsets[:-1].astype(
+                np.int64)
             out.reshape(-1)[np.repeat(starts, each) + np.arange(first, last)] = \
                 data[first:last]
         row += n
