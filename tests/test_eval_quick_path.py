@@ -79,8 +79,10 @@ def test_the_quick_path_prints_what_the_dataframe_path_prints(
 
 
 COLLIDING = {  # keys for the (query, docid) pairs read by Arrow that are not one per pair
-    "alike within a query": lambda q, words, lengths: q.astype(np.uint64) * 1000 + lengths,
-    "matching other pairs": lambda q, words, lengths: np.arange(len(q), dtype=np.uint64),
+    "alike within a query": lambda q, words, lengths: (q.astype(np.uint64) * 1000 + lengths.astype(
+        np.uint64)) << np.uint64(40),
+    "matching other pairs": lambda q, words, lengths: np.arange(len(q), dtype=np.uint64)
+    << np.uint64(40),
 }
 
 

@@ -14,6 +14,7 @@ that path must judge (a document twice in a run or in the qrels): it names the l
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -177,11 +178,11 @@ def evaluate_arrays(run: Columns, qrels: Columns, columns: list[Column], *, leve
 
     if len(row):
         prep.rank_early(ranking_plan(metrics).whole(prep.mean_length))  # other core, meanwhile
-    judgment = _join(prep, rkey[row], sorted_j, jorder, jlabel, row, same)
-    if judgment is None:
-        return None  # two (query, docid) keys alike that are not: the DataFrame path
+    judgment, matched = _join(prep, rkey[row], sorted_j, jorder, jlabel, row, same)
     if repeats.result():
         return None  # a document twice in the run: the DataFrame path names it
+    if not matched.result():
+        return None  # two (query, docid) keys alike that are not: the DataFrame path
     values, _ = measure_columns(prep, metrics) if metrics and nq else ({}, {})
     if complete and convention == "trec_eval9":  # 9.x averages them in, prints none
         ev.unprinted = [qvalues[i] for i in np.flatnonzero(chosen & ~in_run)]
@@ -227,18 +228,19 @@ def _relstrings(prep: Prepared, judgment: np.ndarray, convention: str, length: i
 
 
 def _join(prep: Prepared, rkey: np.ndarray, sorted_j: np.ndarray, jorder: np.ndarray,
-          jlabel: np.ndarray, rows: np.ndarray, same: Same | None) -> np.ndarray | None:
+          jlabel: np.ndarray, rows: np.ndarray, same: Same | None
+          ) -> tuple[np.ndarray, Future[bool]]:
     """Each grouped row's label (0 where unjudged), whether it is judged and whether its
-    judgment is negative, written in place (the early rankings share these arrays); and
-    each row's judgment as given (NaN: none). ``rows``: the grouped rows' run rows, for
-    ``same`` to confirm that a key's match is the same (query, docid); None when it is
-    not one."""
+    judgment is negative, written in place (the early rankings share these arrays); each
+    row's judgment as given (NaN: none); and whether every match of keys is a match of
+    (query, docid): ``same`` checks it (on the other core) for the grouped rows' run rows
+    ``rows``."""
     if not len(rkey):
-        return np.zeros(0)
+        return np.zeros(0), background.start_value(lambda: True, 0)
     pos = np.minimum(np.searchsorted(sorted_j, rkey), max(len(sorted_j) - 1, 0))
     hit = sorted_j[pos] == rkey if len(sorted_j) else np.zeros(len(rkey), dtype=bool)
-    if same is not None and hit.any() and not same(rows[hit], jorder[pos[hit]]):
-        return None
+    matched = background.start_value(
+        lambda: same is None or same(rows[hit], jorder[pos[hit]]), len(rkey))
     label = jlabel[jorder[pos]] if len(sorted_j) else np.zeros(len(rkey))
     good = hit & (label >= 0)
     prep.label[:] = np.where(good, label, 0.0)
@@ -246,7 +248,7 @@ def _join(prep: Prepared, rkey: np.ndarray, sorted_j: np.ndarray, jorder: np.nda
     prep.judged[:] = good
     if prep.negative is not None:
         prep.negative[:] = hit & (label < 0)
-    return np.where(hit, label, np.nan)
+    return np.where(hit, label, np.nan), matched
 
 
 #: Whether run rows and qrels rows, pairwise, hold the same (query, docid).
@@ -275,7 +277,15 @@ def _pair_keys(rq: np.ndarray, jq: np.ndarray, run_doc: Any, judged_doc: Any
     def same(r: np.ndarray, j: np.ndarray) -> bool:
         return bool((rq[r] == jq[j]).all() and (rn[r] == jn[j]).all()
                     and (rw[r] == jw[j]).all())
-    return _hashed(rq, rw, rn), _hashed(jq, jw, jn), same
+    # the query code in the high bits: a query's keys lie together, so the search of a
+    # run's keys (grouped by query) among the qrels' stays in the cache
+    top = int(max(rq.max(initial=0), jq.max(initial=0)))
+    shift = np.uint64(64 - max(top.bit_length(), 1))
+    if shift < 24:
+        return None  # over 2**40 queries: the hash would keep too few bits
+    return ((rq.astype(np.uint64) << shift) | (_hashed(rq, rw, rn) >> (np.uint64(64) - shift)),
+            (jq.astype(np.uint64) << shift) | (_hashed(jq, jw, jn) >> (np.uint64(64) - shift)),
+            same)
 
 
 def _longest(column: Any) -> int:
