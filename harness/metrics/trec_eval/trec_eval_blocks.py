@@ -141,7 +141,9 @@ def _query_ranges(qrels: Columns) -> dict[str, list[tuple[int, int]]]:
 
 
 def _rows(cols: Columns, ranges: list[tuple[int, int]]) -> Columns:
-    """The rows of ``ranges`` of ``cols``: slices of its columns (no copy of Arrow's)."""
+    """The rows of ``ranges`` of ``cols``: slices of its columns (no copy of Arrow's);
+    ranges that follow one another are taken as one."""
+    ranges = _coalesced(ranges)
     text = {}
     for i, column in cols.text.items():
         if cols.arrow:
@@ -156,10 +158,21 @@ def _rows(cols: Columns, ranges: list[tuple[int, int]]) -> Columns:
     return type(cols)(text, number, cols.arrow, cols.runid)
 
 
+def _coalesced(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for a, b in ranges:
+        if out and out[-1][1] == a:
+            out[-1] = (out[-1][0], b)
+        elif b > a:
+            out.append((a, b))
+    return out
+
+
 def _judged(qrels: Columns, names: list[str], ranges: dict[str, list[tuple[int, int]]]
             ) -> Columns:
-    """The judgments of the queries ``names``, their query id column rebuilt."""
-    spans = [(q, a, b) for q in names for a, b in ranges[q]]
+    """The judgments of the queries ``names``, in the qrels' order (a block's queries
+    usually lie together there: one slice), their query id column rebuilt."""
+    spans = sorted(((q, a, b) for q in names for a, b in ranges[q]), key=lambda s: s[1])
     sub = _rows(qrels, [(a, b) for _, a, b in spans])
     if sub.arrow:  # each span's id, repeated by Arrow
         each = np.repeat(np.arange(len(spans)), [b - a for _, a, b in spans])
