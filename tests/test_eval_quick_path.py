@@ -179,3 +179,22 @@ def test_harness_eval_on_plain_files_imports_no_pandas(tmp_path: Path, how: str)
                             str(qrels), str(run)], capture_output=True, text=True,
                            timeout=120)
     assert res.stdout == whole.stdout  # the same lines, whichever way the files were read
+
+
+@pytest.mark.parametrize("run", ["org_manual_bm25", "org_manual_ance"])
+def test_cast_read_by_arrow_prints_trec_eval_10s_lines(
+        shared_data: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        run: str) -> None:
+    """CAsT 2021's docids (``MARCO_...``, ``KILT_...``, ``WAPO_...``) differ in length: the
+    join on their padded bytes, read by Arrow, against trec_eval 10.0's ``-q`` output."""
+    cast = shared_data / "trec_cast_2021"
+    monkeypatch.setattr(trec_arrays, "SMALL_FILE", 0)
+    quick = []
+    real = arrays.evaluate_arrays
+    monkeypatch.setattr(arrays, "evaluate_arrays",
+                        lambda *a, **k: quick.append(real(*a, **k)) or quick[-1])
+    code, out, _ = _printed(capsys, ["-q", "-m", "all_trec",
+                                     str(cast / "trec-cast-qrels-docs.2021.qrel"),
+                                     str(cast / f"{run}.run")])
+    assert code == 0 and out == (cast / f"expected.{run}.all_trec.q.txt").read_text()
+    assert len(quick) == 1 and quick[0] is not None  # the quick path printed them
