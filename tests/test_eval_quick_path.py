@@ -105,14 +105,22 @@ def test_keys_alike_for_unequal_pairs_send_the_run_to_the_dataframe_path(
     assert quick == [None]  # the quick path declined; the DataFrame path printed
 
 
+WAYS = {  # a run over STREAM_FROM in bounded memory, one over PARALLEL_FROM in parts
+    "streamed": {"STREAM_FROM": 0, "BLOCK": 1500},
+    "parts": {"PARALLEL_FROM": 0, "PART": 1500},
+}
+
+
+@pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("flags", [["-q"], ["-q", "-c", "-M", "5"], ["-c", "--compat", "9"],
                                    ["-q", "-l", "2", "-N", "50"]], ids=" ".join)
 def test_a_run_read_block_by_block_prints_what_the_whole_run_prints(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-        flags: list[str]) -> None:
-    """Large runs are evaluated a block of lines at a time (memory follows the block):
-    here blocks of 1,500 bytes, so queries straddle blocks. A run not grouped by query
-    (the seeded one) is read whole instead, with the same output."""
+        flags: list[str], way: str) -> None:
+    """Large runs are evaluated a block of lines at a time, two blocks at once on threads
+    (memory follows the blocks): here blocks of 1,500 bytes, so queries straddle blocks. A
+    run not grouped by query (the seeded one) is read whole instead, with the same
+    output."""
     import harness.commands.eval as command
     import harness.metrics.trec_eval.trec_eval_blocks as blocks
 
@@ -127,8 +135,8 @@ def test_a_run_read_block_by_block_prints_what_the_whole_run_prints(
     real = blocks.evaluate_blocks
     monkeypatch.setattr(blocks, "evaluate_blocks",
                         lambda *a, **k: calls.append(r := real(*a, **k)) or r)
-    monkeypatch.setattr(command, "STREAM_FROM", 0)
-    monkeypatch.setattr(command, "BLOCK", 1500)
+    for name, value in WAYS[way].items():
+        monkeypatch.setattr(command, name, value)
     for run in (grouped, shuffled):
         assert _printed(capsys, ["-m", "all_trec", *flags, str(qrels), str(run)]) == whole[run]
     assert calls[0] is not None and calls[1] is None  # grouped: in blocks; shuffled: whole

@@ -208,9 +208,10 @@ def blocks(path: str | Path, block: int, n_fields: int, number: int, keep: tuple
             yield cols
 
 
-def run_blocks(path: str | Path, block: int) -> Iterator[Columns | None]:
+def run_blocks(path: str | Path, block: int, chunk: int = STREAM_CHUNK
+               ) -> Iterator[Columns | None]:
     """A run's qid, docno and score columns, block by block (:func:`blocks`)."""
-    return blocks(path, block, 6, 4, (0, 2, 4), STREAM_CHUNK)
+    return blocks(path, block, 6, 4, (0, 2, 4), chunk)
 
 
 def _last_field(data: bytes, sep: bytes, i: int) -> str:
