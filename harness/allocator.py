@@ -22,14 +22,15 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["BOUNDED_MMAP", "MMAP_THRESHOLD", "TRIM_THRESHOLD", "bounded_memory", "tune_allocator",
-           "tuned"]
+__all__ = ["BOUNDED_MMAP", "MMAP_THRESHOLD", "TRIM_THRESHOLD", "bounded_memory", "map_from",
+           "tune_allocator", "tuned"]
 
 #: Allocations of at least this many bytes are mapped (glibc's M_MMAP_THRESHOLD).
 MMAP_THRESHOLD = 64 * 2**20
 #: Free memory at the heap's top above this many bytes goes back to the OS (M_TRIM_THRESHOLD).
 TRIM_THRESHOLD = 256 * 2**20
-#: Within :func:`bounded_memory`, allocations of at least this many bytes are mapped.
+#: Within :func:`bounded_memory`, while blocks are evaluated, allocations of at least this
+#: many bytes are mapped (:func:`map_from`).
 BOUNDED_MMAP = 8 << 20
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
 _GLIBC_DEFAULTS = (128 * 1024, 128 * 1024)  # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD at start
@@ -49,17 +50,15 @@ def _mallopt() -> Any:
 
 
 @contextlib.contextmanager
-def bounded_memory() -> Iterator[bool]:
+def bounded_memory(map_from: int = 1 << 20) -> Iterator[bool]:
     """While inside, thresholds for work whose memory must follow its current block, not
-    its largest (``harness eval`` on a run read block by block): buffers of
-    :data:`BOUNDED_MMAP` bytes and more are mapped, so each goes back to the OS when freed
-    (a column let go among live small objects would otherwise leave holes the heap cannot
-    give back), free memory above 16 MB at the heap's top goes back too, and Arrow
-    allocates from the same heap (its system pool). A block's per-row arrays (5 MB for a
-    block of 32 MB) stay below the threshold: mapped, each would be faulted in afresh (a
-    threshold of 1 MB cost the 10M-line run 6.6 s of system time against 3.0 s, for 861 MB
-    of peak memory against 978 MB). On leaving, Arrow's pool and glibc's thresholds are what they were (the command
-    line's, :func:`tune_allocator`, or glibc's defaults), so a process that goes on (a test
+    its largest (``harness eval`` on a run read block by block): buffers of ``map_from``
+    bytes and more are mapped, so each goes back to the OS when freed (a column let go
+    among live small objects would otherwise leave holes the heap cannot give back), free
+    memory above 16 MB at the heap's top goes back too, and Arrow allocates from the same
+    heap (its system pool). :func:`map_from` changes the first threshold inside. On
+    leaving, Arrow's pool and glibc's thresholds are what they were (the command line's,
+    :func:`tune_allocator`, or glibc's defaults), so a process that goes on (a test
     session, a notebook) is not left changed. Yields False where there is no glibc."""
     mallopt = _mallopt()
     previous = None
@@ -71,7 +70,7 @@ def bounded_memory() -> Iterator[bool]:
     except ImportError:  # pragma: no cover - pyarrow is a dependency
         pa = None
     if mallopt is not None:
-        mallopt(_M_MMAP_THRESHOLD, BOUNDED_MMAP)
+        mallopt(_M_MMAP_THRESHOLD, map_from)
         mallopt(_M_TRIM_THRESHOLD, 16 << 20)
     try:
         yield mallopt is not None
@@ -82,6 +81,16 @@ def bounded_memory() -> Iterator[bool]:
             mmap, trim = (MMAP_THRESHOLD, TRIM_THRESHOLD) if tuned() else _GLIBC_DEFAULTS
             mallopt(_M_MMAP_THRESHOLD, mmap)
             mallopt(_M_TRIM_THRESHOLD, trim)
+
+
+def map_from(nbytes: int) -> bool:
+    """Within :func:`bounded_memory`: map allocations of ``nbytes`` and more from now on.
+    ``harness eval`` reads the qrels with 1 MB (their columns, mapped, go back to the OS
+    when the query ids are let go), then evaluates blocks with :data:`BOUNDED_MMAP`: a
+    block's per-row arrays stay in the heap, where mapped each would be faulted in afresh
+    (on the 10M-line run, 1 MB cost 6.6 s of system time against 3.0 s)."""
+    mallopt = _mallopt()
+    return mallopt is not None and bool(mallopt(_M_MMAP_THRESHOLD, nbytes))
 
 
 def tune_allocator() -> bool:

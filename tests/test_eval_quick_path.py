@@ -107,7 +107,7 @@ def test_keys_alike_for_unequal_pairs_send_the_run_to_the_dataframe_path(
 
 WAYS = {  # a run over STREAM_FROM in bounded memory, one over PARALLEL_FROM in parts
     "streamed": {"STREAM_FROM": 0, "BLOCK": 1500},
-    "parts": {"PARALLEL_FROM": 0, "PART": 1500},
+    "parts": {"PARALLEL_FROM": 0, "BLOCK": 1500},
 }
 
 
