@@ -31,7 +31,7 @@ from harness.version import __version__
 
 __all__ = ["RunLog", "study_runs", "log_study", "start_tracking", "VIEWABLE_ROWS",
            "ranker_metric_key", "ranker_metrics", "STATS_PREFIX", "PER_QUERY_DIGEST_TAG",
-           "JUDGMENTS_DIGEST_TAG", "with_figure", "PREVIEW_WIDTH"]
+           "JUDGMENTS_DIGEST_TAG", "with_figure", "PREVIEW_WIDTH", "job_metrics", "BEST_PREFIX"]
 
 log = logging.getLogger("harness")
 
@@ -201,10 +201,12 @@ def study_runs(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
         files.append((overflow, ""))
     if parent_run_id is None:
         label = title or job_label.split(":", 1)[-1] or "defaults"
+        metrics, best = job_metrics(plan.metrics,
+                                    {name: written["summary"][name] for name in results})
         runs = [RunLog(
             key="job", name=f"{plan.study} · {label} · {time.strftime('%H:%M:%S')}",
-            params=params, metrics=_job_metrics(plan.metrics, results, written),
-            tags=tags | {"harness.role": "job"}, artifacts=files,
+            params=params, metrics=metrics, tags=tags | best | {"harness.role": "job"},
+            artifacts=files,
             description=with_figure(study_description(
                 written["summary"], plan.metrics, study=plan.study, dataset=dataset.name,
                 title=label, pairs=written.get("judgment_pairs", ())), written))]
@@ -420,10 +422,38 @@ def _stat_metrics(summary: pd.DataFrame, metrics: list[Metric], stats: Sequence[
             for stat, v in zip(stats, row)}
 
 
-def _job_metrics(metrics: list[Metric], results: Mapping[str, Any],
-                 written: Mapping[str, Any]) -> dict[str, float]:
-    out = {}
-    for name in results:
-        means = _stat_metrics(written["summary"][name], metrics, ["mean"], prefix=f"{name}.")
-        out.update({k: v for k, v in means.items() if v == v})  # drop NaN
-    return out
+#: The job run's headline metrics, listed first on its page: ``best.<key>``, the best mean
+#: over the rankers under each headline variant, with the ranker(s) in the tag
+#: ``best.<key>.ranker``.
+BEST_PREFIX = "best."
+
+
+def job_metrics(metrics: list[Metric], summaries: Mapping[str, pd.DataFrame]
+                ) -> tuple[dict[str, float], dict[str, str]]:
+    """A job run's metrics and headline tags, in the order its page lists them: first
+    ``best.<key>`` per headline variant (:func:`~harness.reporting.figures.headline_variants`,
+    the best mean over the rankers) with the tag ``best.<key>.ranker`` naming who has it,
+    then every ranker's mean of every variant (``<ranker>.<key>.mean``, what
+    ``mlflow.search_runs`` filters on), the headline variants' first. NaN means are left
+    out."""
+    from harness.reporting.figures import headline_variants
+
+    means = {name: _stat_metrics(summary, metrics, ["mean"], prefix=f"{name}.")
+             for name, summary in summaries.items()}
+    headline = headline_variants(metrics)
+    out: dict[str, float] = {}
+    tags: dict[str, str] = {}
+    for m in headline:
+        column = {n: v[f"{n}.{m.key}.mean"] for n, v in means.items()}
+        best = max((v for v in column.values() if v == v), default=None)
+        if best is not None:
+            out[f"{BEST_PREFIX}{m.key}"] = best
+            tags[f"{BEST_PREFIX}{m.key}.ranker"] = ", ".join(
+                n for n, v in column.items() if v == best)
+    keys = {m.key for m in headline}
+    for m in headline + [m for m in metrics if m.key not in keys]:
+        for name, values in means.items():
+            value = values[f"{name}.{m.key}.mean"]
+            if value == value:
+                out[f"{name}.{m.key}.mean"] = value
+    return out, tags
