@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from harness.app.judgment_notes import closing_lines, pair_markdown, ranker_sentence
+from harness.app.sweep_columns import SweepJobs
 from harness.metrics import Metric
 from harness.metrics.vocabulary.options import display_value
 
@@ -350,28 +351,28 @@ def closing_summary(*, study: str, seconds: float, summaries: Mapping[str, pd.Da
 SWEEP_COLUMNS = 8
 
 
-def sweep_description(jobs: Mapping[str, tuple[Sequence[str], Mapping[str, pd.DataFrame]]], *,
-                      study: str, overrides: str, failed: Sequence[str] = (),
-                      report_link: str = "", parent_run_id: str = "") -> str:
+def sweep_description(jobs: SweepJobs, *, study: str, overrides: str,
+                      failed: Sequence[str] = (), report_link: str = "",
+                      parent_run_id: str = "") -> str:
     """Markdown for a sweep's parent run: one row per job and ranker (the job's overrides
-    that not every job shares, the ranker, its means under the headline variants of all
-    jobs), the best of each column in bold, then where the report comes from and its link.
+    that not every job shares, the ranker, its means), a column per headline measure,
+    cut-off and metric definition as the sweep's console table has them
+    (:func:`~harness.app.sweep_columns.definition_columns`), the best of each column in
+    bold (so only among means of one definition), then where the report comes from and its
+    link.
 
     ``jobs`` maps a job's number to (its overrides, ranker -> summary table indexed by
     variant display name); ``report_link`` is where the report will be in MLflow's UI."""
-    from harness.metrics.vocabulary.definition import parse_metric
-    from harness.reporting.figures import headline_variants
+    from harness.app.sweep_columns import definition_columns
 
-    names = list(dict.fromkeys(v for _, summaries in jobs.values() for s in summaries.values()
-                               for v in s.index))
-    columns = [m.display_name for m in headline_variants([parse_metric(n) for n in names])]
+    definitions, cells = definition_columns(jobs)
+    columns = [m.display_name for m in definitions]
     shown = columns[:SWEEP_COLUMNS]
     shared = set.intersection(*(set(o) for o, _ in jobs.values())) if jobs else set()
-    rows = [(num, " ".join(o for o in given if o not in shared), ranker,
-             [float(s.at[c, "mean"]) if c in s.index else float("nan") for c in shown])
-            for num, (given, summaries) in jobs.items() for ranker, s in summaries.items()]
+    rows = [(num, " ".join(o for o in jobs[num][0] if o not in shared), ranker,
+             [row.get(c, float("nan")) for c in shown]) for (num, ranker), row in cells.items()]
     by_column = [_bold_best(column, missing="") for column in zip(*(r[3] for r in rows))]
-    cells = list(zip(*by_column)) if by_column else [()] * len(rows)  # back to rows
+    shown_cells = list(zip(*by_column)) if by_column else [()] * len(rows)  # back to rows
     lead = ""
     if rows and shown:
         values = [r[3][0] for r in rows]
@@ -382,11 +383,12 @@ def sweep_description(jobs: Mapping[str, tuple[Sequence[str], Mapping[str, pd.Da
     head = [lead, "", f"Sweep `{_cell(overrides) or '(no overrides)'}` of study "
             f"`{_cell(study)}`: {len(jobs)} job(s) finished"
             + (f", {len(failed)} failed (job {', '.join(failed)})" if failed else "")
-            + ". Mean per query under the headline variants, the best of each column in bold"
-            + (f" ({len(columns) - len(shown)} more headline variants; " if columns[len(shown):]
+            + ". Mean per query under the headline variants, a column per metric definition, "
+            "the best of each column in bold"
+            + (f" ({len(columns) - len(shown)} more columns; " if columns[len(shown):]
                else " (") + "every variant: each job's `summary.csv` under `jobs/<n>/`)."]
     lines, previous = [], None
-    for (num, label, ranker, _), row in zip(rows, cells):
+    for (num, label, ranker, _), row in zip(rows, shown_cells):
         first = num != previous
         previous = num
         lines.append(_row([num if first else "", f"`{_cell(label)}`" if first and label else "",
