@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from harness.app.judgment_notes import closing_lines, pair_markdown, ranker_sentence
+from harness.app.ranker_notes import NO_NOTES, RankerNotes
 from harness.app.sweep_columns import SweepJobs
 from harness.metrics import Metric
 from harness.metrics.vocabulary.options import display_value
@@ -138,17 +139,17 @@ def _lead(summaries: Mapping[str, pd.DataFrame], metrics: Sequence[Metric]) -> s
 
 
 def ranker_description(name: str, summary: pd.DataFrame, metrics: Sequence[Metric], *,
-                       study: str, dataset: str) -> str:
+                       study: str, dataset: str, notes: RankerNotes = NO_NOTES) -> str:
     """Markdown: the ranker's mean under the first headline variant first (what MLflow's
     collapsed description box shows), then its table of every variant (mean, 95% CI,
-    queries)."""
+    queries); its ``notes`` (Judged@10, judgment intervals, warnings) where they apply."""
     from harness.reporting.figures import headline_variants
 
     first = summary.loc[headline_variants(metrics)[0].display_name] if metrics else None
     head = ["" if first is None else f"**{_cell(name)}: {_cell(first.name)} "
             f"{interval(first)}** over {int(first['n_queries'])} queries", "",
             f"**{_cell(name)}** on dataset `{_cell(dataset)}` (study `{_cell(study)}`): mean "
-            "per query with its 95% bootstrap CI." + ranker_sentence(summary)]
+            "per query with its 95% bootstrap CI." + ranker_sentence(notes)]
     rows = []
     for m in metrics:
         row = summary.loc[m.display_name]
@@ -159,21 +160,22 @@ def ranker_description(name: str, summary: pd.DataFrame, metrics: Sequence[Metri
     table = _table(["variant", "mean", "95% CI", "queries"], [])
     tail = ["", DEFAULTS_LINE, "", "Per-query values: `per_query.csv` (viewable here) and "
             "the exact `*.parquet` among the artifacts."]
-    return _fit(head + table, rows, tail + _warning_lines(summary.attrs.get("warnings", [])),
-                rest="summary.csv")
+    return _fit(head + table, rows, tail + _warning_lines(notes.warnings), rest="summary.csv")
 
 
 def _warning_lines(warnings: Sequence[str]) -> list[str]:
-    """Markdown: the study's warnings (``summary.attrs["warnings"]``, set by the study)."""
+    """Markdown: the study's warnings (:attr:`RankerNotes.warnings`)."""
     return ["", "**Warnings**", ""] + [f"- ⚠ {w}" for w in warnings] if warnings else []
 
 
 def study_description(summaries: Mapping[str, pd.DataFrame], metrics: Sequence[Metric], *,
                       study: str, dataset: str, title: str,
-                      pairs: Sequence[Mapping[str, Any]] = ()) -> str:
+                      pairs: Sequence[Mapping[str, Any]] = (),
+                      notes: Mapping[str, RankerNotes] | None = None) -> str:
     """Markdown: the best mean under the first headline variant (the line MLflow's collapsed
     description box shows), then the variant x ranker table of means, the best of each row
-    in bold."""
+    in bold; the pairs' verdicts over every labeling and each ranker's warnings (``notes``)
+    after it."""
     names = list(summaries)
     head = [_lead(summaries, metrics), "",
             f"Study `{_cell(study)}` on dataset `{_cell(dataset)}`"
@@ -185,7 +187,7 @@ def study_description(summaries: Mapping[str, pd.DataFrame], metrics: Sequence[M
         cells = _bold_best([float(summaries[n].at[m.display_name, "mean"]) for n in names])
         rows.append(_row([f"`{_cell(m.display_name)}`", *cells]))
     table = _table(["variant", *(_cell(n) for n in names)], [])
-    warnings = [w for n in names for w in summaries[n].attrs.get("warnings", [])]
+    warnings = [w for n in names for w in (notes or {}).get(n, NO_NOTES).warnings]
     return _fit(head + table, rows, ["", DEFAULTS_LINE] + pair_markdown(pairs)
                 + _warning_lines(warnings), rest="summary.csv")
 
@@ -291,9 +293,10 @@ def closing_summary(*, study: str, seconds: float, summaries: Mapping[str, pd.Da
                     experiment: str | None, baseline: str | None = None,
                     warnings: Sequence[str] = (), width: int | None = None,
                     bold: bool | None = None, pairs: Sequence[Mapping[str, Any]] = (),
-                    training: str = "") -> str:
+                    training: str = "", notes: Mapping[str, RankerNotes] | None = None) -> str:
     """The text printed when a job ends: the rankers x variants table (:func:`results_table`),
-    warnings, run ids, files, next commands."""
+    each ranker's Judged@10 and judgment intervals (``notes``), warnings, run ids, files,
+    next commands."""
     import shutil
     import textwrap
 
@@ -309,7 +312,7 @@ def closing_summary(*, study: str, seconds: float, summaries: Mapping[str, pd.Da
         out[-1:] = textwrap.wrap(training, width=max(cols, 40), break_on_hyphens=False) + [""]
     out += results_table(summaries, metrics, baseline=baseline, width=cols,
                          bold=bold_ok() if bold is None else bold)
-    out += closing_lines(summaries, pairs, cols)  # judged@10, judgment intervals
+    out += closing_lines({n: (notes or {}).get(n, NO_NOTES) for n in names}, pairs, cols)
     out += [""] + textwrap.wrap(DEFAULTS_LINE, width=max(cols, 40), break_on_hyphens=False,
                                 break_long_words=False)
     out.append(f"95% CIs and more statistics: {output_dir / 'summary.csv'}")
