@@ -256,6 +256,32 @@ def test_logged_means_equal_the_independent_computation(baseline: Job, store: St
     assert checked == len(expected.runs) * 32
 
 
+def test_the_job_run_lists_its_headline_first(baseline: Job, store: Store,
+                                              expected: Expected) -> None:
+    """The job run's page opens on the result (issue 41): its metrics begin with
+    ``best.<key>``, the best mean over the rankers under each headline variant (per family,
+    the variant printed without options, else the family's first), the tag
+    ``best.<key>.ranker`` names who has it; every ``<ranker>.<key>.mean`` follows."""
+    assert baseline.proc.returncode == 0, _explain(baseline.proc)
+    job = store.client().get_run(_role(store.runs(baseline.experiment), "job")[0].info.run_id)
+    families: dict[str, list[Metric]] = {}
+    for m in expected.metrics:
+        families.setdefault(m.name, []).append(m)
+    headline = [m for family in families.values()
+                for m in ([m for m in family if "(" not in m.display_name] or family[:1])]
+    keys = list(job.data.metrics)  # in the order MLflow returns and its run page lists them
+    assert keys[:len(headline)] == [f"best.{m.key}" for m in headline]
+    for m in headline:
+        means = {name: float(pq[m.display_name].mean())
+                 for name, pq in expected.per_query.items()}
+        best = max(means.values())
+        assert abs(job.data.metrics[f"best.{m.key}"] - best) <= TOL, m
+        assert set(job.data.tags[f"best.{m.key}.ranker"].split(", ")) == {
+            name for name, v in means.items() if abs(v - best) <= TOL}, m
+    tail = {f"{name}.{m.key}.mean" for name in expected.runs for m in expected.metrics}
+    assert set(keys[len(headline):]) == tail  # the long tail is still logged, all of it
+
+
 def test_ranker_metric_keys_put_the_means_first(baseline: Job, store: Store,
                                                  expected: Expected) -> None:
     """A ranker run's metrics: one key per variant for its mean (``ndcg_at_10``), the check

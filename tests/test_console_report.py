@@ -137,19 +137,20 @@ def test_constant_scores_and_a_feature_other_than_the_name_are_warned() -> None:
     # a ranker whose scores vary is not warned about
     spec = RankerSpec("noisy", "noisy_oracle", {"sigma": 1.0})
     assert score_warnings(spec, score(spec, ds)[0], ds, record) == []
-    # the runs' descriptions (MLflow's note) carry them, read from the summaries' attrs
+    # the runs' descriptions (MLflow's note) carry them, read from the rankers' notes
+    from harness.app.ranker_notes import RankerNotes
+
     metric = parse_metric("ndcg@10")
-    summaries = {}
+    summaries, notes = {}, {}
     for name in ("feature_f0", "top_grades"):
-        summary = pd.DataFrame({"mean": [0.5831], "ci_low": [0.5], "ci_high": [0.6],
-                                "n_queries": [50]}, index=[metric.display_name])
-        summary.attrs["warnings"] = said[name]
-        summaries[name] = summary
+        summaries[name] = pd.DataFrame({"mean": [0.5831], "ci_low": [0.5], "ci_high": [0.6],
+                                        "n_queries": [50]}, index=[metric.display_name])
+        notes[name] = RankerNotes(warnings=tuple(said[name]))
     note = ranker_description("top_grades", summaries["top_grades"], [metric], study="s",
-                              dataset="lightgbm_sample")
+                              dataset="lightgbm_sample", notes=notes["top_grades"])
     assert "**Warnings**" in note and said["top_grades"][0] in note
     note = study_description(summaries, [metric], study="s", dataset="lightgbm_sample",
-                             title="")
+                             title="", notes=notes)
     assert said["feature_f0"][0] in note and said["top_grades"][0] in note
 
 

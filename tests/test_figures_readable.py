@@ -145,7 +145,7 @@ def _texts(fig: Any) -> list[Any]:
     for ax in fig.axes:
         if not ax.axison:
             continue
-        out += [ax.title, ax.xaxis.label, ax.yaxis.label]
+        out += [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label]
         out += [t for t in ax.get_xticklabels() + ax.get_yticklabels() if t.get_text()]
     return [t for t in out if t.get_text()]
 
@@ -267,3 +267,39 @@ def test_every_figure_kind_keeps_its_legend_and_labels_on_the_canvas(
     assert len(drawn) == 6
     for fig in drawn:
         assert _outside(fig) == []
+
+
+def _explanations() -> list[Any]:
+    """Convention diffs of a small run: a pair of shipped conventions and a pair of the
+    longest definitions of the default grid (every option that differs is a bar)."""
+    from harness.explain import explain_difference
+
+    rng = np.random.default_rng(3)
+    n = 40 * 12
+    run = pd.DataFrame({"qid": np.repeat([f"q{i}" for i in range(40)], 12),
+                        "docid": [f"d{i}" for i in range(n)],
+                        "score": rng.integers(0, 4, n).astype(float),
+                        "label": rng.integers(0, 4, n)})
+    return [explain_difference(run, metric="ndcg@10", a="sklearn", b="trec_eval"),
+            explain_difference(run, metric="ndcg@10", a="ndcg@10",
+                               b="ndcg@10(gain=linear,ties=input,ideal=retrieved)")]
+
+
+def test_the_explain_waterfall_keeps_its_labels_on_the_canvas_and_is_readable(
+        tmp_path: Path) -> None:
+    """explain/<ranker>.png (issue 41): every label inside the canvas with the longest
+    shipped ranker name, text of at least 10 pt and a PNG as sharp as the study's figures."""
+    from harness.app.convention_diffs import waterfall_figure, write_explanations
+
+    explanations = _explanations()
+    assert len(explanations[1].table) >= 3  # several options: several bars and labels
+    for name in _shipped_ranker_names()[:2]:
+        fig = waterfall_figure(explanations, name)
+        assert _outside(fig) == [], name
+        texts = _texts(fig)
+        assert any(name in t.get_text() for t in texts)
+        assert min(t.get_fontsize() for t in texts) >= 10
+    png = write_explanations(explanations, tmp_path, _shipped_ranker_names()[0])[1]
+    with Image.open(png) as image:
+        assert 150 <= round(image.info["dpi"][0]) <= 200
+        assert image.size[0] >= 900

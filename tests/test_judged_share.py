@@ -57,7 +57,12 @@ def test_cast2021_job_reports_judged_at_10_and_warns(tmp_path: Path) -> None:
     assert warnings.count("bound them with harness judgments") == 2
     # the ranker run's MLflow description states its share and carries the warning
     note = ranker_description("ance", result.summaries["ance"], result.metrics,
-                              study="cast2021", dataset="cast2021_bm25")
+                              study="cast2021", dataset="cast2021_bm25",
+                              notes=result.notes["ance"])
+    # the study hands its notes over typed, beside the table, not in its attrs
+    assert result.notes["ance"].judged_at_10 == result.rankers["ance"].judged_at_10
+    assert not {"warnings", "judged_at_10", "judged_dist", "intervals"} & set(
+        result.summaries["ance"].attrs)
     assert f"Judged@10 {expected['ance']:.3f}" in note
     assert "**Warnings**" in note and "bound them with harness judgments" in note
 
@@ -82,18 +87,16 @@ def test_the_warning_starts_below_0_9(n_judged: int, warned: bool) -> None:
 
 
 def test_no_judged_line_when_every_top_document_is_judged() -> None:
-    summaries = {}
-    for name, share in (("a", 1.0), ("b", 1.0)):
-        summary = pd.DataFrame({"mean": [0.5], "ci_low": [0.4], "ci_high": [0.6],
-                                "n_queries": [1]}, index=["nDCG@10"])
-        summary.attrs["judged_at_10"] = share
-        summaries[name] = summary
+    from harness.app.ranker_notes import RankerNotes
     from harness.metrics import parse_metric
 
+    summaries = {name: pd.DataFrame({"mean": [0.5], "ci_low": [0.4], "ci_high": [0.6],
+                                     "n_queries": [1]}, index=["nDCG@10"]) for name in "ab"}
+    notes = {name: RankerNotes(judged_at_10=1.0) for name in "ab"}
     kwargs = dict(study="s", seconds=1.0, metrics=[parse_metric("ndcg@10")], n_queries=1,
                   output_dir=Path("out"), run_ids={}, tracking_uri=None, experiment=None,
-                  width=100, bold=False)
-    assert "judged@10" not in closing_summary(summaries=summaries, **kwargs)
-    summaries["b"].attrs["judged_at_10"] = 0.95  # incomplete but above the warning
-    text = " ".join(closing_summary(summaries=summaries, **kwargs).split())  # unwrapped
+                  width=100, bold=False, summaries=summaries)
+    assert "judged@10" not in closing_summary(notes=notes, **kwargs)
+    notes["b"] = RankerNotes(judged_at_10=0.95)  # incomplete but above the warning
+    text = " ".join(closing_summary(notes=notes, **kwargs).split())  # unwrapped
     assert "a 1.000, b 0.950" in text and "Warnings:" not in text

@@ -93,7 +93,7 @@ def test_markdown_and_latex_tables(built: tuple[Sweep, pd.DataFrame, ReportPaths
     for label in VERSIONS:
         assert label in md
     assert "| W/T/L | p adj (ttest, holm) | sig |" in md and re.search(r"\| \* \| ", md)
-    assert "![Kendall tau heatmap](figures/kendall_tau.png)" in md
+    assert "![Kendall tau between variants](figures/kendall_tau.png)" in md
     assert "1.0000<sup>abce</sup>" in md and "^" not in md  # real superscripts only
     tex = paths.latex.read_text()
     assert tex.count(r"\begin{longtable}") == 5 and tex.count(r"\toprule") == 10
@@ -262,6 +262,46 @@ def test_html_opens_on_findings_and_figures_with_long_tables_collapsed(
         row = winners.loc[variant]
         assert cell == (row["winner"] if str(row["significant"]) == "True"
                         else f"tie: {row['top']}"), variant
+
+
+def test_markdown_opens_on_findings_and_figures_with_long_tables_collapsed(
+        built: tuple[Sweep, pd.DataFrame, ReportPaths]) -> None:
+    """report.md in the HTML report's order (issue 41): the findings, the headline table,
+    the figures (as images from figures/), then the settings and the long tables, collapsed
+    in <details>; it opened on the settings and two 100-row tables, figures only linked."""
+    from harness.compare.report_render import LONG_TABLE
+
+    paths = built[2]
+    order: list[str] = []  # "h2 <title>", "img", "table<i>"
+    tables: list[tuple[int, bool]] = []  # (rows, inside <details>)
+    details, previous = False, ""
+    for line in paths.markdown.read_text().splitlines():
+        if line.startswith("<details>"):
+            details = True
+        elif line.startswith("</details>"):
+            details = False
+        if line.startswith("## "):
+            order.append("h2 " + line[3:])
+        elif line.startswith("!["):
+            target = re.fullmatch(r"!\[(?:[^][\\]|\\.)*\]\((figures/[^)]+)\)", line)
+            assert target and (paths.directory / target.group(1)).is_file(), line
+            order.append("img")
+        elif line.startswith("|") and not previous.startswith("|"):
+            tables.append((0, details))
+            order.append(f"table{len(tables) - 1}")
+        if line.startswith("|"):
+            tables[-1] = (tables[-1][0] + 1, tables[-1][1])
+        previous = line
+    long = [i for i, (rows, _) in enumerate(tables) if rows > LONG_TABLE + 2]
+    assert long, "the small sweep's report has long tables (100 comparisons)"
+    first_image = order.index("img")
+    assert order[0] == "h2 Findings" and order[1].startswith("h2 Headline variants")
+    assert order[2] == "table0" and tables[0][0] - 2 <= LONG_TABLE  # the headline: short
+    assert sum(o.startswith("table") for o in order[:first_image]) == 1
+    assert first_image < order.index("h2 Settings") < min(order.index(f"table{i}")
+                                                            for i in long)
+    assert all(tables[i][1] for i in long), "every long table is collapsed"
+    assert order.count("img") == len(paths.figures)  # every figure shown, not linked
 
 
 def test_the_summary_page_is_light_and_names_the_full_report(

@@ -64,3 +64,32 @@ def test_columns_wrap_at_the_width(monkeypatch) -> None:
     assert table[0] == "  ranker   nDCG@10"  # the second column continues in a block below
     assert "" in table and "  ranker   AP@10" in table
     assert max(len(line) for line in table) <= 22
+
+
+def test_the_sweep_description_bolds_the_best_within_one_definition() -> None:
+    """The sweep parent's description has the console table's columns: one per metric
+    definition, so job 1's nDCG@10 under gain=linear is in a column of its own and bold
+    there, and job 0's 0.6250 under gain=exp2 is bold among exp2 means only (issue 41)."""
+    from harness.app.notes import sweep_description
+
+    text = sweep_description(JOBS, study="demo", overrides="metric.gain=exp2,linear")
+    table = [[c.replace("&emsp;", "").strip() for c in line.strip("|").split("|")]
+             for line in text.splitlines() if line.startswith("| ")]
+    header, rows = table[0], table[1:]
+    assert header == ["job", "overrides", "ranker", "nDCG@10", "nDCG@10(gain=linear)", "AP@10"]
+    # (job, ranker) -> mean per column, read from JOBS here; bold = the column's largest
+    expected = {(job, ranker): s["mean"].to_dict() for job, (_, summaries) in JOBS.items()
+                for ranker, s in summaries.items()}
+    keys = list(expected)
+    for i, column in enumerate(header[3:], start=3):
+        values = {k: expected[k].get(column) for k in keys}
+        best = max(v for v in values.values() if v is not None)
+        for k, row in zip(keys, rows):
+            cell, value = row[i], values[k]
+            if value is None:
+                assert cell == "", (column, k)
+            else:
+                assert cell == (f"**{value:.4f}**" if value == best else f"{value:.4f}"), \
+                    (column, k, cell)
+    assert text.splitlines()[0] == "**Best on nDCG@10: dense 0.6250** in job 0 " \
+                                   "(`metric.gain=exp2`)"

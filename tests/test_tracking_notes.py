@@ -204,3 +204,34 @@ def test_a_job_prints_the_page_of_its_run_with_its_experiment(tmp_path: Path) ->
     assert run.info.experiment_id == found.group(1)
     assert run.data.tags["harness.role"] == "job"
     assert f"experiment 'worker' (id {found.group(1)})" in text
+
+
+def test_a_rankers_notes_are_passed_typed_beside_its_summary() -> None:
+    """Issue 38: the study handed warnings, Judged@10 and judgment intervals to the texts
+    through the summary's untyped ``attrs``; now a RankerNotes passed explicitly. The ranker
+    description and the closing summary say what the notes hold; no module reads those
+    keys from a DataFrame's attrs."""
+    import re
+
+    import harness.paths
+    from harness.app.notes import closing_summary
+    from harness.app.ranker_notes import RankerNotes
+
+    names = [m.display_name for m in METRICS]
+    summary = _summary(dict(zip(names, [0.9, 0.7, 0.1])))
+    notes = RankerNotes(warnings=("scores constant",), judged_at_10=0.8125,
+                        judged_dist={"median": 0.9, "p10": 0.6, "full": 0.41,
+                                     "below_half": 0.03},
+                        intervals={"nDCG@10": (0.25, 0.5, 1.0)})
+    note = ranker_description("bm25", summary, METRICS, study="s", dataset="d", notes=notes)
+    assert "Judged@10 0.812" in note and "median 0.900, 10th percentile 0.600" in note
+    assert "[0.2500, 0.5000] on `nDCG@10`" in note and "- ⚠ scores constant" in note
+    text = " ".join(closing_summary(
+        study="s", seconds=1.0, summaries={"bm25": summary}, notes={"bm25": notes},
+        metrics=METRICS, n_queries=40, output_dir=Path("out"), run_ids={},
+        tracking_uri=None, experiment=None, width=100, bold=False).split())
+    assert "bm25 0.812" in text and "nDCG@10: bm25 [0.250, 0.500]" in text
+    source = "\n".join(p.read_text() for p in Path(harness.paths.PROJECT_ROOT, "harness")
+                       .rglob("*.py"))
+    assert not re.search(r"attrs(\.get\(|\[)\s*[\"'](warnings|judged_at_10|judged_dist|"
+                         r"intervals)[\"']", source)

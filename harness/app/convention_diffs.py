@@ -10,15 +10,18 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from harness.errors import InputError
 from harness.metrics.vocabulary.definition import CONVENTIONS, parse_metric
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 __all__ = ["ExplainPlan", "explain_plan", "explain_ranker", "write_explanations",
-           "explanation_lines"]
+           "explanation_lines", "waterfall_figure"]
 
 log = logging.getLogger("harness")
 
@@ -64,17 +67,37 @@ def explain_ranker(run: pd.DataFrame, qrels: pd.DataFrame | None, metric: str,
 def write_explanations(explanations: Sequence[Any], folder: Path, ranker: str) -> list[Path]:
     """``<ranker>.csv`` (one row per pair and option) and ``<ranker>.png`` (a waterfall per
     pair: from a's mean, each option's contribution, to b's mean)."""
-    from matplotlib.figure import Figure
-
     folder.mkdir(parents=True, exist_ok=True)
     frames = [e.table.assign(from_definition=e.a.display_name, to_definition=e.b.display_name,
                              mean_from=e.mean_a, mean_to=e.mean_b) for e in explanations]
     csv = folder / f"{ranker}.csv"
     pd.concat(frames, ignore_index=True).to_csv(csv, index=False)
-    fig = Figure(figsize=(7, 2.6 * len(explanations) + 0.4), dpi=72)
-    for i, e in enumerate(explanations):
-        ax = fig.add_subplot(len(explanations), 1, i + 1)
-        labels = [f"a = {e.mean_a:.4f}", *e.table["option"], f"b = {e.mean_b:.4f}"]
+    from harness.reporting.figures import DPI
+
+    png = folder / f"{ranker}.png"
+    waterfall_figure(explanations, ranker).savefig(png, dpi=DPI)
+    for line in explanation_lines(explanations, ranker, csv):
+        log.info("%s", line)
+    return [csv, png]
+
+
+def waterfall_figure(explanations: Sequence[Any], ranker: str) -> Figure:
+    """A waterfall per pair, one under the other: from a's mean, each option's contribution
+    (green up, vermilion down; its value beside its name), to b's mean. Text of
+    :data:`~harness.reporting.figures.FONT` pt, saved at its DPI like the study's figures;
+    laid out by matplotlib's constrained layout, so the labels (however long the ranker's
+    name or the definitions) stay on the canvas."""
+    from matplotlib.figure import Figure
+
+    from harness.reporting.figures import FONT, axis_ticks
+
+    rows = [len(e.table) + 2 for e in explanations]
+    fig = Figure(figsize=(10, sum(0.38 * r + 1.5 for r in rows)), layout="constrained")
+    axes = fig.subplots(len(explanations), 1, squeeze=False,
+                        height_ratios=[0.38 * r + 1.5 for r in rows])[:, 0]
+    for ax, e in zip(axes, explanations):
+        labels = [f"a = {e.mean_a:.4f}", *(f"{o} {c:+.4f}" for o, c in zip(
+            e.table["option"], e.table["contribution"])), f"b = {e.mean_b:.4f}"]
         level, bottoms, heights, colors = e.mean_a, [0.0], [e.mean_a], ["0.5"]
         for c in e.table["contribution"]:
             bottoms.append(level if c >= 0 else level + c)
@@ -84,17 +107,18 @@ def write_explanations(explanations: Sequence[Any], folder: Path, ranker: str) -
         bottoms.append(0.0)
         heights.append(e.mean_b)
         colors.append("0.5")
-        ax.barh(range(len(labels))[::-1], heights, left=bottoms, color=colors)
-        ax.set_yticks(range(len(labels))[::-1], labels, fontsize=7)
+        ys = list(range(len(labels)))[::-1]
+        ax.barh(ys, heights, left=bottoms, color=colors, zorder=2)
+        ax.set_yticks(ys, labels, fontsize=FONT)
+        top = max([1.0, *(b + h for b, h in zip(bottoms, heights))])
+        ax.set_xlim(0, top)
+        ax.set_xticks(axis_ticks(0.0, top))
+        ax.grid(axis="x", color="0.88", lw=0.6, zorder=0)
+        ax.tick_params(axis="x", labelsize=FONT)
         ax.set_title(f"{ranker}: b - a = {e.difference:+.4f}, by option\na: "
-                     f"{e.a.display_name}\nb: {e.b.display_name}", fontsize=7, loc="left")
-        ax.tick_params(axis="x", labelsize=7)
-    fig.subplots_adjust(left=0.2, right=0.97, top=0.86, bottom=0.08, hspace=1.0)
-    png = folder / f"{ranker}.png"
-    fig.savefig(png)
-    for line in explanation_lines(explanations, ranker, csv):
-        log.info("%s", line)
-    return [csv, png]
+                     f"{e.a.display_name}\nb: {e.b.display_name}", fontsize=FONT + 1,
+                     loc="left")
+    return fig
 
 
 def explanation_lines(explanations: Sequence[Any], ranker: str, csv: Path) -> list[str]:

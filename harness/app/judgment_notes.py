@@ -2,8 +2,9 @@
 distribution over queries), its interval over every labeling of the unjudged documents
 under the headline variants, and whether each compared pair's verdict holds over them
 (:mod:`harness.app.judgment_study`); for the closing summary and the MLflow descriptions of
-:mod:`harness.app.notes`. The study puts each ranker's share, distribution and intervals
-on its summary's ``attrs`` (``judged_at_10``, ``judged_dist``, ``intervals``)."""
+:mod:`harness.app.notes`, read from each ranker's
+:class:`~harness.app.ranker_notes.RankerNotes` (``judged_at_10``, ``judged_dist``,
+``intervals``), which the study passes."""
 
 from __future__ import annotations
 
@@ -11,9 +12,8 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import pandas as pd
-
 from harness.app.judged_share import distribution_text, judged_line, spread_line
+from harness.app.ranker_notes import RankerNotes
 
 __all__ = ["closing_lines", "ranker_sentence", "pair_line", "pair_markdown", "MAX_PAIRS"]
 
@@ -47,31 +47,31 @@ def _span(low: float, high: float, exact: float, digits: int = 3) -> str:
             + ("" if exact >= 1 else f" (a bound: {exact:.0%} of queries exact)"))
 
 
-def _intervals(summaries: Mapping[str, pd.DataFrame]) -> dict[str, list[str]]:
-    """Headline variant -> ``bm25 [0.267, 0.481]`` per ranker, from the summaries' attrs."""
+def _intervals(notes: Mapping[str, RankerNotes]) -> dict[str, list[str]]:
+    """Headline variant -> ``bm25 [0.267, 0.481]`` per ranker, from the rankers' notes."""
     out: dict[str, list[str]] = {}
-    for name, s in summaries.items():
-        for variant, (low, high, exact) in (s.attrs.get("intervals") or {}).items():
+    for name, n in notes.items():
+        for variant, (low, high, exact) in n.intervals.items():
             out.setdefault(variant, []).append(f"{name} {_span(low, high, exact)}")
     return out
 
 
-def closing_lines(summaries: Mapping[str, pd.DataFrame], pairs: Sequence[Mapping[str, Any]],
+def closing_lines(notes: Mapping[str, RankerNotes], pairs: Sequence[Mapping[str, Any]],
                   width: int) -> list[str]:
-    """Under the closing table: Judged@10 (mean, then distribution) when some ranker
-    retrieved an unjudged document; each headline variant's interval per ranker and the
-    pairs' verdicts when some interval is wider than 1e-12 (summaries carry ``intervals``
-    only then)."""
+    """Under the closing table (``notes``: per ranker, in the table's order): Judged@10
+    (mean, then distribution) when some ranker retrieved an unjudged document; each headline
+    variant's interval per ranker and the pairs' verdicts when some interval is wider than
+    1e-12 (the notes carry ``intervals`` only then)."""
     wrap: dict[str, Any] = dict(width=max(width, 40), break_on_hyphens=False,
                                 break_long_words=False)
-    judged = judged_line({n: s.attrs.get("judged_at_10") for n, s in summaries.items()})
+    judged = judged_line({name: n.judged_at_10 for name, n in notes.items()})
     if judged is None:
         out = []
     else:  # the mean, then (its own paragraph) the distribution over queries
-        spread = spread_line({n: s.attrs.get("judged_dist") for n, s in summaries.items()})
+        spread = spread_line({name: n.judged_dist for name, n in notes.items()})
         out = [""] + textwrap.wrap(judged, **wrap) + ([] if spread is None else [""]
                                                       + textwrap.wrap(spread, **wrap))
-    intervals = _intervals(summaries)
+    intervals = _intervals(notes)
     if not intervals:
         return out
     out += [""] + textwrap.wrap("Judgment intervals: the mean over every labeling of the "
@@ -88,15 +88,15 @@ def closing_lines(summaries: Mapping[str, pd.DataFrame], pairs: Sequence[Mapping
     return out
 
 
-def ranker_sentence(summary: pd.DataFrame) -> str:
+def ranker_sentence(notes: RankerNotes) -> str:
     """The ranker description's sentences on its Judged@10 and, when wide, its intervals."""
-    share, dist = summary.attrs.get("judged_at_10"), summary.attrs.get("judged_dist") or {}
+    share, dist = notes.judged_at_10, notes.judged_dist or {}
     out = "" if share is None else (f" Judged@10 {share:.3f}: the share of its top 10 "
                                     "documents judged, mean over queries")
     if out and dist.get("median") is not None:
         out += f" ({distribution_text(dist)})"
     out += "." if out else ""
-    intervals = summary.attrs.get("intervals") or {}
+    intervals = notes.intervals
     if intervals:
         out += (" Over every labeling of the unjudged documents any ranker retrieved, its "
                 "mean lies in " + ", ".join(f"{_span(lo, hi, ex, 4)} on `{v}`"

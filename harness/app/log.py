@@ -19,6 +19,7 @@ import pandas as pd
 
 from harness.app.plan import StudyPlan
 from harness.app.provenance import flatten, git_commit
+from harness.app.ranker_notes import RankerNotes
 from harness.datasets import Dataset
 from harness.errors import HarnessError, OutputError, TrackingUnavailable
 from harness.metrics import Metric
@@ -31,7 +32,7 @@ from harness.version import __version__
 
 __all__ = ["RunLog", "study_runs", "log_study", "start_tracking", "VIEWABLE_ROWS",
            "ranker_metric_key", "ranker_metrics", "STATS_PREFIX", "PER_QUERY_DIGEST_TAG",
-           "JUDGMENTS_DIGEST_TAG", "with_figure", "PREVIEW_WIDTH"]
+           "JUDGMENTS_DIGEST_TAG", "with_figure", "PREVIEW_WIDTH", "job_metrics", "BEST_PREFIX"]
 
 log = logging.getLogger("harness")
 
@@ -119,7 +120,8 @@ def start_tracking(plan: StudyPlan) -> TrackingWorker | None:
 
 
 def log_study(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
-              written: Mapping[str, Any], out: Path, *, parent_run_id: str | None,
+              written: Mapping[str, Any], out: Path, *, notes: Mapping[str, RankerNotes],
+              parent_run_id: str | None,
               job_label: str, failed: bool, started: float | None = None, title: str = "",
               worker: TrackingWorker | None = None, on_saved: Path | None = None
               ) -> dict[str, str]:
@@ -131,7 +133,7 @@ def log_study(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
     marker = project_path(plan.tracking.pending_dir) / (
         f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{out.name}.json")
     try:
-        return _log_study(plan, dataset, results, written, out, marker,
+        return _log_study(plan, dataset, results, written, out, marker, notes=notes,
                           parent_run_id=parent_run_id, job_label=job_label, failed=failed,
                           started=started, title=title, worker=worker, on_saved=on_saved)
     except OSError as exc:  # a full disk, a folder made read-only: what is kept, one line
@@ -148,12 +150,13 @@ def log_study(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
 
 def _log_study(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
                written: Mapping[str, Any], out: Path, marker: Path, *,
-               parent_run_id: str | None, job_label: str, failed: bool, started: float | None,
-               title: str, worker: TrackingWorker | None, on_saved: Path | None
-               ) -> dict[str, str]:
+               notes: Mapping[str, RankerNotes], parent_run_id: str | None, job_label: str,
+               failed: bool, started: float | None, title: str,
+               worker: TrackingWorker | None, on_saved: Path | None) -> dict[str, str]:
     configure_requests(plan.tracking.timeout_s, plan.tracking.max_retries)
     uri = resolve_tracking_uri(plan.tracking.uri)
-    runs = study_runs(plan, dataset, results, written, out, parent_run_id=parent_run_id,
+    runs = study_runs(plan, dataset, results, written, out, notes=notes,
+                      parent_run_id=parent_run_id,
                       job_label=job_label, title=title)
     info = {"name": dataset.name, "digest": dataset.digest, "source": dataset.source,
             "profile": json.dumps(dataset.summary())}
@@ -173,10 +176,11 @@ def _log_study(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
 
 
 def study_runs(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
-               written: Mapping[str, Any], out: Path, *, parent_run_id: str | None,
-               job_label: str, title: str = "") -> list[RunLog]:
+               written: Mapping[str, Any], out: Path, *, notes: Mapping[str, RankerNotes],
+               parent_run_id: str | None, job_label: str, title: str = "") -> list[RunLog]:
     """The study's runs: the job's (or, in a sweep, its files added to the sweep's parent
-    run under ``jobs/<job number>/``), then one per ranker, child of the job's."""
+    run under ``jobs/<job number>/``), then one per ranker, child of the job's; ``notes``
+    (per ranker, beside its summary) go into their descriptions."""
     from harness.app.notes import study_description
 
     written = {**written, "preview": _preview(written, out)}
@@ -201,19 +205,22 @@ def study_runs(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
         files.append((overflow, ""))
     if parent_run_id is None:
         label = title or job_label.split(":", 1)[-1] or "defaults"
+        metrics, best = job_metrics(plan.metrics,
+                                    {name: written["summary"][name] for name in results})
         runs = [RunLog(
             key="job", name=f"{plan.study} · {label} · {time.strftime('%H:%M:%S')}",
-            params=params, metrics=_job_metrics(plan.metrics, results, written),
-            tags=tags | {"harness.role": "job"}, artifacts=files,
+            params=params, metrics=metrics, tags=tags | best | {"harness.role": "job"},
+            artifacts=files,
             description=with_figure(study_description(
                 written["summary"], plan.metrics, study=plan.study, dataset=dataset.name,
-                title=label, pairs=written.get("judgment_pairs", ())), written))]
+                title=label, pairs=written.get("judgment_pairs", ()), notes=notes),
+                written))]
     else:  # a sweep: the job's files go to the sweep's parent run, under job_<label>/
         prefix = f"jobs/{job_label.split(':', 1)[0] if job_label else os.getpid()}"
         runs = [RunLog(key="sweep", name="sweep", run_id=parent_run_id, artifacts=[
             (path, f"{prefix}/{folder}".rstrip("/")) for path, folder in files])]
-    return runs + [_ranker_run(plan, dataset, name, r, written, out, params=params,
-                               tags=tags, overflow=overflow, job_label=job_label,
+    return runs + [_ranker_run(plan, dataset, name, r, written, out, notes[name],
+                               params=params, tags=tags, overflow=overflow, job_label=job_label,
                                parent="job" if parent_run_id is None else None,
                                parent_run_id=parent_run_id)
                    for name, r in results.items()]
@@ -257,7 +264,8 @@ def with_figure(description: str, written: Mapping[str, Any]) -> str:
 
 
 def _ranker_run(plan: StudyPlan, dataset: Dataset, name: str, r: Any,
-                written: Mapping[str, Any], out: Path, *, params: dict[str, str],
+                written: Mapping[str, Any], out: Path, notes: RankerNotes, *,
+                params: dict[str, str],
                 tags: dict[str, str], overflow: Path | None, job_label: str,
                 parent: str | None, parent_run_id: str | None) -> RunLog:
     """One ranker's run: its summary statistics and check counts, its per-query table (and
@@ -275,7 +283,7 @@ def _ranker_run(plan: StudyPlan, dataset: Dataset, name: str, r: Any,
     if checked:
         metrics["sklearn_check.max_abs_diff"] = max(c.max_abs_diff for c in checked)
         metrics["sklearn_check.n_queries_checked"] = float(sum(c.n_checked for c in checked))
-    judged = written["summary"][name].attrs.get("judged_at_10")  # None: not computed
+    judged = notes.judged_at_10  # None: not computed
     metrics["judged_at_10"] = float("nan") if judged is None else float(judged)
     metrics |= {k: v for k, v in stats.items() if k.startswith(STATS_PREFIX)}
     files = [(written["per_query"][name], ""), (written["config_yaml"], "config"),
@@ -303,7 +311,7 @@ def _ranker_run(plan: StudyPlan, dataset: Dataset, name: str, r: Any,
         artifacts=files, models=[(r.model, r.spec.kind)] if r.model is not None else [],
         description=with_figure(ranker_description(
             name, written["summary"][name], plan.metrics, study=plan.study,
-            dataset=dataset.name), written))
+            dataset=dataset.name, notes=notes), written))
 
 
 def _send(log_plan: LogPlan, marker: Path, worker: TrackingWorker | None,
@@ -420,10 +428,38 @@ def _stat_metrics(summary: pd.DataFrame, metrics: list[Metric], stats: Sequence[
             for stat, v in zip(stats, row)}
 
 
-def _job_metrics(metrics: list[Metric], results: Mapping[str, Any],
-                 written: Mapping[str, Any]) -> dict[str, float]:
-    out = {}
-    for name in results:
-        means = _stat_metrics(written["summary"][name], metrics, ["mean"], prefix=f"{name}.")
-        out.update({k: v for k, v in means.items() if v == v})  # drop NaN
-    return out
+#: The job run's headline metrics, listed first on its page: ``best.<key>``, the best mean
+#: over the rankers under each headline variant, with the ranker(s) in the tag
+#: ``best.<key>.ranker``.
+BEST_PREFIX = "best."
+
+
+def job_metrics(metrics: list[Metric], summaries: Mapping[str, pd.DataFrame]
+                ) -> tuple[dict[str, float], dict[str, str]]:
+    """A job run's metrics and headline tags, in the order its page lists them: first
+    ``best.<key>`` per headline variant (:func:`~harness.reporting.figures.headline_variants`,
+    the best mean over the rankers) with the tag ``best.<key>.ranker`` naming who has it,
+    then every ranker's mean of every variant (``<ranker>.<key>.mean``, what
+    ``mlflow.search_runs`` filters on), the headline variants' first. NaN means are left
+    out."""
+    from harness.reporting.figures import headline_variants
+
+    means = {name: _stat_metrics(summary, metrics, ["mean"], prefix=f"{name}.")
+             for name, summary in summaries.items()}
+    headline = headline_variants(metrics)
+    out: dict[str, float] = {}
+    tags: dict[str, str] = {}
+    for m in headline:
+        column = {n: v[f"{n}.{m.key}.mean"] for n, v in means.items()}
+        best = max((v for v in column.values() if v == v), default=None)
+        if best is not None:
+            out[f"{BEST_PREFIX}{m.key}"] = best
+            tags[f"{BEST_PREFIX}{m.key}.ranker"] = ", ".join(
+                n for n, v in column.items() if v == best)
+    keys = {m.key for m in headline}
+    for m in headline + [m for m in metrics if m.key not in keys]:
+        for name, values in means.items():
+            value = values[f"{name}.{m.key}.mean"]
+            if value == value:
+                out[f"{name}.{m.key}.mean"] = value
+    return out, tags

@@ -14,6 +14,8 @@ from typing import Any
 import pandas as pd
 
 from harness.app.judgment_notes import closing_lines, pair_markdown, ranker_sentence
+from harness.app.ranker_notes import NO_NOTES, RankerNotes
+from harness.app.sweep_columns import SweepJobs
 from harness.metrics import Metric
 from harness.metrics.vocabulary.options import display_value
 
@@ -137,17 +139,17 @@ def _lead(summaries: Mapping[str, pd.DataFrame], metrics: Sequence[Metric]) -> s
 
 
 def ranker_description(name: str, summary: pd.DataFrame, metrics: Sequence[Metric], *,
-                       study: str, dataset: str) -> str:
+                       study: str, dataset: str, notes: RankerNotes = NO_NOTES) -> str:
     """Markdown: the ranker's mean under the first headline variant first (what MLflow's
     collapsed description box shows), then its table of every variant (mean, 95% CI,
-    queries)."""
+    queries); its ``notes`` (Judged@10, judgment intervals, warnings) where they apply."""
     from harness.reporting.figures import headline_variants
 
     first = summary.loc[headline_variants(metrics)[0].display_name] if metrics else None
     head = ["" if first is None else f"**{_cell(name)}: {_cell(first.name)} "
             f"{interval(first)}** over {int(first['n_queries'])} queries", "",
             f"**{_cell(name)}** on dataset `{_cell(dataset)}` (study `{_cell(study)}`): mean "
-            "per query with its 95% bootstrap CI." + ranker_sentence(summary)]
+            "per query with its 95% bootstrap CI." + ranker_sentence(notes)]
     rows = []
     for m in metrics:
         row = summary.loc[m.display_name]
@@ -158,21 +160,22 @@ def ranker_description(name: str, summary: pd.DataFrame, metrics: Sequence[Metri
     table = _table(["variant", "mean", "95% CI", "queries"], [])
     tail = ["", DEFAULTS_LINE, "", "Per-query values: `per_query.csv` (viewable here) and "
             "the exact `*.parquet` among the artifacts."]
-    return _fit(head + table, rows, tail + _warning_lines(summary.attrs.get("warnings", [])),
-                rest="summary.csv")
+    return _fit(head + table, rows, tail + _warning_lines(notes.warnings), rest="summary.csv")
 
 
 def _warning_lines(warnings: Sequence[str]) -> list[str]:
-    """Markdown: the study's warnings (``summary.attrs["warnings"]``, set by the study)."""
+    """Markdown: the study's warnings (:attr:`RankerNotes.warnings`)."""
     return ["", "**Warnings**", ""] + [f"- ⚠ {w}" for w in warnings] if warnings else []
 
 
 def study_description(summaries: Mapping[str, pd.DataFrame], metrics: Sequence[Metric], *,
                       study: str, dataset: str, title: str,
-                      pairs: Sequence[Mapping[str, Any]] = ()) -> str:
+                      pairs: Sequence[Mapping[str, Any]] = (),
+                      notes: Mapping[str, RankerNotes] | None = None) -> str:
     """Markdown: the best mean under the first headline variant (the line MLflow's collapsed
     description box shows), then the variant x ranker table of means, the best of each row
-    in bold."""
+    in bold; the pairs' verdicts over every labeling and each ranker's warnings (``notes``)
+    after it."""
     names = list(summaries)
     head = [_lead(summaries, metrics), "",
             f"Study `{_cell(study)}` on dataset `{_cell(dataset)}`"
@@ -184,7 +187,7 @@ def study_description(summaries: Mapping[str, pd.DataFrame], metrics: Sequence[M
         cells = _bold_best([float(summaries[n].at[m.display_name, "mean"]) for n in names])
         rows.append(_row([f"`{_cell(m.display_name)}`", *cells]))
     table = _table(["variant", *(_cell(n) for n in names)], [])
-    warnings = [w for n in names for w in summaries[n].attrs.get("warnings", [])]
+    warnings = [w for n in names for w in (notes or {}).get(n, NO_NOTES).warnings]
     return _fit(head + table, rows, ["", DEFAULTS_LINE] + pair_markdown(pairs)
                 + _warning_lines(warnings), rest="summary.csv")
 
@@ -290,9 +293,10 @@ def closing_summary(*, study: str, seconds: float, summaries: Mapping[str, pd.Da
                     experiment: str | None, baseline: str | None = None,
                     warnings: Sequence[str] = (), width: int | None = None,
                     bold: bool | None = None, pairs: Sequence[Mapping[str, Any]] = (),
-                    training: str = "") -> str:
+                    training: str = "", notes: Mapping[str, RankerNotes] | None = None) -> str:
     """The text printed when a job ends: the rankers x variants table (:func:`results_table`),
-    warnings, run ids, files, next commands."""
+    each ranker's Judged@10 and judgment intervals (``notes``), warnings, run ids, files,
+    next commands."""
     import shutil
     import textwrap
 
@@ -308,7 +312,7 @@ def closing_summary(*, study: str, seconds: float, summaries: Mapping[str, pd.Da
         out[-1:] = textwrap.wrap(training, width=max(cols, 40), break_on_hyphens=False) + [""]
     out += results_table(summaries, metrics, baseline=baseline, width=cols,
                          bold=bold_ok() if bold is None else bold)
-    out += closing_lines(summaries, pairs, cols)  # judged@10, judgment intervals
+    out += closing_lines({n: (notes or {}).get(n, NO_NOTES) for n in names}, pairs, cols)
     out += [""] + textwrap.wrap(DEFAULTS_LINE, width=max(cols, 40), break_on_hyphens=False,
                                 break_long_words=False)
     out.append(f"95% CIs and more statistics: {output_dir / 'summary.csv'}")
@@ -350,28 +354,28 @@ def closing_summary(*, study: str, seconds: float, summaries: Mapping[str, pd.Da
 SWEEP_COLUMNS = 8
 
 
-def sweep_description(jobs: Mapping[str, tuple[Sequence[str], Mapping[str, pd.DataFrame]]], *,
-                      study: str, overrides: str, failed: Sequence[str] = (),
-                      report_link: str = "", parent_run_id: str = "") -> str:
+def sweep_description(jobs: SweepJobs, *, study: str, overrides: str,
+                      failed: Sequence[str] = (), report_link: str = "",
+                      parent_run_id: str = "") -> str:
     """Markdown for a sweep's parent run: one row per job and ranker (the job's overrides
-    that not every job shares, the ranker, its means under the headline variants of all
-    jobs), the best of each column in bold, then where the report comes from and its link.
+    that not every job shares, the ranker, its means), a column per headline measure,
+    cut-off and metric definition as the sweep's console table has them
+    (:func:`~harness.app.sweep_columns.definition_columns`), the best of each column in
+    bold (so only among means of one definition), then where the report comes from and its
+    link.
 
     ``jobs`` maps a job's number to (its overrides, ranker -> summary table indexed by
     variant display name); ``report_link`` is where the report will be in MLflow's UI."""
-    from harness.metrics.vocabulary.definition import parse_metric
-    from harness.reporting.figures import headline_variants
+    from harness.app.sweep_columns import definition_columns
 
-    names = list(dict.fromkeys(v for _, summaries in jobs.values() for s in summaries.values()
-                               for v in s.index))
-    columns = [m.display_name for m in headline_variants([parse_metric(n) for n in names])]
+    definitions, cells = definition_columns(jobs)
+    columns = [m.display_name for m in definitions]
     shown = columns[:SWEEP_COLUMNS]
     shared = set.intersection(*(set(o) for o, _ in jobs.values())) if jobs else set()
-    rows = [(num, " ".join(o for o in given if o not in shared), ranker,
-             [float(s.at[c, "mean"]) if c in s.index else float("nan") for c in shown])
-            for num, (given, summaries) in jobs.items() for ranker, s in summaries.items()]
+    rows = [(num, " ".join(o for o in jobs[num][0] if o not in shared), ranker,
+             [row.get(c, float("nan")) for c in shown]) for (num, ranker), row in cells.items()]
     by_column = [_bold_best(column, missing="") for column in zip(*(r[3] for r in rows))]
-    cells = list(zip(*by_column)) if by_column else [()] * len(rows)  # back to rows
+    shown_cells = list(zip(*by_column)) if by_column else [()] * len(rows)  # back to rows
     lead = ""
     if rows and shown:
         values = [r[3][0] for r in rows]
@@ -382,11 +386,12 @@ def sweep_description(jobs: Mapping[str, tuple[Sequence[str], Mapping[str, pd.Da
     head = [lead, "", f"Sweep `{_cell(overrides) or '(no overrides)'}` of study "
             f"`{_cell(study)}`: {len(jobs)} job(s) finished"
             + (f", {len(failed)} failed (job {', '.join(failed)})" if failed else "")
-            + ". Mean per query under the headline variants, the best of each column in bold"
-            + (f" ({len(columns) - len(shown)} more headline variants; " if columns[len(shown):]
+            + ". Mean per query under the headline variants, a column per metric definition, "
+            "the best of each column in bold"
+            + (f" ({len(columns) - len(shown)} more columns; " if columns[len(shown):]
                else " (") + "every variant: each job's `summary.csv` under `jobs/<n>/`)."]
     lines, previous = [], None
-    for (num, label, ranker, _), row in zip(rows, cells):
+    for (num, label, ranker, _), row in zip(rows, shown_cells):
         first = num != previous
         previous = num
         lines.append(_row([num if first else "", f"`{_cell(label)}`" if first and label else "",

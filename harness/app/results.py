@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from harness.app.ranker_notes import RankerNotes
 from harness.datasets import Dataset
 from harness.metrics import Metric
 from harness.metrics.sklearn_check import CheckResult
@@ -72,6 +73,7 @@ class StudyResult:
     run_ids: dict[str, str]
     check_failures: list[str]
     summaries: dict[str, pd.DataFrame] = field(default_factory=dict)
+    notes: dict[str, RankerNotes] = field(default_factory=dict)  # beside each summary
     seconds: float = 0.0
     tracking_uri: str | None = None
     experiment: str | None = None
@@ -88,7 +90,7 @@ class StudyResult:
 
         n_queries = max((len(r.per_query) for r in self.rankers.values()), default=0)
         return closing_summary(study=study, seconds=self.seconds, summaries=self.summaries,
-                               metrics=self.metrics, n_queries=n_queries,
+                               notes=self.notes, metrics=self.metrics, n_queries=n_queries,
                                output_dir=self.output_dir, run_ids=self.run_ids,
                                tracking_uri=self.tracking_uri, experiment=self.experiment,
                                baseline=self.baseline, warnings=self.warnings,

@@ -43,6 +43,7 @@ from harness.app.plan import (
     check_rankers_against,
     validate,
 )
+from harness.app.ranker_notes import RankerNotes
 from harness.app.results import INCOMPLETE, RankerResult, StudyResult, trainer_tags
 from harness.datasets import Dataset, ParquetRun, load_dataset
 from harness.engines import Engine
@@ -112,19 +113,20 @@ def _run_job(job: _Job) -> StudyResult:
     del runs
     written = _write(job, dataset, results, explained, judgments)
     warnings = [w for r in results.values() for w in r.warnings]
-    for name, summary in written["summary"].items():  # read by the runs' descriptions
-        summary.attrs["warnings"] = list(results[name].warnings)
-        summary.attrs["judged_at_10"] = results[name].judged_at_10
-        summary.attrs["judged_dist"] = judgments.dists.get(name) if judgments else None
-        summary.attrs["intervals"] = _headline_intervals(job, judgments, name)
+    notes = {name: RankerNotes(  # for the runs' descriptions and the closing summary
+        warnings=tuple(results[name].warnings), judged_at_10=results[name].judged_at_10,
+        judged_dist=judgments.dists.get(name) if judgments else None,
+        intervals=_headline_intervals(job, judgments, name)) for name in written["summary"]}
     log.info("results written to %s", job.out)
-    run_ids = _log(job, dataset, results, written,  # INCOMPLETE goes once its plan is saved
-                   failed=bool(failures) and job.plan.check.sklearn == "fail", done=incomplete)
+    run_ids = _log(job, dataset, results, written, notes,  # INCOMPLETE goes once its plan
+                   failed=bool(failures) and job.plan.check.sklearn == "fail",  # is saved
+                   done=incomplete)
     incomplete.unlink(missing_ok=True)
     log.info("study done in %.1fs; %s", time.perf_counter() - t0, job.phases.line())
     plan = job.plan
     result = StudyResult(dataset, plan.metrics, results, job.out, run_ids, failures,
-                         summaries=written["summary"], seconds=time.perf_counter() - t0,
+                         summaries=written["summary"], notes=notes,
+                         seconds=time.perf_counter() - t0,
                          tracking_uri=resolve_tracking_uri(plan.tracking.uri) if run_ids
                          else None, experiment=plan.experiment, baseline=plan.baseline,
                          warnings=warnings, judgment_pairs=written["judgment_pairs"])
@@ -386,14 +388,15 @@ def _write(job: _Job, dataset: Dataset | ParquetRun, results: dict[str, RankerRe
 
 
 def _log(job: _Job, dataset: Dataset | ParquetRun, results: dict[str, RankerResult],
-         written: dict[str, Any], *, failed: bool, done: Path) -> dict[str, str]:
+         written: dict[str, Any], notes: Mapping[str, RankerNotes], *, failed: bool,
+         done: Path) -> dict[str, str]:
     """The study's MLflow runs (none when tracking is off); returns their ids by key."""
     from harness.app import log as log_stage
 
     if not job.plan.tracking.enabled:
         return {}
     with job.phases("logging"):
-        return log_stage.log_study(job.plan, dataset, results, written, job.out,
+        return log_stage.log_study(job.plan, dataset, results, written, job.out, notes=notes,
                                    parent_run_id=job.parent_run_id, job_label=job.job_label,
                                    failed=failed, started=job.started, title=job.title,
                                    worker=job.worker, on_saved=done)

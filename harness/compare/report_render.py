@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -77,27 +78,59 @@ def _ties_note(parts: ReportParts) -> str:
     return next((n for n in parts.findings if n.startswith("tie-sensitivity")), "")
 
 
+#: The headline table's caption, in every format.
+_HEADLINE = ("Headline variants: mean per query (superscripts: the rankers it is significantly "
+             "better than) and winner")
+
+
+def _md_figures(parts: ReportParts, group: str) -> list[str]:
+    """Markdown images of a figure group, by their path in the report's folder, a paragraph
+    each (one under the other)."""
+    return [line for name, path in parts.figures[group]
+            for line in (f"![{_md_escape(name)}](figures/{path.name})", "")]
+
+
+def _md_escape(text: str) -> str:
+    """Text in Markdown brackets (an image's alt text): ``[`` and ``]`` escaped."""
+    return re.sub(r"([][\\])", r"\\\1", text)
+
+
+def _md_table(key: str, caption: str, frame: pd.DataFrame, index: bool) -> list[str]:
+    """A table under its caption; a long one (more than :data:`LONG_TABLE` rows) collapsed
+    in ``<details>`` as in the HTML report (GitHub and most viewers render it)."""
+    table = _markdown(frame, index, marks=key == "means")
+    if len(frame) <= LONG_TABLE:
+        return [f"## {caption}", "", table, ""]
+    return [f"<details><summary><b>{html.escape(caption)} ({len(frame)} rows)</b></summary>",
+            "", table, "", "</details>", ""]
+
+
 def markdown_report(parts: ReportParts) -> str:
+    """The report as Markdown, in the HTML report's order: the findings, the headline means
+    and the figures first; the settings and the tables after them, the long ones collapsed;
+    notes and provenance last. Figures are linked from ``figures/`` beside it."""
     prov, sweep = parts.provenance, parts.sweep
-    md = [f"# {parts.title}", "", *[f"- **{k}**: {v}" for k, v in parts.settings], "",
-          "## Findings", "", *[f"- {n}" for n in parts.findings], ""]
+    md = [f"# {parts.title}", "", "## Findings", "", *[f"- {n}" for n in parts.findings], ""]
+    headline = _headline(parts)
+    if headline is not None:
+        md += [f"## {_HEADLINE}", "", _markdown(headline, True, marks=True), ""]
+    md += ["## Per-query distributions", "", *_md_figures(parts, "distributions"),
+           "## Paired differences per comparison", "", *_md_figures(parts, "differences"),
+           "## Settings", "", *[f"- **{k}**: {v}" for k, v in parts.settings], ""]
     for key, (caption, frame, index) in parts.tables.items():
-        md += [f"## {caption}", ""]
         if key == "ties" and frame.empty:
-            md += [_ties_note(parts), ""]
+            md += [f"## {caption}", "", _ties_note(parts), ""]
         elif key == "tau" and len(frame) > _MAX_TAU_TABLE:
-            md += [f"{len(frame)} x {len(frame)}: see kendall_tau.csv", ""]
+            md += [f"## {caption}", "", f"{len(frame)} x {len(frame)}: see kendall_tau.csv", ""]
         else:
-            md += [_markdown(frame, index, marks=key == "means"), ""]
+            md += _md_table(key, caption, frame, index)
         if key == "tau":
-            md += ["![Kendall tau heatmap](figures/kendall_tau.png)", ""]
-    md += ["## Notes", "", *[f"- {n}" for n in parts.notes], "", "## Figures", ""]
-    md += [f"- [{name}](figures/{path.name})" for group in parts.figures.values()
-           for name, path in group]
-    md += ["", "## Provenance", "", _markdown(prov["runs"]), "",
+            md += _md_figures(parts, "tau")
+    md += ["## Notes", "", *[f"- {n}" for n in parts.notes], ""]
+    md += ["## Provenance", "", *_md_table("runs", "Runs", prov["runs"], False),
            f"- git commits: {', '.join(sweep.provenance['git_commits'])}",
            f"- harness versions: {', '.join(sweep.provenance['harness_versions'])}", "",
-           _markdown(prov["environments"], True), ""]
+           *_md_table("environments", "Environments", prov["environments"], True)]
     return "\n".join(md) + "\n"
 
 
@@ -182,9 +215,7 @@ def _opening(parts: ReportParts) -> list[str]:
     body += [f"<li>{html.escape(n)}</li>" for n in parts.findings] + ["</ul>"]
     headline = _headline(parts)
     if headline is not None:
-        body.append(_table_html("means", "Headline variants: mean per query (superscripts: "
-                                "the rankers it is significantly better than) and winner",
-                                headline, True))
+        body.append(_table_html("means", _HEADLINE, headline, True))
     return body
 
 
