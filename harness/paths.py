@@ -5,9 +5,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["PROJECT_ROOT", "project_path", "shared_data_dir"]
+__all__ = ["ARTIFACT_ROOT", "PENDING_DIR", "PROJECT_ROOT", "REPORTS_DIR", "project_path",
+           "shared_data_dir"]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+#: The default folders under the project (relative: :func:`project_path` resolves them), one
+#: home for the config schema, the library's keyword defaults and the commands' options:
+#: log plans not yet sent (``harness sync``), a local MLflow store's artifacts, reports.
+PENDING_DIR = "runs/pending"
+ARTIFACT_ROOT = "runs/artifacts"
+REPORTS_DIR = "runs/reports"
 
 
 def project_path(path: str | os.PathLike[str]) -> Path:

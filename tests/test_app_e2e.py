@@ -182,7 +182,7 @@ def scored_without_the_app(ranker_options: list[str]) -> tuple[Dataset, dict[str
                 opts["feature"] = "f0"  # the synthetic dataset's default feature
             if entry["kind"] == "sklearn":
                 opts["params"] = {**opts.get("params", {}), "max_iter": HGB_ITER}
-            run, _, hit = score(RankerSpec(name, entry["kind"], opts), ds, None)
+            run, _, hit, _ = score(RankerSpec(name, entry["kind"], opts), ds, None)
             assert not hit
             runs[name] = run
     return ds, runs

@@ -232,8 +232,8 @@ def test_threads_option_scores_the_same_and_is_checked(tmp_path: Path) -> None:
 
     ds = load_dataset("synthetic", name="s", n_queries=20, n_train_queries=40)
     opts = {"estimator": "hist_gradient_boosting", "params": {"max_iter": 15}}
-    free, _, _ = score(RankerSpec("h", "sklearn", opts), ds)
-    one, _, _ = score(RankerSpec("h", "sklearn", {**opts, "threads": 1}), ds)
+    free, _, _, _ = score(RankerSpec("h", "sklearn", opts), ds)
+    one, _, _, _ = score(RankerSpec("h", "sklearn", {**opts, "threads": 1}), ds)
     np.testing.assert_array_equal(free["score"].to_numpy(), one["score"].to_numpy())
     cfg = _small_study(tmp_path, "off")
     cfg["ranker"] = {"h": {"kind": "sklearn", "threads": 0}}

@@ -122,7 +122,7 @@ def test_constant_scores_and_a_feature_other_than_the_name_are_warned() -> None:
     for name, feature in (("feature_f0", "f1"), ("top_grades", "f4"), ("relevance", "f5"),
                           ("feature_f1", "f1")):
         spec = RankerSpec(name, "feature", {"feature": feature})
-        run, _, _ = score(spec, ds)
+        run, _, _, _ = score(spec, ds)
         said[name] = score_warnings(spec, run, ds, record)
     assert said["feature_f1"] == []
     assert said["feature_f0"] == [

@@ -354,7 +354,7 @@ def test_a_run_file_ranker_on_other_queries_warns(tmp_path: Path,
                       run_path=str(tmp_path / "r.run"))
     (tmp_path / "other.run").write_text("Q1 Q0 d1 1 1.0 r\nQ2 Q0 d1 1 1.0 r\nq1 Q0 d1 1 1.0 r\n")
     with caplog.at_level("WARNING", logger="harness"):
-        run, _, _ = score(RankerSpec("o", "run_file", {"path": str(tmp_path / "other.run")}), ds)
+        run = score(RankerSpec("o", "run_file", {"path": str(tmp_path / "other.run")}), ds).run
     assert "other.run and the judgments of dataset 't' share few query ids: 1 of the run's 3 " \
            "queries are judged (2 queries in the qrels); e.g. run-only ['Q1', 'Q2']" \
            in caplog.text

@@ -144,7 +144,7 @@ def test_the_kind_fuses_cast_runs_as_ranx_does(shared_data: Path, method: str,
     spec = RankerSpec("hybrid", "fusion", {"method": method, "norm": norm, "inputs": {
         "bm25": files["bm25"], "ance": {"kind": "run_file", "path": files["ance"]}}})
     ds = _cast(shared_data)
-    run, _, _ = score(spec, ds)
+    run, _, _, _ = score(spec, ds)
     qids = set(ds.test["qid"])
     runs = {n: _of(read_run(p), qids) for n, p in files.items()}
     theirs = _theirs(runs, None if norm == "none" else NORMS[norm],
@@ -213,8 +213,7 @@ def test_tuned_weights_are_ranx_optimize_fusion_s(tmp_path: Path, seed: int) -> 
     spec = RankerSpec("tuned", "fusion", {"method": "wsum", "norm": "min-max", "inputs": inputs,
                                           "tune": {"metric": "ndcg@10", "convention": "ranx",
                                                    "step": 0.1}})
-    run, _, _ = score(spec, ds)
-    tags = run.attrs["trainer"]
+    run, _, _, tags = score(spec, ds)
     train = ds.split("train")
     best = optimize_fusion(
         qrels=Qrels({q: dict(zip(g["docid"], g["label"].astype(int), strict=True))

@@ -66,9 +66,8 @@ def _valid_run(valid, scores):
 @pytest.mark.parametrize("kind", list(_BRIEF))
 @pytest.mark.parametrize("k", [5, 10])
 def test_trainer_metric_equals_the_harness_preset(sample: Dataset, kind: str, k: int) -> None:
-    run, trained, valid = train_ltr(_spec(kind, eval_at=k), sample)
+    run, trained, valid, tags = train_ltr(_spec(kind, eval_at=k), sample)
     _check(kind, trained, valid, k)
-    tags = run.attrs["trainer"]
     assert tags["trainer.check"] == "pass"
     assert tags["trainer.metric"] == {"lightgbm": f"ndcg@{k}", "xgboost": f"ndcg@{k}",
                                       "catboost": f"NDCG:top={k};type=Base"}[kind]
@@ -81,16 +80,16 @@ def test_trainer_metric_equals_the_harness_preset(sample: Dataset, kind: str, k:
 
 @pytest.mark.parametrize("kind,objective", _OBJECTIVES)
 def test_other_objectives_train_and_agree(sample: Dataset, kind: str, objective: str) -> None:
-    _, trained, valid = train_ltr(_spec(kind, objective), sample)
+    _, trained, valid, _ = train_ltr(_spec(kind, objective), sample)
     _check(kind, trained, valid, 10)
 
 
 def test_the_run_is_seeded_and_cached_with_its_tags(sample: Dataset, tmp_path: Path) -> None:
     spec = _spec("lightgbm", bagging_fraction=0.7, bagging_freq=1)
-    first, key, hit = score(spec, sample, tmp_path)
-    again, key2, hit2 = score(spec, sample, tmp_path)
+    first, key, hit, tags = score(spec, sample, tmp_path)
+    again, key2, hit2, cached_tags = score(spec, sample, tmp_path)
     assert (hit, hit2, key) == (False, True, key2)
-    assert again.attrs["trainer"] == first.attrs["trainer"]
+    assert cached_tags == tags and tags["trainer.check"] == "pass"
     assert np.array_equal(first["score"], again["score"])
     other = RankerSpec(spec.name, spec.kind, {**spec.options, "params": {
         **spec.options["params"], "num_leaves": 15}})
@@ -145,7 +144,7 @@ def test_a_missing_library_names_the_extra(sample: Dataset, kind: str, module: s
 
 
 def test_a_disagreement_fails_the_check(sample: Dataset) -> None:
-    _, trained, valid = train_ltr(_spec("lightgbm"), sample)
+    _, trained, valid, _ = train_ltr(_spec("lightgbm"), sample)
     off = Trained(trained.model, trained.metric, trained.value + 1e-6, trained.valid_scores,
                   trained.best_iteration, trained.predict)
     tags = trainer_check(_spec("lightgbm"), off, valid, 10)
@@ -158,7 +157,7 @@ def test_a_disagreement_fails_the_check(sample: Dataset) -> None:
 def test_the_differing_query_is_named(sample: Dataset, kind: str) -> None:
     from harness.rankers.trainer_check import _differing_query
 
-    _, trained, valid = train_ltr(_spec(kind), sample)
+    _, trained, valid, _ = train_ltr(_spec(kind), sample)
     _, per_query = harness_value(kind, 10, valid, trained.valid_scores)
     assert _differing_query(kind, 10, valid, trained, per_query).startswith("no single")
     wrong = per_query.copy()
@@ -241,27 +240,26 @@ def test_a_trained_model_is_saved_cached_and_read_back(sample: Dataset, tmp_path
     spec = (_spec(kind) if kind != "sklearn" else RankerSpec(
         "m_sklearn", "sklearn", {"params": {"max_iter": 8}, "seed": 1, "features": few}))
     cache = tmp_path / "cache"
-    run, _, hit = score(spec, sample, cache, model_dir=tmp_path / "a")
+    run, _, hit, _ = score(spec, sample, cache, model_dir=tmp_path / "a")
     assert not hit and (tmp_path / "a" / "MLmodel").is_file()
     cols = few if kind == "sklearn" else [str(c) for c in sample.features]
     X = sample.test[cols].to_numpy(np.float64)
     assert np.array_equal(predict(kind, load_model(kind, tmp_path / "a"), X),
                           run["score"].to_numpy())
-    again, _, hit = score(spec, sample, cache, model_dir=tmp_path / "b")
+    again, _, hit, _ = score(spec, sample, cache, model_dir=tmp_path / "b")
     assert hit and (tmp_path / "b" / "MLmodel").is_file()  # the cached model comes along
     assert again["score"].equals(run["score"])
     import shutil
 
     shutil.rmtree(next(cache.glob("*.model")))  # a cached run without its model: trained
-    _, _, hit = score(spec, sample, cache, model_dir=tmp_path / "c")
+    _, _, hit, _ = score(spec, sample, cache, model_dir=tmp_path / "c")
     assert not hit and (tmp_path / "c" / "MLmodel").is_file()
 
 
 def test_the_trec_eval_gap_is_trec_eval_s_number(sample: Dataset) -> None:
     import pytrec_eval
 
-    run, trained, valid = train_ltr(_spec("lightgbm", n_estimators=20), sample)
-    tags = run.attrs["trainer"]
+    run, trained, valid, tags = train_ltr(_spec("lightgbm", n_estimators=20), sample)
     qrels, scores = {}, {}  # trec_eval breaks ties by docno: the dataset's (d0, d1, ...)
     for q, d, label, s in zip(valid.qid, valid.docid, valid.y, trained.valid_scores,
                               strict=True):

@@ -21,18 +21,18 @@ def synthetic():
 
 def test_oracle_and_feature_scores(synthetic) -> None:
     test = synthetic.test
-    run, _, _ = score(RankerSpec("o", "oracle"), synthetic)
+    run, _, _, _ = score(RankerSpec("o", "oracle"), synthetic)
     assert np.array_equal(run["score"].to_numpy(), test["label"].to_numpy(dtype=float))
-    run, _, _ = score(RankerSpec("f", "feature", {"feature": "f1"}), synthetic)
+    run, _, _, _ = score(RankerSpec("f", "feature", {"feature": "f1"}), synthetic)
     assert np.array_equal(run["score"].to_numpy(), test["f1"].to_numpy())
     with pytest.raises(InputError, match=r"no feature 'nope'.*f0, f1"):
         score(RankerSpec("f", "feature", {"feature": "nope"}), synthetic)
 
 
 def test_noisy_oracle_is_seeded(synthetic) -> None:
-    a, _, _ = score(RankerSpec("n", "noisy_oracle", {"sigma": 0.5, "seed": 1}), synthetic)
-    b, _, _ = score(RankerSpec("n", "noisy_oracle", {"sigma": 0.5, "seed": 1}), synthetic)
-    c, _, _ = score(RankerSpec("n", "noisy_oracle", {"sigma": 0.5, "seed": 2}), synthetic)
+    a, _, _, _ = score(RankerSpec("n", "noisy_oracle", {"sigma": 0.5, "seed": 1}), synthetic)
+    b, _, _, _ = score(RankerSpec("n", "noisy_oracle", {"sigma": 0.5, "seed": 1}), synthetic)
+    c, _, _, _ = score(RankerSpec("n", "noisy_oracle", {"sigma": 0.5, "seed": 2}), synthetic)
     assert a.equals(b) and not a.equals(c)
     noise = a["score"].to_numpy() - synthetic.test["label"].to_numpy(dtype=float)
     assert 0.3 < noise.std() < 0.7
@@ -40,8 +40,8 @@ def test_noisy_oracle_is_seeded(synthetic) -> None:
 
 def test_score_cache_hits_and_keys(synthetic, tmp_path: Path) -> None:
     spec = RankerSpec("r", "random", {"seed": 4})
-    first, key, hit = score(spec, synthetic, tmp_path)
-    again, key2, hit2 = score(spec, synthetic, tmp_path)
+    first, key, hit, _ = score(spec, synthetic, tmp_path)
+    again, key2, hit2, _ = score(spec, synthetic, tmp_path)
     assert (hit, hit2) == (False, True) and key == key2
     assert np.array_equal(first["score"].to_numpy(), again["score"].to_numpy())
     assert cache_key(RankerSpec("r", "random", {"seed": 5}), synthetic) != key
@@ -66,7 +66,7 @@ def test_mlflow_model_ranker_scores_like_the_model(synthetic, tmp_path: Path,
                                      input_example=train[features].head(2))
     spec = RankerSpec("m", "mlflow_model", {"uri": "models:/ranker_v/1",
                                             "tracking_uri": store})
-    run, _, _ = score(spec, synthetic, tmp_path / "cache")
+    run, _, _, _ = score(spec, synthetic, tmp_path / "cache")
     expected = model.predict(synthetic.test[features].to_numpy())
     np.testing.assert_allclose(run["score"].to_numpy(), expected, rtol=1e-12)
     assert (tmp_path / "cache").is_dir()  # a pinned version is cached
@@ -80,7 +80,7 @@ def test_run_file_ranker_reads_the_run(shared_data: Path) -> None:
                       qrels_path=str(shared_data / "trec_cast_2021/trec-cast-qrels-docs.2021.qrel"),
                       run_path=str(shared_data / "trec_cast_2021/org_manual_bm25.run"))
     path = shared_data / "trec_cast_2021/org_manual_ance.run"
-    run, key, _ = score(RankerSpec("ance", "run_file", {"path": str(path)}), ds)
+    run, key, _, _ = score(RankerSpec("ance", "run_file", {"path": str(path)}), ds)
     raw = pd.read_csv(path, sep=r"\s+", header=None, names=["qid", "q0", "docid", "rank",
                                                              "score", "tag"], dtype=str)
     judged = set(ds.qrels["qid"])

@@ -41,14 +41,14 @@ def _drop_digest(path: Path) -> None:
                                           (_truncate, "does not match its digest"),
                                           (_drop_digest, "has no digest")])
 def test_damaged_cache_is_scored_again(synthetic, tmp_path, caplog, damage, said):
-    fresh, key, hit = score(SPEC, synthetic, tmp_path)
+    fresh, key, hit, _ = score(SPEC, synthetic, tmp_path)
     assert not hit
     path = tmp_path / f"{key}.parquet"
     damage(path)
     with caplog.at_level(logging.WARNING, logger="harness"):
-        again, _, hit = score(SPEC, synthetic, tmp_path)
+        again, _, hit, _ = score(SPEC, synthetic, tmp_path)
     assert not hit
     assert np.array_equal(again["score"].to_numpy(), fresh["score"].to_numpy())
     assert any(said in r.getMessage() and path.name in r.getMessage() for r in caplog.records)
-    third, _, hit = score(SPEC, synthetic, tmp_path)  # the rebuilt cache is trusted again
+    third, _, hit, _ = score(SPEC, synthetic, tmp_path)  # the rebuilt cache is trusted again
     assert hit and np.array_equal(third["score"].to_numpy(), fresh["score"].to_numpy())

@@ -22,14 +22,16 @@ def _table(n: int, seed: int = 0) -> pd.DataFrame:
 def test_bootstrap_interval_is_scipys(n: int) -> None:
     table = _table(n)
     v = table["nDCG@10"].to_numpy()
-    got = summarize(table, resamples=2000, seed=3)
+    study = summarize_study({"r": table}, resamples=2000, seed=3)
+    got = study.tables["r"]
     ref = stats.bootstrap((v,), np.mean, n_resamples=2000, method="percentile",
                           confidence_level=0.95, rng=np.random.default_rng(3), vectorized=True)
     row = got.loc["nDCG@10"]
     # the same resample indices as scipy's; only the summation order of the means differs
     assert row["ci_low"] == pytest.approx(ref.confidence_interval.low, abs=1e-13)
     assert row["ci_high"] == pytest.approx(ref.confidence_interval.high, abs=1e-13)
-    assert got.attrs["ci_method"] == {"nDCG@10": "bootstrap"}
+    assert study.ci_methods == {"r": {"nDCG@10": "bootstrap"}}
+    pd.testing.assert_frame_equal(summarize(table, resamples=2000, seed=3), got)
     assert list(got.columns) == list(STATS)
     assert row["mean"] == pytest.approx(v.mean(), abs=1e-15)
     assert row["std"] == pytest.approx(np.std(v, ddof=1), abs=1e-15)
@@ -60,7 +62,7 @@ def test_a_study_is_summarised_at_once_each_interval_scipys() -> None:
                 "nDCG@10(empty=exclude)": np.where(rng.random(n) < 0.1, np.nan,
                                                    rng.random(n))}
         tables[name] = pd.DataFrame(cols, index=qids)
-    got = summarize_study(tables, resamples=1000, seed=7)
+    got = summarize_study(tables, resamples=1000, seed=7).tables
     for name, table in tables.items():
         alone = summarize(table, resamples=1000, seed=7)
         pd.testing.assert_frame_equal(got[name], alone, check_exact=False, rtol=0, atol=1e-14)
@@ -101,13 +103,15 @@ def test_tiny_and_degenerate_columns() -> None:
 def test_above_the_limit_the_interval_is_the_normal_one() -> None:
     table = _table(30_000, seed=1)
     v = table["nDCG@10"].to_numpy()
-    normal = summarize(table, bootstrap_max_queries=20_000)
+    normal_study = summarize_study({"r": table}, bootstrap_max_queries=20_000)
+    normal = normal_study.tables["r"]
     low, high = stats.norm.interval(0.95, loc=v.mean(), scale=stats.sem(v))
-    assert normal.attrs["ci_method"] == {"nDCG@10": "normal"}
+    assert normal_study.ci_methods == {"r": {"nDCG@10": "normal"}}
     assert normal.at["nDCG@10", "ci_low"] == pytest.approx(low, abs=1e-14)
     assert normal.at["nDCG@10", "ci_high"] == pytest.approx(high, abs=1e-14)
-    boot = summarize(table, bootstrap_max_queries=None, resamples=2000)
-    assert boot.attrs["ci_method"] == {"nDCG@10": "bootstrap"}
+    boot_study = summarize_study({"r": table}, bootstrap_max_queries=None, resamples=2000)
+    boot = boot_study.tables["r"]
+    assert boot_study.ci_methods == {"r": {"nDCG@10": "bootstrap"}}
     width = high - low
     for stat in ("ci_low", "ci_high"):  # the two methods agree at this size
         assert abs(boot.at["nDCG@10", stat] - normal.at["nDCG@10", stat]) < 0.05 * width

@@ -145,7 +145,7 @@ def oracle_ndcg10() -> pd.Series:
     options.pop("defaults", None)
     options.update(n_queries=N_QUERIES, n_train_queries=N_QUERIES)
     ds = load_dataset(options.pop("kind", "synthetic"), **options)
-    run, _, _ = score(RankerSpec("oracle", "oracle", {}), ds, None)
+    run, _, _, _ = score(RankerSpec("oracle", "oracle", {}), ds, None)
     return evaluate(run, ds.qrels, [Metric("ndcg", k=10)])["nDCG@10"]
 
 

@@ -83,7 +83,7 @@ def test_score_cache_that_cannot_be_written_is_a_warning(tmp_path: Path, caplog)
     ds = load_dataset("synthetic", n_queries=5, n_train_queries=5, min_docs=3, max_docs=5,
                       seed=1)
     with caplog.at_level(logging.WARNING, logger="harness"):
-        run, _, hit = score(RankerSpec("o", "oracle"), ds, blocker / "cache")
+        run, _, hit, _ = score(RankerSpec("o", "oracle"), ds, blocker / "cache")
     assert not hit and len(run) == len(ds.test)
     assert any("score cache not written" in r.getMessage() for r in caplog.records)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]

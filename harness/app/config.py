@@ -21,7 +21,8 @@ from omegaconf import MISSING, OmegaConf
 
 from harness.app.path_names import hydra_dir_name
 from harness.metrics.unjudged import MAX_LABELINGS
-from harness.paths import PROJECT_ROOT, shared_data_dir
+from harness.paths import ARTIFACT_ROOT, PENDING_DIR, PROJECT_ROOT, shared_data_dir
+from harness.tracking.store import REQUEST_RETRIES, REQUEST_TIMEOUT_S
 
 __all__ = ["Config", "register_configs", "PROJECT_ROOT"]
 
@@ -166,10 +167,10 @@ class TrackingConfig:
     enabled: bool = True
     uri: str | None = None  # None: $MLFLOW_TRACKING_URI, else sqlite:///<project>/runs/mlflow.db
     experiment: str | None = None  # None: the study name
-    artifact_root: str = "runs/artifacts"
-    pending_dir: str = "runs/pending"  # log plans not yet sent (harness sync)
-    timeout_s: int = 5
-    max_retries: int = 1
+    artifact_root: str = ARTIFACT_ROOT
+    pending_dir: str = PENDING_DIR  # log plans not yet sent (harness sync)
+    timeout_s: int = REQUEST_TIMEOUT_S
+    max_retries: int = REQUEST_RETRIES
     # ready MLflow in a child process while the study computes (false: all in process)
     worker: bool = True
     # headline | all | off (harness.reporting.figures.FIGURE_MODES); true = headline,

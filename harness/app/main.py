@@ -21,7 +21,7 @@ from harness.app.callbacks import ACTIVE, PARENT_ENV, failed_job_file, parent_ru
 from harness.app.config import register_configs
 from harness.app.hydra_guard import install as guard_callbacks
 from harness.errors import HarnessError
-from harness.paths import PROJECT_ROOT, project_path
+from harness.paths import PENDING_DIR, PROJECT_ROOT, project_path
 
 log = logging.getLogger("harness")
 
@@ -197,7 +197,7 @@ def _interrupted(signame: str) -> str:
         # stopped before their log plan was saved: results (if any) unlogged, run again
         cut = sorted((p.name for p in jobs if (p / "INCOMPLETE").exists()), key=int)
         plans = sorted(pending.glob("*.json")) if pending and pending.is_dir() else []
-        if pending != project_path("runs/pending"):
+        if pending != project_path(PENDING_DIR):
             sync += f" --pending-dir {pending}"
         kept = (f"jobs {', '.join(done)} finished (results in {folder}/<job>/)" if done
                 else "no job finished")
@@ -211,7 +211,7 @@ def _interrupted(signame: str) -> str:
     if not _JOB:
         return f"interrupted ({signame})"
     out, pending = _JOB
-    if pending != project_path("runs/pending"):
+    if pending != project_path(PENDING_DIR):
         sync += f" --pending-dir {pending}"
     from harness.app.results import INCOMPLETE
 

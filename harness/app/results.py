@@ -16,8 +16,7 @@ from harness.metrics import Metric
 from harness.metrics.sklearn_check import CheckResult
 from harness.rankers import RankerSpec
 
-__all__ = ["INCOMPLETE", "RankerResult", "StudyResult", "metric_key_map", "dump_json",
-           "trainer_tags"]
+__all__ = ["INCOMPLETE", "RankerResult", "StudyResult", "metric_key_map", "dump_json"]
 
 #: A file in a job's output folder from its start until every result is written: a folder
 #: that still holds it after the job ended belongs to a job that was killed or failed.
@@ -35,7 +34,7 @@ class RankerResult:
     warnings: list[str] = field(default_factory=list)  # see harness.app.study.score_warnings
     judged_at_10: float | None = None  # mean judged@10 (None: not computed, parquet_run)
     judged: pd.Series | None = None  # Judged@10 per query (None: not computed)
-    trainer: dict[str, str] = field(default_factory=dict)  # see trainer_tags
+    trainer: dict[str, str] = field(default_factory=dict)  # harness.rankers.Scored.tags
     model: Path | None = None  # a trained ranker's model folder (harness.rankers.models)
 
     @property
@@ -54,12 +53,6 @@ class RankerResult:
             fit = "" if self.cache_hit else f"trained in {self.train_seconds:.2f}s, "
             text += f"; {fit}model in models/{self.model.name}"
         return text
-
-
-def trainer_tags(run: pd.DataFrame | None) -> dict[str, str]:
-    """A trained ranker's ``trainer.*`` tags (harness.rankers.trainer_check), carried by its
-    run's ``attrs``; empty for other rankers."""
-    return dict(run.attrs.get("trainer", {})) if run is not None else {}
 
 
 @dataclass

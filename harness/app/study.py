@@ -44,7 +44,7 @@ from harness.app.plan import (
     validate,
 )
 from harness.app.ranker_notes import RankerNotes
-from harness.app.results import INCOMPLETE, RankerResult, StudyResult, trainer_tags
+from harness.app.results import INCOMPLETE, RankerResult, StudyResult
 from harness.datasets import Dataset, ParquetRun, load_dataset
 from harness.engines import Engine
 from harness.errors import OutputError
@@ -246,6 +246,7 @@ def _evaluate_ranker(job: _Job, engine: Engine, dataset: Dataset | ParquetRun,
     plan, phases, t = job.plan, job.phases, time.perf_counter()
     check = plan.check if plan.check_on else None
     files, judged, run, share, model = None, None, None, None, None
+    tags: dict[str, str] = {}
     warnings: list[str] = []
     if isinstance(dataset, ParquetRun):
         with phases("evaluate"):
@@ -257,7 +258,7 @@ def _evaluate_ranker(job: _Job, engine: Engine, dataset: Dataset | ParquetRun,
     else:
         model = job.out / "models" / spec.name if spec.kind in TRAINERS else None
         with phases("train" if model is not None else "score"):
-            run, key, hit = score(spec, dataset, plan.cache_dir, model_dir=model)
+            run, key, hit, tags = score(spec, dataset, plan.cache_dir, model_dir=model)
         warnings = score_warnings(spec, run, dataset, plan.record)
         for text in warnings:
             log.warning("%s", text)
@@ -279,7 +280,7 @@ def _evaluate_ranker(job: _Job, engine: Engine, dataset: Dataset | ParquetRun,
                                             **sample_options(check, plan.seed))
                       if check is not None else [])
     return (RankerResult(spec, key, hit, per_query, checks, time.perf_counter() - t, warnings,
-                         share, judged, trainer_tags(run), model), files, run)
+                         share, judged, tags, model), files, run)
 
 
 def score_warnings(spec: RankerSpec, run: Any, dataset: Dataset,

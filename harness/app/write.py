@@ -54,8 +54,8 @@ def write_outputs(plan: StudyPlan, dataset: Dataset, results: Mapping[str, Any],
         for name, future in writes.items():
             written["per_query"][name] = future.result()
     frames = []
-    for name, summary in summaries.items():
-        normal = [c for c, m in summary.attrs["ci_method"].items() if m == "normal"]
+    for name, summary in summaries.tables.items():
+        normal = [c for c, m in summaries.ci_methods[name].items() if m == "normal"]
         if normal:
             log.info("ranker %s: 95%% CI of %d variant(s) by the normal approximation "
                      "(more than tracking.bootstrap_max_queries=%s queries)", name, len(normal),

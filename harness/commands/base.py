@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import argparse
 import errno
+import inspect
 import os
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from harness.allocator import MMAP_THRESHOLD, TRIM_THRESHOLD, tune_allocator
 from harness.errors import HarnessError
 
 __all__ = ["OK", "DIFFERENT", "BAD_INPUT", "UNREACHABLE", "add_tracking_uri", "exit_code",
-           "report_error", "run_command", "tune_allocator", "MMAP_THRESHOLD", "TRIM_THRESHOLD"]
+           "report_error", "run_command", "tune_allocator", "MMAP_THRESHOLD", "TRIM_THRESHOLD",
+           "keyword_default"]
 
 OK, DIFFERENT, BAD_INPUT, UNREACHABLE = 0, 1, 2, 3
 
@@ -29,6 +32,12 @@ def add_tracking_uri(parser: argparse.ArgumentParser, *, help: str | None = None
     parser.add_argument("--tracking-uri", default=None,
                         help=help or "MLflow store (default: $MLFLOW_TRACKING_URI, else "
                         "sqlite:///<project>/runs/mlflow.db)")
+
+
+def keyword_default(function: Callable[..., Any], name: str) -> Any:
+    """The default of ``function``'s parameter ``name``: an option that hands its value to
+    that parameter takes its default from there, so the two cannot drift apart."""
+    return inspect.signature(function).parameters[name].default
 
 
 def exit_code(exc: BaseException) -> int:

@@ -12,18 +12,24 @@ from __future__ import annotations
 import argparse
 import time
 
-from harness.commands.base import report_error
+from harness.commands.base import keyword_default, report_error
 from harness.engines.clustering import cluster_parquet
 from harness.errors import HarnessError
 
 
+def parser() -> argparse.ArgumentParser:
+    """The command-line interface."""
+    p = argparse.ArgumentParser(prog="harness cluster", description=__doc__)
+    p.add_argument("src", help="parquet file, or TREC run text, to read")
+    p.add_argument("dst", help="parquet file to write, clustered by qid")
+    p.add_argument("--batch-rows", type=int,
+                   default=keyword_default(cluster_parquet, "batch_rows"),
+                   help="rows held in memory at a time (default %(default)s)")
+    return p
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="harness cluster", description=__doc__)
-    parser.add_argument("src", help="parquet file, or TREC run text, to read")
-    parser.add_argument("dst", help="parquet file to write, clustered by qid")
-    parser.add_argument("--batch-rows", type=int, default=1_000_000,
-                        help="rows held in memory at a time (default 1,000,000)")
-    args = parser.parse_args(argv)
+    args = parser().parse_args(argv)
     t = time.perf_counter()
     try:
         out = cluster_parquet(args.src, args.dst, batch_rows=args.batch_rows)

@@ -38,7 +38,9 @@ import re
 import sys
 from typing import Any
 
+from harness.commands.base import add_tracking_uri, keyword_default
 from harness.errors import CompareError, HarnessError
+from harness.paths import PENDING_DIR, REPORTS_DIR
 from harness.reporting.console import column_blocks, fit, terminal_width
 
 __all__ = ["main", "parser"]
@@ -46,8 +48,10 @@ __all__ = ["main", "parser"]
 
 def parser() -> argparse.ArgumentParser:
     """The command-line interface."""
+    from harness.compare.api import compare
     from harness.compare.stats import CORRECTIONS, FAMILIES, TESTS
     from harness.compare.verdicts import VERDICT_TESTS
+    from harness.compare.workflow import SweepOptions as Default  # the options' defaults
 
     p = argparse.ArgumentParser(prog="harness compare",
                                 description="Compare the ranker versions of a sweep: paired "
@@ -63,7 +67,8 @@ def parser() -> argparse.ArgumentParser:
                    "instead of MLflow runs: harness compare --qrels QRELS A.run B.run")
     p.add_argument("-m", "--measure", action="append", default=None, metavar="MEASURE",
                    help="with --qrels: a measure in any tool's spelling, repeatable "
-                   "(default nDCG@10), e.g. -m trec_eval:ndcg -m 'P(rel=2)@5'")
+                   f"(default {', '.join(keyword_default(compare, 'metrics'))}), e.g. "
+                   "-m trec_eval:ndcg -m 'P(rel=2)@5'")
     p.add_argument("--format", default="text", choices=("text", "markdown", "latex", "html",
                                                         "json"),
                    help="with --qrels: how the table prints (default text)")
@@ -81,23 +86,24 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--filter", dest="filter_string", default=None,
                    help="MLflow search_runs filter ANDed to the selection, e.g. "
                    "\"params.`metric.k` = '10'\"")
-    p.add_argument("--tracking-uri", default=None,
-                   help="default: $MLFLOW_TRACKING_URI, else sqlite:///<project>/runs/mlflow.db")
+    add_tracking_uri(p)
     p.add_argument("--baseline", action="append", default=None, metavar="BASELINE",
                    help="compare every ranker with this one (a ranker name, a version label "
                    "or a run id) instead of every pair; repeat for several baselines")
     p.add_argument("--variants", nargs="+", default=None, metavar="VARIANT",
                    help="variant display names to compare (default: all)")
-    p.add_argument("--correction", choices=CORRECTIONS, default="holm",
-                   help="multiple-testing correction (default: holm)")
-    p.add_argument("--family", choices=FAMILIES, default="variant",
+    p.add_argument("--correction", choices=CORRECTIONS, default=Default.correction,
+                   help="multiple-testing correction (default: %(default)s)")
+    p.add_argument("--family", choices=FAMILIES, default=Default.family,
                    help="comparisons corrected together: per variant (default), per "
                    "baseline (every variant against one baseline), or all compared")
-    p.add_argument("--test", choices=(*TESTS, "bootstrap", "tukey"), default="ttest",
-                   help="test whose corrected p-value marks significance (default: ttest); "
+    p.add_argument("--test", choices=(*TESTS, "bootstrap", "tukey"), default=Default.test,
+                   help="test whose corrected p-value marks significance (default: "
+                   "%(default)s); "
                    "with --qrels also bootstrap (the paired bootstrap test) and tukey (the "
                    "randomised Tukey HSD over all runs)")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level (0.05)")
+    p.add_argument("--alpha", type=float, default=Default.alpha,
+                   help="significance level (%(default)s)")
     p.add_argument("--margin", action="append", default=None, metavar="VARIANT=DELTA",
                    help="non-inferiority margin of a variant, e.g. nDCG@10=0.005: the "
                    "candidate is 'not worse' when a one-sided test shows its mean is above "
@@ -105,30 +111,31 @@ def parser() -> argparse.ArgumentParser:
                    "--baseline)")
     p.add_argument("--equivalence", action="store_true",
                    help="also test equivalence within +-DELTA (TOST)")
-    p.add_argument("--verdict-test", choices=VERDICT_TESTS, default="ttest",
-                   help="the one-sided test of the verdicts: paired t (default), Wilcoxon, "
-                   "or the bootstrap interval's bound")
+    p.add_argument("--verdict-test", choices=VERDICT_TESTS, default=Default.verdict_test,
+                   help="the one-sided test of the verdicts: ttest (paired t), wilcoxon, or "
+                   "bootstrap (the bootstrap interval's bound); default %(default)s")
     p.add_argument("--gate", action="store_true",
                    help="exit 1 unless every variant with a --margin is better or not worse "
                    "than each baseline (for continuous integration)")
-    p.add_argument("--resamples", type=int, default=10_000,
-                   help="permutation-test sign flips and bootstrap resamples (10000)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the resampling (0)")
-    p.add_argument("--max-queries", type=int, default=20_000,
+    p.add_argument("--resamples", type=int, default=Default.resamples,
+                   help="permutation-test sign flips and bootstrap resamples (%(default)s)")
+    p.add_argument("--seed", type=int, default=Default.seed,
+                   help="seed of the resampling (%(default)s)")
+    p.add_argument("--max-queries", type=int, default=Default.max_queries,
                    help="above this many queries, normal approximations replace the "
-                   "permutation test and the bootstrap (20000; 0: never)")
-    p.add_argument("--out-dir", default="runs/reports",
+                   "permutation test and the bootstrap (%(default)s; 0: never)")
+    p.add_argument("--out-dir", default=REPORTS_DIR,
                    help="reports go to <out-dir>/<experiment>/<parent id or timestamp>/ "
-                   "(default: runs/reports; relative to the project)")
+                   "(default: %(default)s; relative to the project)")
     p.add_argument("--no-log", action="store_true",
                    help="do not log the comparison (its own run) nor the report to the "
                    "parent run")
     p.add_argument("--log-experiment", default=None, metavar="NAME",
                    help="the MLflow experiment of the comparison's run (default: the first "
                    "compared run's)")
-    p.add_argument("--pending-dir", default="runs/pending",
+    p.add_argument("--pending-dir", default=PENDING_DIR,
                    help="where the comparison's log plan waits when MLflow is unreachable "
-                   "(default: runs/pending; harness sync replays it)")
+                   "(default: %(default)s; harness sync replays it)")
     return p
 
 
@@ -178,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         args.parent_run_id = args.run_ids[0]
     from harness.tracking import configure_requests
 
-    configure_requests(5, 1)  # an unreachable server fails in seconds (as a study's log)
+    configure_requests()  # an unreachable server fails in seconds (as a study's log)
     try:
         return _run(args)
     except HarnessError as exc:
@@ -209,7 +216,7 @@ def _files(args: argparse.Namespace) -> int:
         if name in runs:
             raise CompareError(f"two runs are named {name!r}: name them as NAME=PATH")
         runs[name] = path
-    result = compare(args.qrels, runs, args.measure or ["nDCG@10"],
+    result = compare(args.qrels, runs, args.measure or keyword_default(compare, "metrics"),
                      baseline=(args.baseline or [None])[0], test=args.test,
                      correction=args.correction, alpha=args.alpha, seed=args.seed,
                      resamples=args.resamples)

@@ -55,6 +55,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parser() -> argparse.ArgumentParser:
+    """The command line; the defaults of -l, -N and --compat are the evaluation's own
+    (:mod:`harness.metrics.trec_eval.trec_eval_compute`, :func:`~harness.metrics.
+    vocabulary.tool_names.trec_eval_measures.select`)."""
+    from harness.commands.base import keyword_default
+    from harness.metrics.trec_eval.trec_eval_compute import COLLECTION_SIZE, LEVEL
+    from harness.metrics.vocabulary.tool_names.trec_eval_measures import select
+    from harness.reporting.trec_eval_output import FORMATS
+
     p = _Parser(prog="harness eval", formatter_class=argparse.RawDescriptionHelpFormatter,
                 usage="harness eval [-q] [-m MEASURE]... [-c] [-M DEPTH] [-l LEVEL] [-J] "
                       "[-n]\n       [-R FORMAT] [-Z ZSCORES] [-N NUM] [--format FMT] "
@@ -76,8 +84,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-M", "--Max_retrieved_per_topic", type=int, default=None,
                    metavar="DEPTH", help="only the first DEPTH documents of each query "
                    "(score descending, ties by docno descending)")
-    p.add_argument("-l", "--level_for_rel", type=int, default=1, metavar="LEVEL",
-                   help="binary relevance: label >= LEVEL (default 1)")
+    p.add_argument("-l", "--level_for_rel", type=int, metavar="LEVEL",
+                   default=LEVEL,
+                   help="binary relevance: label >= LEVEL (default %(default)s)")
     p.add_argument("-J", "--Judged_docs_only", action="store_true",
                    help="remove unjudged documents from each ranking first")
     p.add_argument("-n", "--nosummary", action="store_true", help="no summary lines")
@@ -91,15 +100,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-Z", "--Zscore", default=None, metavar="ZSCORES",
                    help="print Z-scores, (value - mean) / stddev, from a file of "
                         "'qid measure mean stddev' lines")
-    p.add_argument("-N", "--Number_docs_in_coll", type=int, default=0, metavar="NUM",
-                   help="number of documents in the collection (default 0): utility's "
-                        "fourth weight counts the non-relevant documents not retrieved, "
-                        "NUM + rel_ret - ret - rel")
-    p.add_argument("--compat", default="10", choices=("10", "9"),
+    p.add_argument("-N", "--Number_docs_in_coll", type=int, metavar="NUM",
+                   default=COLLECTION_SIZE,
+                   help="number of documents in the collection (default %(default)s): "
+                        "utility's fourth weight counts the non-relevant documents not "
+                        "retrieved, NUM + rel_ret - ret - rel")
+    p.add_argument("--compat", default=str(keyword_default(select, "version")),
+                   choices=("10", "9"),
                    help="the trec_eval version to reproduce: 10 (10.0, the default: scores "
                         "compared as double) or 9 (9.x and pytrec_eval: scores compared as "
                         "float32, recall level x at floor(x R + 0.9) relevant documents)")
-    p.add_argument("--format", default="trec", choices=("trec", "tsv", "csv", "json"),
+    p.add_argument("--format", default="trec", choices=FORMATS,
                    help="trec (trec_eval's lines, default) or one runs x measures table")
     return p
 

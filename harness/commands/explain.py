@@ -18,15 +18,22 @@ __all__ = ["main", "parser"]
 
 
 def parser() -> argparse.ArgumentParser:
+    """The command-line interface; its defaults are :func:`~harness.explain.shapley.
+    explain_difference`'s."""
+    from harness.commands.base import keyword_default
+    from harness.explain.shapley import explain_difference
+
+    default = {name: keyword_default(explain_difference, name) for name in ("metric", "a", "b")}
     p = argparse.ArgumentParser(prog="harness explain", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--run", required=True, help="TREC run file (qid Q0 docid rank score tag)")
     p.add_argument("--qrels", required=True, help="TREC qrels file (qid 0 docid label)")
-    p.add_argument("--metric", default="ndcg@10", help="metric family and cut-off "
-                   "(default ndcg@10)")
-    p.add_argument("--a", default="sklearn", help="convention or metric A (default sklearn)")
-    p.add_argument("--b", default="trec_eval", help="convention or metric B (default "
-                   "trec_eval)")
+    p.add_argument("--metric", default=default["metric"], help="metric family and cut-off "
+                   "(default %(default)s)")
+    p.add_argument("--a", default=default["a"],
+                   help="convention or metric A (default %(default)s)")
+    p.add_argument("--b", default=default["b"],
+                   help="convention or metric B (default %(default)s)")
     for side in ("a", "b"):
         p.add_argument(f"--missing-{side}", choices=("exclude", "zero"), default=None,
                        help=f"judged queries missing from the run, on side {side.upper()}")

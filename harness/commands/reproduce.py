@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.commands.base import add_tracking_uri
 from harness.errors import HarnessError
 from harness.reproduce.comparison import (
     ComparisonResult,
@@ -26,7 +27,7 @@ from harness.reproduce.diff import N_EXAMPLES
 from harness.reproduce.run import ReproResult, ranker_run_ids, reproduce_run
 from harness.tracking import resolve_tracking_uri
 
-__all__ = ["main", "format_result"]
+__all__ = ["main", "parser", "format_result"]
 
 
 def _fmt(value: Any) -> str:
@@ -90,21 +91,24 @@ def _comparison(run_id: str, uri: str) -> ComparisonResult | None:
     return reproduce_comparison(client, run) if is_comparison(run) else None
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``harness reproduce``; returns the exit status (see the module doc)."""
-    parser = argparse.ArgumentParser(
+def parser() -> argparse.ArgumentParser:
+    """The command-line interface."""
+    p = argparse.ArgumentParser(
         prog="harness reproduce",
         description="Re-run logged evaluations and compare every per-query value bit for bit.")
-    parser.add_argument("run_ids", nargs="+", metavar="RUN_ID",
-                        help="a ranker run, a job/sweep run (reproduces its ranker runs), or "
-                        "a comparison run (recomputes it from the compared runs' artifacts)")
-    parser.add_argument("--tracking-uri", default=None,
-                        help="MLflow store (default: $MLFLOW_TRACKING_URI, else "
-                             "sqlite:///<project>/runs/mlflow.db)")
-    args = parser.parse_args(argv)
+    p.add_argument("run_ids", nargs="+", metavar="RUN_ID",
+                   help="a ranker run, a job/sweep run (reproduces its ranker runs), or "
+                   "a comparison run (recomputes it from the compared runs' artifacts)")
+    add_tracking_uri(p)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``harness reproduce``; returns the exit status (see the module doc)."""
+    args = parser().parse_args(argv)
     from harness.tracking import configure_requests
 
-    configure_requests(5, 1)  # an unreachable server fails in seconds
+    configure_requests()  # an unreachable server fails in seconds
     uri = resolve_tracking_uri(args.tracking_uri)
     status = 0
     def failed(exc: HarnessError) -> int:

@@ -14,8 +14,8 @@ import argparse
 import logging
 from pathlib import Path
 
-from harness.commands.base import DIFFERENT, OK, UNREACHABLE, add_tracking_uri
-from harness.paths import project_path
+from harness.commands.base import DIFFERENT, OK, UNREACHABLE, add_tracking_uri, keyword_default
+from harness.paths import PENDING_DIR, project_path
 from harness.tracking import LogPlan, configure_requests
 from harness.tracking.log_plan import missing_files
 from harness.tracking.pending import CORRUPT, drop, replay
@@ -23,19 +23,26 @@ from harness.tracking.pending import CORRUPT, drop, replay
 log = logging.getLogger("harness.sync")
 
 
+def parser() -> argparse.ArgumentParser:
+    """The command-line interface."""
+    p = argparse.ArgumentParser(prog="harness sync", description=__doc__)
+    p.add_argument("--pending-dir", default=PENDING_DIR,
+                   help="folder of pending log plans (default: %(default)s)")
+    add_tracking_uri(p, help="send to this store instead of the one each plan names")
+    p.add_argument("--timeout", type=int, default=keyword_default(configure_requests,
+                                                                  "timeout_s"),
+                   help="seconds per HTTP request (default: %(default)s)")
+    p.add_argument("--drop", nargs="+", metavar="NAME", default=[],
+                   help="move these pending plans to dropped/ instead of sending them")
+    p.add_argument("--drop-missing", action="store_true",
+                   help="drop every plan whose result files are gone")
+    return p
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="harness sync", description=__doc__)
-    parser.add_argument("--pending-dir", default="runs/pending",
-                        help="folder of pending log plans (default: runs/pending)")
-    add_tracking_uri(parser, help="send to this store instead of the one each plan names")
-    parser.add_argument("--timeout", type=int, default=5, help="seconds per HTTP request")
-    parser.add_argument("--drop", nargs="+", metavar="NAME", default=[],
-                        help="move these pending plans to dropped/ instead of sending them")
-    parser.add_argument("--drop-missing", action="store_true",
-                        help="drop every plan whose result files are gone")
-    args = parser.parse_args(argv)
+    args = parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    configure_requests(args.timeout, 1)
+    configure_requests(args.timeout)
     pending = project_path(args.pending_dir)
     if args.drop or args.drop_missing:
         names = list(args.drop)

@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.compare.api import Comparison
 from harness.compare.record import COMPARISON_ROLE, SPEC_ARTIFACT, log_record
+from harness.paths import ARTIFACT_ROOT, PENDING_DIR
 
 __all__ = ["FILES_KIND", "file_spec", "write_file_comparison", "log_file_comparison",
            "record_file_comparison", "recompute"]
@@ -56,8 +57,8 @@ def write_file_comparison(comparison: Comparison, directory: Path,
 
 def log_file_comparison(comparison: Comparison, directory: Path, spec: Mapping[str, Any],
                         *, tracking_uri: str | None, experiment: str,
-                        pending_dir: str | os.PathLike[str] = "runs/pending",
-                        artifact_root: str = "runs/artifacts") -> str:
+                        pending_dir: str | os.PathLike[str] = PENDING_DIR,
+                        artifact_root: str = ARTIFACT_ROOT) -> str:
     """Log the comparison written in ``directory`` as a run of ``experiment``; returns its
     id. Raises TrackingUnavailable (the log plan left pending for ``harness sync``) when
     the store cannot be reached."""
@@ -89,7 +90,7 @@ def log_file_comparison(comparison: Comparison, directory: Path, spec: Mapping[s
 def record_file_comparison(comparison: Comparison, qrels: str | os.PathLike[str],
                            runs: Mapping[str, str | os.PathLike[str]], *, out_dir: str,
                            tracking_uri: str | None, experiment: str,
-                           pending_dir: str | os.PathLike[str] = "runs/pending"
+                           pending_dir: str | os.PathLike[str] = PENDING_DIR
                            ) -> tuple[Path, str]:
     """Write the comparison of these files under ``<out_dir>/files/<time>/`` and log it
     (:func:`write_file_comparison`, :func:`log_file_comparison`); returns the folder and

@@ -25,7 +25,7 @@ from harness.compare.load import Sweep
 from harness.compare.verdict_shifts import CHANGES_FILE, change_markdown
 from harness.compare.verdicts import PASSING, VERDICT_CODES, VERDICTS
 from harness.errors import CompareError, TrackingUnavailable
-from harness.paths import project_path
+from harness.paths import ARTIFACT_ROOT, PENDING_DIR, project_path
 from harness.version import __version__
 
 if TYPE_CHECKING:
@@ -155,8 +155,8 @@ def _description(sweep: Sweep, verdicts: pd.DataFrame | None,
 def log_comparison(sweep: Sweep, directory: Path, spec: Mapping[str, Any],
                    verdicts: pd.DataFrame | None, *, experiment: str,
                    changes: pd.DataFrame | None = None,
-                   pending_dir: str | os.PathLike[str] = "runs/pending",
-                   artifact_root: str = "runs/artifacts") -> str:
+                   pending_dir: str | os.PathLike[str] = PENDING_DIR,
+                   artifact_root: str = ARTIFACT_ROOT) -> str:
     """Log the comparison whose files are in ``directory`` as a run of ``experiment``;
     returns its id. Raises TrackingUnavailable (the plan left pending) when the store
     cannot be reached."""
@@ -194,8 +194,8 @@ def log_comparison(sweep: Sweep, directory: Path, spec: Mapping[str, Any],
 
 
 def log_record(record: Any, tracking_uri: str, experiment: str, directory: Path, *,
-               pending_dir: str | os.PathLike[str] = "runs/pending",
-               artifact_root: str = "runs/artifacts", suffix: str = "compare") -> str:
+               pending_dir: str | os.PathLike[str] = PENDING_DIR,
+               artifact_root: str = ARTIFACT_ROOT, suffix: str = "compare") -> str:
     """Log a comparison's run record through a log plan saved under ``pending_dir`` first;
     returns the run's id. Raises TrackingUnavailable (the plan left pending for ``harness
     sync``) when the store cannot be reached."""

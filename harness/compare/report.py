@@ -33,7 +33,7 @@ from harness.compare.report_render import (
     summary_html,
 )
 from harness.errors import CompareError
-from harness.paths import project_path
+from harness.paths import REPORTS_DIR, project_path
 
 if TYPE_CHECKING:
     from harness.compare.load import Sweep
@@ -151,7 +151,7 @@ def headline_display(means: pd.DataFrame, comparison: Comparison, winners: pd.Da
     return out.rename_axis("variant"), letters
 
 
-def report_dir(sweep: Sweep, root: str | Path = "runs/reports") -> Path:
+def report_dir(sweep: Sweep, root: str | Path = REPORTS_DIR) -> Path:
     """``<root>/<experiment>/<parent run id, or a timestamp>``; a relative root resolves
     against the project (:func:`harness.paths.project_path`). A compare whose selection
     differs from the defaults writes below it (``harness.commands.compare.selection_slug``)."""

@@ -1,7 +1,8 @@
 """Rankers by registry name, and the on-disk score cache.
 
 A ranker turns a :class:`~harness.datasets.Dataset` into a run: a DataFrame ``qid``,
-``docid``, ``score`` over the test split (or, for ``run_file``, the file's own rows).
+``docid``, ``score`` over the test split (or, for ``run_file``, the file's own rows), with
+the tags of its MLflow run where it trained or tuned something (:class:`Scored`).
 Rankers are chosen by ``kind`` from :data:`RANKERS`; nothing is imported or instantiated
 from a name taken out of the configuration.
 """
@@ -15,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -25,10 +26,33 @@ from harness.datasets import Dataset, file_sha256
 from harness.errors import InputError
 from harness.progress import bars_on, progress
 
-__all__ = ["RANKERS", "TRAINERS", "ESTIMATORS", "RankerSpec", "score", "cache_key", "fit",
-           "check_options"]
+__all__ = ["RANKERS", "TRAINERS", "ESTIMATORS", "RankerSpec", "Scored", "Fitted", "score",
+           "cache_key", "fit", "check_options"]
 
 CACHE_VERSION = 1
+#: The cached run's parquet metadata key holding its tags (JSON).
+TAGS_KEY = b"harness.tags"
+
+
+class Fitted(NamedTuple):
+    """What a :data:`TRAINERS` kind returns: the run, the fitted model, and the
+    ``trainer.*`` tags of its MLflow run."""
+
+    run: pd.DataFrame
+    model: Any
+    tags: dict[str, str]
+
+
+class Scored(NamedTuple):
+    """What :func:`score` returns: the ranker's ``run``, its cache ``key``, whether it came
+    from the cache (``hit``), and ``tags``: the ``trainer.*`` (a fitted model's check and
+    seconds) or ``fusion.*`` (tuned weights) tags of its MLflow run, empty for the other
+    kinds; a cached run keeps its tags."""
+
+    run: pd.DataFrame
+    key: str
+    hit: bool
+    tags: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -128,7 +152,7 @@ def estimator(spec: RankerSpec) -> Any:
     return est
 
 
-def _sklearn(spec: RankerSpec, ds: Dataset) -> tuple[pd.DataFrame, Any]:
+def _sklearn(spec: RankerSpec, ds: Dataset) -> Fitted:
     name = spec.option("estimator", "hist_gradient_boosting")
     table = _estimators()
     if name not in table:
@@ -149,8 +173,7 @@ def _sklearn(spec: RankerSpec, ds: Dataset) -> tuple[pd.DataFrame, Any]:
         fit(est, train[cols].to_numpy(), train["label"].to_numpy(dtype=float),
             staged=bars_on(), desc=f"train {spec.name}")
         run = _frame(test, est.predict(test[cols].to_numpy()))
-    run.attrs["trainer"] = {"trainer.seconds": f"{time.perf_counter() - t:.3f}"}
-    return run, est
+    return Fitted(run, est, {"trainer.seconds": f"{time.perf_counter() - t:.3f}"})
 
 
 def _threads(threads: int | None) -> Any:
@@ -222,30 +245,36 @@ def _mlflow_model(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
     return _frame(test, np.asarray(pred, dtype=float).reshape(-1))
 
 
-def _ltr(spec: RankerSpec, ds: Dataset) -> tuple[pd.DataFrame, Any]:
+def _ltr(spec: RankerSpec, ds: Dataset) -> Fitted:
     from harness.rankers.ltr import train_ltr  # imports its library only when used
 
-    run, trained, _ = train_ltr(spec, ds)
-    return run, trained.model
+    fitted = train_ltr(spec, ds)
+    return Fitted(fitted.run, fitted.trained.model, fitted.tags)
 
 
-def _run_of(trainer: Callable[[RankerSpec, Dataset], tuple[pd.DataFrame, Any]]
-            ) -> Callable[[RankerSpec, Dataset], pd.DataFrame]:
-    return lambda spec, ds: trainer(spec, ds)[0]
+def _run_of(trainer: Callable[[RankerSpec, Dataset], Fitted]
+            ) -> Callable[[RankerSpec, Dataset], tuple[pd.DataFrame, dict[str, str]]]:
+    def run(spec: RankerSpec, ds: Dataset) -> tuple[pd.DataFrame, dict[str, str]]:
+        fitted = trainer(spec, ds)
+        return fitted.run, fitted.tags
+
+    return run
 
 
-def _fusion(spec: RankerSpec, ds: Dataset) -> pd.DataFrame:
+def _fusion(spec: RankerSpec, ds: Dataset) -> tuple[pd.DataFrame, dict[str, str]]:
     from harness.rankers.fusion import fusion
 
     return fusion(spec, ds, score)
 
 
-#: The kinds that fit a model on the train split: (run, fitted model); the model is saved
-#: in MLflow's format by :func:`score` (:mod:`harness.rankers.models`).
-TRAINERS: Mapping[str, Callable[[RankerSpec, Dataset], tuple[pd.DataFrame, Any]]] = {
+#: The kinds that fit a model on the train split (:class:`Fitted`); the model is saved in
+#: MLflow's format by :func:`score` (:mod:`harness.rankers.models`).
+TRAINERS: Mapping[str, Callable[[RankerSpec, Dataset], Fitted]] = {
     "sklearn": _sklearn, "lightgbm": _ltr, "xgboost": _ltr, "catboost": _ltr}
 
-RANKERS: Mapping[str, Callable[[RankerSpec, Dataset], pd.DataFrame]] = {
+#: Every kind: its run, or its run and the tags of its MLflow run.
+RANKERS: Mapping[str, Callable[[RankerSpec, Dataset],
+                               pd.DataFrame | tuple[pd.DataFrame, dict[str, str]]]] = {
     "oracle": _oracle,
     "random": _random,
     "noisy_oracle": _noisy_oracle,
@@ -297,8 +326,8 @@ def cache_key(spec: RankerSpec, ds: Dataset) -> str:
 
 
 def score(spec: RankerSpec, ds: Dataset, cache_dir: Path | None = None, *,
-          model_dir: Path | None = None) -> tuple[pd.DataFrame, str, bool]:
-    """The ranker's run, from the cache when present. Returns (run, cache key, cache hit).
+          model_dir: Path | None = None) -> Scored:
+    """The ranker's run, from the cache when present: (run, cache key, cache hit, tags).
 
     ``mlflow_model`` runs are not cached unless the URI pins a version (``models:/m/3`` or
     ``runs:/...``), since an alias can move. With ``model_dir``, a ranker of the
@@ -322,33 +351,41 @@ def score(spec: RankerSpec, ds: Dataset, cache_dir: Path | None = None, *,
                 from harness.rankers.models import copy_model
 
                 copy_model(cached_model, model_dir)
-            return cached, key, True
+            return Scored(cached[0], key, True, cached[1])
     if trains and model_dir is not None:
         from harness.rankers.models import copy_model, save_model
 
-        run, model = TRAINERS[spec.kind](spec, ds)
-        save_model(spec.kind, model, model_dir)
+        fitted = TRAINERS[spec.kind](spec, ds)
+        run, tags = fitted.run, fitted.tags
+        save_model(spec.kind, fitted.model, model_dir)
         if cached_model is not None:
             with contextlib.suppress(OSError):  # as for the scores: a warning-free extra
                 copy_model(model_dir, cached_model)
     else:
-        run = RANKERS[spec.kind](spec, ds)
+        out = RANKERS[spec.kind](spec, ds)
+        run, tags = out if isinstance(out, tuple) else (out, {})
     if path is not None:
-        _write_cached(run, path)
-    return run, key, False
+        _write_cached(run, tags, path)
+    return Scored(run, key, False, tags)
 
 
-def _write_cached(run: pd.DataFrame, path: Path) -> None:
-    """Cache ``run`` at ``path`` with its digest beside it; a cache that cannot be written
-    (a full disk, a read-only folder) is a warning, since the scores are in hand."""
+def _write_cached(run: pd.DataFrame, tags: Mapping[str, str], path: Path) -> None:
+    """Cache ``run`` at ``path``, its ``tags`` in the file's metadata (:data:`TAGS_KEY`),
+    with its digest beside it; a cache that cannot be written (a full disk, a read-only
+    folder) is a warning, since the scores are in hand."""
     import logging
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
     token = np.random.default_rng().integers(1 << 30)
     tmp = path.with_suffix(f".tmp{token}")
     tmp_digest = path.with_name(f"{path.stem}.sha256.tmp{token}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        run.to_parquet(tmp, index=False)
+        table = pa.Table.from_pandas(run, preserve_index=False)
+        pq.write_table(table.replace_schema_metadata(
+            {**(table.schema.metadata or {}), TAGS_KEY: json.dumps(dict(tags)).encode()}), tmp)
         tmp_digest.write_text(file_sha256(tmp) + "\n")
         tmp_digest.replace(path.with_suffix(".sha256"))  # the digest first: a file without
         tmp.replace(path)  # one is never trusted
@@ -361,11 +398,13 @@ def _write_cached(run: pd.DataFrame, path: Path) -> None:
             exc.strerror or exc, exc.filename or path.parent)
 
 
-def _read_cached(path: Path) -> pd.DataFrame | None:
-    """A cached run whose bytes match the digest written beside it; ``None`` (with a
-    warning, and the run scored again) when the file was altered, truncated or has no
-    digest."""
+def _read_cached(path: Path) -> tuple[pd.DataFrame, dict[str, str]] | None:
+    """A cached run whose bytes match the digest written beside it, and its tags; ``None``
+    (with a warning, and the run scored again) when the file was altered, truncated, has no
+    digest or no tags (:data:`TAGS_KEY`; written by an older harness)."""
     import logging
+
+    import pyarrow.parquet as pq
 
     digest = path.with_suffix(".sha256")
     expected = digest.read_text().strip() if digest.is_file() else None
@@ -376,7 +415,11 @@ def _read_cached(path: Path) -> pd.DataFrame | None:
         problem = "does not match its digest (altered or truncated)"
     else:
         try:
-            return pd.read_parquet(path)
+            tags = (pq.read_schema(path).metadata or {}).get(TAGS_KEY)
+            if tags is not None:
+                return pd.read_parquet(path), {str(k): str(v)
+                                               for k, v in json.loads(tags).items()}
+            problem = "was written before cached runs kept their tags"
         except Exception as exc:  # noqa: BLE001 - any unreadable cache is rebuilt
             problem = f"is unreadable ({type(exc).__name__})"
     logging.getLogger("harness").warning("score cache %s %s: scoring again", path.name, problem)

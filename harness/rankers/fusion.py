@@ -219,18 +219,17 @@ def tune_weights(spec: Any, ds: Dataset, specs: Mapping[str, Any], norm: str, sc
     return dict(zip(runs, best, strict=True)), best_value, int(view.qrels["qid"].nunique())
 
 
-def fusion(spec: Any, ds: Dataset, score: Any) -> pd.DataFrame:
+def fusion(spec: Any, ds: Dataset, score: Any) -> tuple[pd.DataFrame, dict[str, str]]:
     """The registry's entry: score every input on ``ds`` (``score``: harness.rankers's),
-    then fuse their runs; with ``tune``, the weights chosen on the training queries first
-    (recorded in the run's ``attrs``, the ``fusion.*`` tags of its MLflow run)."""
+    then fuse their runs; with ``tune``, the weights chosen on the training queries first.
+    Returns the fused run and the ``fusion.*`` tags of its MLflow run (the tuned weights;
+    empty without ``tune``)."""
     specs = check_fusion(spec)
     options = _options(spec, list(specs))
-    tags = {}
+    tags: dict[str, str] = {}
     if spec.option("tune"):
         options["weights"], value, n = tune_weights(spec, ds, specs, options["norm"], score)
         tags = {"fusion.weights": json.dumps(options["weights"]),
                 "fusion.tuned_value": repr(value), "fusion.tuned_queries": str(n)}
     runs = {name: score(sub, ds)[0] for name, sub in specs.items()}
-    fused = fuse(runs, **options)
-    fused.attrs["trainer"] = tags  # logged as the ranker run's tags
-    return fused
+    return fuse(runs, **options), tags

@@ -6,7 +6,7 @@ split.
 Each model's validation metric as its library reports it (LightGBM ``ndcg@k``, XGBoost
 ``ndcg@k``, CatBoost ``NDCG:top=k``) is set beside the harness's value of the same scores
 under that library's convention preset (:mod:`harness.rankers.trainer_check`); the outcome
-rides on the run as ``run.attrs["trainer"]`` (the ``trainer.*`` tags of its MLflow run).
+is returned beside the run (:attr:`LtrFit.tags`, the ``trainer.*`` tags of its MLflow run).
 Parameters are passed through to the library after a check against the library's own list:
 an unknown key is a one-line error naming it.
 """
@@ -19,7 +19,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -28,7 +28,7 @@ from harness.datasets import Dataset
 from harness.errors import InputError
 from harness.progress import bars_on
 
-__all__ = ["LIBRARIES", "OBJECTIVES", "Grouped", "Trained", "train_ltr", "known_params",
+__all__ = ["LIBRARIES", "OBJECTIVES", "Grouped", "LtrFit", "Trained", "train_ltr", "known_params",
            "check_params", "check_ltr", "split_queries", "grouped"]
 
 #: kind -> (module, the library's name)
@@ -268,9 +268,20 @@ def check_ltr(spec: Any) -> tuple[str, int]:
     return objective, int(spec.option("eval_at", 10))
 
 
-def train_ltr(spec: Any, ds: Dataset) -> tuple[pd.DataFrame, Trained, Grouped]:
-    """Train ``spec``'s model on ``ds``; return the test split's run (its ``attrs`` holding
-    the trainer check), the fitted model and the validation rows."""
+class LtrFit(NamedTuple):
+    """What :func:`train_ltr` returns: the test split's ``run``, the ``trained`` model, the
+    ``valid`` rows, and the ``tags`` of the ranker's MLflow run (``trainer.*``: the trainer
+    check, the fit's seconds, the best iteration, the validation queries)."""
+
+    run: pd.DataFrame
+    trained: Trained
+    valid: Grouped
+    tags: dict[str, str]
+
+
+def train_ltr(spec: Any, ds: Dataset) -> LtrFit:
+    """Train ``spec``'s model on ``ds``; return the test split's run, the fitted model, the
+    validation rows and the trainer's tags."""
     from harness.rankers.trainer_check import trainer_check
 
     objective, k = check_ltr(spec)
@@ -309,7 +320,7 @@ def train_ltr(spec: Any, ds: Dataset) -> tuple[pd.DataFrame, Trained, Grouped]:
     run = pd.DataFrame({"qid": test["qid"].to_numpy(), "docid": test["docid"].to_numpy(),
                         "score": np.asarray(trained.predict(test[cols].to_numpy(
                             dtype=np.float64)), dtype=np.float64)})
-    run.attrs["trainer"] = trainer_check(spec, trained, valid, k) | {
+    tags = trainer_check(spec, trained, valid, k) | {
         "trainer.seconds": f"{seconds:.3f}", "trainer.best_iteration":
         str(trained.best_iteration), "trainer.valid_queries": str(len(valid.sizes))}
-    return run, trained, valid
+    return LtrFit(run, trained, valid, tags)

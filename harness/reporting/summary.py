@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -17,9 +18,8 @@ import pandas as pd
 from harness.errors import InputError
 from harness.metrics.engine.evaluate import aggregate, metric_columns
 
-__all__ = ["STATS", "MAX_BOOTSTRAP_CELLS", "check_resamples", "bootstrap_mean_intervals",
-           "normal_interval", "summarize",
-           "summarize_study"]
+__all__ = ["STATS", "MAX_BOOTSTRAP_CELLS", "StudySummary", "check_resamples",
+           "bootstrap_mean_intervals", "normal_interval", "summarize", "summarize_study"]
 
 #: Statistic names, in the order they are logged (MLflow key suffixes).
 STATS = ("mean", "std", "median", "p10", "p90", "ci_low", "ci_high", "frac_zero",
@@ -60,17 +60,27 @@ def summarize(per_query: pd.DataFrame, *, resamples: int = 2000, seed: int = 0,
     statistic but the mean.
 
     Above ``bootstrap_max_queries`` queries (None: no limit) the interval is the normal one,
-    mean ± z·s/√n: at that size the two agree to about 1e-4 (the central limit theorem).
-    ``attrs['ci_method']`` names the method of each metric column.
+    mean ± z·s/√n: at that size the two agree to about 1e-4 (the central limit theorem);
+    :attr:`StudySummary.ci_methods` names the method of each column.
     """
     return summarize_study({"": per_query}, resamples=resamples, seed=seed,
                            confidence=confidence,
-                           bootstrap_max_queries=bootstrap_max_queries)[""]
+                           bootstrap_max_queries=bootstrap_max_queries).tables[""]
+
+
+@dataclass(frozen=True)
+class StudySummary:
+    """:func:`summarize_study`'s result: ``tables``, one :func:`summarize` table per ranker,
+    and ``ci_methods``, per ranker the method of each metric column's interval:
+    ``"bootstrap"``, or ``"normal"`` above ``bootstrap_max_queries`` queries."""
+
+    tables: dict[str, pd.DataFrame]
+    ci_methods: dict[str, dict[str, str]]
 
 
 def summarize_study(tables: Mapping[str, pd.DataFrame], *, resamples: int = 2000,
                     seed: int = 0, confidence: float = 0.95,
-                    bootstrap_max_queries: int | None = 20_000) -> dict[str, pd.DataFrame]:
+                    bootstrap_max_queries: int | None = 20_000) -> StudySummary:
     """:func:`summarize` for every ranker of a study at once, with paired intervals.
 
     Parameters
@@ -82,9 +92,9 @@ def summarize_study(tables: Mapping[str, pd.DataFrame], *, resamples: int = 2000
 
     Returns
     -------
-    dict of str to DataFrame
+    StudySummary
         One :func:`summarize` table per ranker, equal to what :func:`summarize` gives for
-        that table alone.
+        that table alone, and each column's interval method.
 
     Notes
     -----
@@ -140,12 +150,9 @@ def summarize_study(tables: Mapping[str, pd.DataFrame], *, resamples: int = 2000
         for (name, column, _), lo, hi in zip(members, low, high):
             stats[name][column].update(ci_low=float(lo), ci_high=float(hi))
             methods[name][column] = "bootstrap"
-    out = {}
-    for name, rows in stats.items():
-        frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(STATS))
-        frame.attrs["ci_method"] = methods[name]
-        out[name] = frame
-    return out
+    tables = {name: pd.DataFrame.from_dict(rows, orient="index", columns=list(STATS))
+              for name, rows in stats.items()}
+    return StudySummary(tables, methods)
 
 
 def _plain_stats(per_query: pd.DataFrame) -> dict[str, dict[str, float]]:

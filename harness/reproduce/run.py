@@ -239,7 +239,7 @@ def reproduce_run(run_id: str, *, tracking_uri: str | None = None) -> ReproResul
             notes.append(f"scores: the logged model {model_uri} ({spec.kind}), not trained "
                          "again")
         else:
-            fresh, _, _ = score(spec, dataset, cache_dir=None)
+            fresh = score(spec, dataset, cache_dir=None).run
         now = evaluate(fresh, dataset.qrels, metrics, **options).reset_index()
     commit_then, commit_now = tags.get("git.commit", "unknown"), provenance.git_commit()
     if commit_then != commit_now:

@@ -17,17 +17,19 @@ import argparse
 import logging
 from typing import TYPE_CHECKING
 
-from harness.paths import project_path
+from harness.paths import ARTIFACT_ROOT, project_path
 from harness.tracking.store import ensure_experiment, open_client, resolve_tracking_uri
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-__all__ = ["FEATURES", "register_example", "main"]
+__all__ = ["FEATURES", "MODEL_NAME", "register_example", "main", "parser"]
 
 #: The synthetic dataset's feature columns, which the model scores.
 FEATURES = [f"f{i}" for i in range(6)]
+#: The registered model's name.
+MODEL_NAME = "ranker"
 
 
 def _example_data(seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
@@ -43,8 +45,8 @@ def _example_data(seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
     return pd.DataFrame(x, columns=FEATURES), grades
 
 
-def register_example(tracking_uri: str, name: str = "ranker",
-                     artifact_root: str = "runs/artifacts") -> str:
+def register_example(tracking_uri: str, name: str = MODEL_NAME,
+                     artifact_root: str = ARTIFACT_ROOT) -> str:
     """Log the example model to ``tracking_uri`` and register it as a new version of
     ``name``; returns its ``models:/<name>/<version>`` URI."""
     import mlflow
@@ -63,16 +65,21 @@ def register_example(tracking_uri: str, name: str = "ranker",
     return f"models:/{name}/{info.registered_model_version}"
 
 
+def parser() -> argparse.ArgumentParser:
+    """The command-line interface."""
+    p = argparse.ArgumentParser(prog="python -m harness.tracking.example_model",
+                                description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--tracking-uri", default=None,
+                   help="MLflow store (default: $MLFLOW_TRACKING_URI, else runs/mlflow.db)")
+    p.add_argument("--artifact-root", default=ARTIFACT_ROOT,
+                   help="where a local store keeps the model's files (%(default)s)")
+    p.add_argument("--name", default=MODEL_NAME, help="registered model name (%(default)s)")
+    return p
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.tracking.example_model",
-                                     description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tracking-uri", default=None,
-                        help="MLflow store (default: $MLFLOW_TRACKING_URI, else runs/mlflow.db)")
-    parser.add_argument("--artifact-root", default="runs/artifacts",
-                        help="where a local store keeps the model's files (runs/artifacts)")
-    parser.add_argument("--name", default="ranker", help="registered model name (ranker)")
-    args = parser.parse_args(argv)
+    args = parser().parse_args(argv)
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     print(register_example(resolve_tracking_uri(args.tracking_uri), args.name,
                            args.artifact_root), flush=True)

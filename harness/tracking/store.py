@@ -17,12 +17,17 @@ if TYPE_CHECKING:
 
 __all__ = ["resolve_tracking_uri", "configure_requests", "ensure_experiment", "project_path",
            "EXPERIMENT_KIND_TAG", "EXPERIMENT_KIND", "mark_experiment", "ui_url", "ui_base",
-           "UI_BASE", "tracking_env"]
+           "UI_BASE", "tracking_env", "REQUEST_TIMEOUT_S", "REQUEST_RETRIES"]
 
 #: The experiment tag MLflow's UI (3.x) reads for an experiment's kind, and the kind of the
 #: project's experiments: model development (runs and their metrics), not GenAI (traces).
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 EXPERIMENT_KIND = "custom_model_development"
+#: Seconds per MLflow HTTP request and retries of a failed one (``tracking.timeout_s``,
+#: ``tracking.max_retries``; the commands' ``--timeout``): an unreachable store fails in
+#: seconds, not minutes.
+REQUEST_TIMEOUT_S = 5
+REQUEST_RETRIES = 1
 
 
 def resolve_tracking_uri(configured: str | None) -> str:
@@ -37,7 +42,8 @@ def resolve_tracking_uri(configured: str | None) -> str:
     return f"sqlite:///{db}"
 
 
-def configure_requests(timeout_s: int, max_retries: int) -> None:
+def configure_requests(timeout_s: int = REQUEST_TIMEOUT_S,
+                       max_retries: int = REQUEST_RETRIES) -> None:
     """Bound MLflow's HTTP retries so an unreachable server fails in seconds, not minutes."""
     os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = str(int(timeout_s))
     os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = str(int(max_retries))

@@ -25,6 +25,8 @@ from harness.metrics.layout.prepared import Prepared
 from harness.metrics.layout.ranking import take_docids, trec_order_rows
 from harness.metrics.layout.segments import group_by_query
 from harness.metrics.trec_eval.trec_eval_compute import (
+    COLLECTION_SIZE,
+    LEVEL,
     Evaluation,
     finish,
     in_head,
@@ -113,11 +115,12 @@ def _has_repeats(keys: np.ndarray) -> bool:
     return bool(len(s) > 1 and (s[1:] == s[:-1]).any())
 
 
-def evaluate_arrays(run: Columns, qrels: Columns, columns: list[Column], *, level: int = 1,
+def evaluate_arrays(run: Columns, qrels: Columns, columns: list[Column], *,
+                    level: int = LEVEL,
                     depth: int | None = None, complete: bool = False,
                     zscores: dict[tuple[str, str], tuple[float, float]] | None = None,
                     runid: str = "", convention: str = "trec_eval",
-                    collection_size: int = 0, max_label: float | None = None,
+                    collection_size: int = COLLECTION_SIZE, max_label: float | None = None,
                     keep_arrays: bool = False) -> tuple[Evaluation, list[str]] | None:
     """One run evaluated as :func:`~harness.metrics.trec_eval.trec_eval_compute.evaluate_trec`
     evaluates it, and the judged queries it lacks; None when the input needs the DataFrame

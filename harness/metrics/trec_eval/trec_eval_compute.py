@@ -26,10 +26,14 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["Evaluation", "Line", "evaluate_trec", "trec_order", "plan_lines", "finish",
-           "relstring_chars", "in_head", "MISSING_ZSCORE"]
+           "relstring_chars", "in_head", "MISSING_ZSCORE", "LEVEL", "COLLECTION_SIZE"]
 
 #: What trec_eval prints for a query or measure the -Z file does not have.
 MISSING_ZSCORE = -1000000.0
+#: trec_eval's defaults of ``-l`` (a label at least this is relevant) and ``-N`` (documents
+#: in the collection, 0: unknown), the evaluation's and ``harness eval``'s.
+LEVEL = 1
+COLLECTION_SIZE = 0
 
 
 @dataclass
@@ -188,11 +192,12 @@ def _judge_groups(run: pd.DataFrame, qrels: pd.DataFrame, metric: Any,
 
 
 def evaluate_trec(run: pd.DataFrame, qrels: pd.DataFrame, columns: list[Column],
-                  extra: Sequence[tuple[str, Any]] = (), *, level: int = 1,
+                  extra: Sequence[tuple[str, Any]] = (), *, level: int = LEVEL,
                   depth: int | None = None, judged_only: bool = False,
                   complete: bool = False, zscores: dict[tuple[str, str], tuple[float, float]]
                   | None = None, prefs: Any = None, runid: str = "",
-                  convention: str = "trec_eval", collection_size: int = 0) -> Evaluation:
+                  convention: str = "trec_eval", collection_size: int = COLLECTION_SIZE
+                  ) -> Evaluation:
     """Evaluate one run as trec_eval does: 10.0 (``convention="trec_eval"``) or 9.x
     (``"trec_eval9"``: scores compared as float32, recall levels at ``floor(x R + 0.9)``).
     ``collection_size`` is ``-N``, which ``utility``'s fourth weight reads.
