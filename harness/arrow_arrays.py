@@ -85,6 +85,10 @@ def padded_words(column: Any, width: int = 0) -> tuple[np.ndarray, np.ndarray]:
             parts.append((offsets, np.frombuffer(buffers[2], np.uint8)))
     lengths = np.concatenate([np.zeros(0, np.int64)] + [np.diff(o) for o, _ in parts])
     size = -(-max(int(lengths.max(initial=0)), width, 1) // 8) * 8
+    if len(parts) == 1 and len(lengths) and (lengths == size).all():  # the bytes as words
+        offsets, data = parts[0]
+        words = data[int(offsets[0]):int(offsets[-1])].view(np.uint64)
+        return words.reshape(len(lengths), size // 8), lengths
     out = np.zeros((len(lengths), size), np.uint8)
     row = 0
     for offsets, data in parts:

@@ -61,3 +61,12 @@ def test_padded_words_are_equal_exactly_for_equal_strings() -> None:
     fixed, n = padded_words(pa.array(["abc", "abd"]).slice(1))  # one length, a slice
     assert fixed.shape == (1, 1) and n.tolist() == [3]
     assert fixed[0].view(np.uint8)[:3].tobytes() == b"abd"
+
+
+def test_padded_words_of_ids_a_whole_number_of_words_long_are_their_bytes() -> None:
+    """Ids of 16 bytes are viewed in place, even where the slice starts off a word."""
+    column = pa.array(["abc", "doc-000000000001", "doc-000000000002"]).slice(1)
+    words, lengths = padded_words(column)
+    assert words.shape == (2, 2) and lengths.tolist() == [16, 16]
+    assert [w.view(np.uint8).tobytes() for w in words] == [b"doc-000000000001",
+                                                           b"doc-000000000002"]

@@ -286,9 +286,21 @@ def _pair_keys(rq: np.ndarray, jq: np.ndarray, run_doc: Any, judged_doc: Any
     shift = np.uint64(64 - max(top.bit_length(), 1))
     if shift < 24:
         return None  # over 2**40 queries: the hash would keep too few bits
-    return ((rq.astype(np.uint64) << shift) | (_hashed(rq, rw, rn) >> (np.uint64(64) - shift)),
-            (jq.astype(np.uint64) << shift) | (_hashed(jq, jw, jn) >> (np.uint64(64) - shift)),
-            same)
+    return _keyed(rq, rw, rn, shift), _keyed(jq, jw, jn, shift), same
+
+
+def _keyed(q: np.ndarray, words: np.ndarray, lengths: np.ndarray, shift: np.uint64
+           ) -> np.ndarray:
+    """The query code in the bits from ``shift`` up, the hash's top bits below them."""
+    key = _hashed(q, words, lengths)
+    key >>= np.uint64(64) - shift
+    key |= _unsigned(q) << shift
+    return key
+
+
+def _unsigned(codes: np.ndarray) -> np.ndarray:
+    """Non-negative int64 codes as uint64, without a copy."""
+    return np.ascontiguousarray(codes, dtype=np.int64).view(np.uint64)
 
 
 def _longest(column: Any) -> int:
@@ -301,9 +313,11 @@ def _longest(column: Any) -> int:
 def _hashed(q: np.ndarray, words: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """A 64-bit hash per row of the query code, the docid's length and its words."""
     mul, mul2, shift = _MIX
-    with np.errstate(over="ignore"):
-        h = (q.astype(np.uint64) * mul) ^ lengths.astype(np.uint64)
+    with np.errstate(over="ignore"):  # in place: one array of 8 bytes a row
+        h = _unsigned(q) * mul
+        h ^= _unsigned(lengths)
         for j in range(words.shape[1]):
-            h = (h ^ words[:, j]) * mul2
+            h ^= words[:, j]
+            h *= mul2
             h ^= h >> shift
     return h
