@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 # keras_rs is checked on JAX's CPU build; keras reads its backend once, at first import.
@@ -25,6 +27,25 @@ def shared_data() -> Path:
         return shared_data_dir()
     except RuntimeError as exc:
         pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def copy_empty_store(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], str]:
+    """Puts ``mlflow.db`` in a folder: a copy of an empty SQLite store whose schema MLflow
+    built once per worker; returns its URI. For tests of something other than a store's
+    creation (tests/test_journeys.py starts jobs on a fresh one): MLflow builds a new store
+    with its ~50 migrations, seconds in every process that finds it empty."""
+    from mlflow.tracking import MlflowClient
+
+    template = tmp_path_factory.mktemp("empty_store") / "mlflow.db"
+    MlflowClient(tracking_uri=f"sqlite:///{template}").search_experiments()
+
+    def copy(folder: Path) -> str:
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(template, folder / "mlflow.db")
+        return f"sqlite:///{folder / 'mlflow.db'}"
+
+    return copy
 
 
 #: The test modules whose tests (or module fixtures) cost the most, costliest first: with
