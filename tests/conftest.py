@@ -52,6 +52,8 @@ def copy_empty_store(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path
 #: ``--dist loadfile`` (make test) each module runs on one worker, so its module and session
 #: fixtures are built once, not once per worker, and these start first instead of leaving
 #: one worker alone with a long module at the end. From a full run's ``--durations``.
+#: (``--no-loadscope-reorder`` in the Makefile: else xdist hands out the modules with the
+#: most tests first, whatever this order says.)
 SLOW_FIRST = ("test_readme_commands", "test_sweep_signals", "test_journeys", "test_compare",
               "test_ranx_names", "test_compare_runs", "test_kill_resume", "test_reproduce",
               "test_judgment_interval", "test_tracking_claims", "test_walkthrough",

@@ -459,7 +459,7 @@ def test_cli_end_to_end(small_sweep: SmallSweep, tmp_path: Path) -> None:
     out = tmp_path / "reports"
     args = [sys.executable, "-m", "harness", "compare", small_sweep.parent_run_id,
             "--tracking-uri", small_sweep.uri, "--out-dir", str(out), "--resamples", "500",
-            "--correction", "bh"]
+            "--correction", "bh", "--pending-dir", str(tmp_path / "pending")]
     proc = subprocess.run(args, cwd=PROJECT_ROOT, env=clean_env() | {"COLUMNS": "120"},
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
