@@ -19,7 +19,7 @@ run: $(STAMP)
 test: $(STAMP)
 	$(PY) -m ruff check harness tests benchmarks
 	$(PY) -m mypy
-	$(PY) -m pytest -n auto --dist loadfile --durations=20 $(PYTEST_ARGS)
+	$(PY) -m pytest -n auto --dist loadfile --no-loadscope-reorder --durations=20 $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_engine.py

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 # keras_rs is checked on JAX's CPU build; keras reads its backend once, at first import.
 os.environ.setdefault("KERAS_BACKEND", "jax")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# One OpenMP (and BLAS) thread in every test process and the commands they start: the two
+# xdist workers already fill the two cores, and OpenMP threads on busy cores spin-wait on
+# each other (a 0.4 s HistGradientBoosting fit took 67 s). Tests of thread counts set them.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest
 
@@ -23,17 +29,49 @@ def shared_data() -> Path:
         pytest.fail(str(exc), pytrace=False)
 
 
+@pytest.fixture(scope="session")
+def copy_empty_store(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], str]:
+    """Puts ``mlflow.db`` in a folder: a copy of an empty SQLite store whose schema MLflow
+    built once per worker; returns its URI. For tests of something other than a store's
+    creation (tests/test_journeys.py starts jobs on a fresh one): MLflow builds a new store
+    with its ~50 migrations, seconds in every process that finds it empty."""
+    from mlflow.tracking import MlflowClient
+
+    template = tmp_path_factory.mktemp("empty_store") / "mlflow.db"
+    MlflowClient(tracking_uri=f"sqlite:///{template}").search_experiments()
+
+    def copy(folder: Path) -> str:
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(template, folder / "mlflow.db")
+        return f"sqlite:///{folder / 'mlflow.db'}"
+
+    return copy
+
+
 #: The test modules whose tests (or module fixtures) cost the most, costliest first: with
 #: ``--dist loadfile`` (make test) each module runs on one worker, so its module and session
 #: fixtures are built once, not once per worker, and these start first instead of leaving
 #: one worker alone with a long module at the end. From a full run's ``--durations``.
-SLOW_FIRST = ("test_readme_commands", "test_bench_scale", "test_compare", "test_walkthrough",
-              "test_ltr_rankers", "test_ranx_names", "test_sweep_signals", "test_measure_names",
-              "test_ci_gate", "test_interop_inputs", "test_peer_edges", "test_app_e2e",
-              "test_fusion", "test_notebook", "test_launchers", "test_journeys", "test_stream",
-              "test_tracking", "test_compare_runs")
+#: (``--no-loadscope-reorder`` in the Makefile: else xdist hands out the modules with the
+#: most tests first, whatever this order says.)
+SLOW_FIRST = ("test_readme_commands", "test_sweep_signals", "test_journeys", "test_compare",
+              "test_ranx_names", "test_compare_runs", "test_kill_resume", "test_reproduce",
+              "test_judgment_interval", "test_tracking_claims", "test_walkthrough",
+              "test_app_e2e", "test_bench_scale", "test_engines", "test_tracking_worker",
+              "test_report", "test_sweep_truth", "test_tracking", "test_dask_engine",
+              "test_app_config", "test_launchers", "test_properties", "test_notebook",
+              "test_app_speed", "test_app_judgments", "test_ltr_rankers", "test_blocked_evaluate",
+              "test_explain", "test_console_report", "test_ci_gate", "test_stream",
+              "test_datasets", "test_config_values")
+
+#: Modules that call ranx in their own process, run last: on a fresh venv ranx's numba
+#: functions compile on first use (about a minute) and are saved in numba's on-disk cache;
+#: test_ranx_names, early in :data:`SLOW_FIRST`, compiles every one of them, so these load
+#: them from the cache on either worker instead of compiling them again at the same time.
+RANX_AFTER = ("test_measure_names", "test_interop_inputs", "test_fusion")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(SLOW_FIRST)}
-    items.sort(key=lambda item: rank.get(Path(str(item.fspath)).stem, len(rank)))
+    rank |= {name: len(rank) + 1 for name in RANX_AFTER}
+    items.sort(key=lambda item: rank.get(Path(str(item.fspath)).stem, len(SLOW_FIRST)))

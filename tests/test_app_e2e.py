@@ -441,7 +441,7 @@ def test_multirun_2x2_parallel_logs_every_job(store: Store, shared_data: Path,
                        f"dataset.n_train_queries={N_QUERIES}", "metric=ndcg10",
                        "tracking.figures=false", *store.overrides("e2e_b"),
                        f"hydra.sweep.dir={sweep}", "hydra/launcher=joblib",
-                       "hydra.launcher.n_jobs=4", "ranker=oracle,random", "metric.k=5,10"],
+                       "hydra.launcher.n_jobs=2", "ranker=oracle,random", "metric.k=5,10"],
                       shared_data)
     assert proc.returncode == 0, _explain(proc)
     # the sweep ends with its jobs x headline measures table (one row per job and ranker)

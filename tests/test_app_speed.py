@@ -226,13 +226,17 @@ def test_staged_fit_gives_the_model_of_one_fit(n_rows: int,
 
 
 def test_threads_option_scores_the_same_and_is_checked(tmp_path: Path) -> None:
+    from threadpoolctl import threadpool_limits
+
     from harness.app.study import validate
     from harness.datasets import load_dataset
     from harness.rankers import RankerSpec, score
 
     ds = load_dataset("synthetic", name="s", n_queries=20, n_train_queries=40)
     opts = {"estimator": "hist_gradient_boosting", "params": {"max_iter": 15}}
-    free, _, _, _ = score(RankerSpec("h", "sklearn", opts), ds)
+    # two threads (conftest.py sets OMP_NUM_THREADS=1 for the suite) against one
+    with threadpool_limits(limits=2, user_api="openmp"):
+        free, _, _, _ = score(RankerSpec("h", "sklearn", opts), ds)
     one, _, _, _ = score(RankerSpec("h", "sklearn", {**opts, "threads": 1}), ds)
     np.testing.assert_array_equal(free["score"].to_numpy(), one["score"].to_numpy())
     cfg = _small_study(tmp_path, "off")

@@ -459,7 +459,7 @@ def test_cli_end_to_end(small_sweep: SmallSweep, tmp_path: Path) -> None:
     out = tmp_path / "reports"
     args = [sys.executable, "-m", "harness", "compare", small_sweep.parent_run_id,
             "--tracking-uri", small_sweep.uri, "--out-dir", str(out), "--resamples", "500",
-            "--correction", "bh"]
+            "--correction", "bh", "--pending-dir", str(tmp_path / "pending")]
     proc = subprocess.run(args, cwd=PROJECT_ROOT, env=clean_env() | {"COLUMNS": "120"},
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -508,14 +508,17 @@ def test_cli_end_to_end(small_sweep: SmallSweep, tmp_path: Path) -> None:
                                           f"report/{folder.name}/report.html",
                                           str(tmp_path / folder.name))
         assert Path(local).read_bytes() == (folder / "report.html").read_bytes()
-    # the old flag names the same runs
-    flagged = subprocess.run(args[:4] + ["--parent-run-id"] + args[4:] + ["--no-log"],
-                             cwd=PROJECT_ROOT, env=clean_env(), capture_output=True,
-                             text=True, timeout=300)
-    assert flagged.returncode == 0, flagged.stderr[-2000:]
-    both = subprocess.run(args + ["--experiment", "compare_test"], cwd=PROJECT_ROOT,
-                          env=clean_env(), capture_output=True, text=True, timeout=300)
-    assert both.returncode == 2 and "name the runs once" in both.stderr
+    # the old flag names the same runs (the same command line, parsed in this process)
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()) as said:
+        assert cli_main(["--parent-run-id", *args[4:], "--no-log"]) == 0
+    assert f"report: {report}/report.html" in said.getvalue()
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as refused:
+        cli_main([*args[4:], "--experiment", "compare_test"])  # argparse's exit
+    assert refused.value.code == 2 and "name the runs once" in err.getvalue()
     # bad input from the real process: one line, exit 2, no traceback
     bad = subprocess.run(args[:4] + ["f" * 32] + args[5:], cwd=PROJECT_ROOT, env=clean_env(),
                          capture_output=True, text=True, timeout=300)

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from unittest import mock
 
@@ -25,6 +26,13 @@ from harness.app.study import INCOMPLETE
 from harness.commands.sync import main as sync_main
 
 PROJECT = Path(harness.paths.PROJECT_ROOT)
+
+
+@pytest.fixture(autouse=True)
+def store(tmp_path: Path, copy_empty_store: Callable[[Path], str]) -> str:
+    """The jobs log to an empty store whose schema exists: what is tested is stopping them,
+    not building a store (tests/test_journeys.py starts jobs on a fresh one)."""
+    return copy_empty_store(tmp_path)
 
 # Runs `python -m harness ARGS` with one MlflowClient method wrapped: after its N-th call
 # returns, the process kills itself with SIGKILL (no cleanup, no atexit).

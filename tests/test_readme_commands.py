@@ -21,6 +21,8 @@ Overrides added only where the command would be slow:
 
 - on the synthetic dataset, ``dataset.n_queries=40 dataset.n_train_queries=40`` (400 + 400
   by default);
+- on the CAsT 2021 runs, ``judgments.interval=off``: their judgment intervals take ~15 s
+  a job here and tests/test_datasets.py runs ``experiment=cast2021`` with them;
 - on ``lightgbm_sample``, 10 boosting rounds for each model it trains (hgb's ``max_iter``,
   the learning-to-rank models' ``n_estimators`` / ``iterations``: 100 rounds over 300
   features take ~10 s a model, the rest of the job ~3 s).
@@ -112,6 +114,8 @@ def _small(args: list[str]) -> list[str]:
     dataset = _dataset_of(args)
     if dataset == "synthetic":
         return ["dataset.n_queries=40", "dataset.n_train_queries=40"]
+    if dataset.startswith("cast2021"):
+        return ["judgments.interval=off"]  # the bundle's intervals: tests/test_datasets.py
     if dataset != "lightgbm_sample":
         return []
     chosen = [a.split("=", 1)[1] for a in args if a.startswith("ranker=")]

@@ -19,6 +19,7 @@ import sys
 import textwrap
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -28,6 +29,13 @@ from mlflow.tracking import MlflowClient
 import harness.paths
 
 PROJECT = Path(harness.paths.PROJECT_ROOT)
+
+
+@pytest.fixture(autouse=True)
+def store(tmp_path: Path, copy_empty_store: Callable[[Path], str]) -> str:
+    """The jobs log to an empty store whose schema exists: what is tested is stopping them,
+    not building a store (tests/test_journeys.py starts jobs on a fresh one)."""
+    return copy_empty_store(tmp_path)
 
 def slow_hook(module: str, function: str, variable: str, says: str) -> str:
     """A ``sitecustomize`` text that, when ``variable`` is set, makes ``module.function``
@@ -302,7 +310,8 @@ def test_a_stop_grace_that_is_not_a_duration_is_refused_at_start(tmp_path: Path,
 
 
 @pytest.mark.slow
-def test_a_sweeps_parent_ends_finished_or_failed_in_every_path(tmp_path: Path) -> None:
+def test_a_sweeps_parent_ends_finished_or_failed_in_every_path(
+        tmp_path: Path, copy_empty_store: Callable[[Path], str]) -> None:
     """Finished: FINISHED, its closing plan gone. A failed job: FAILED. The launching
     process killed (SIGKILL, no handler runs): RUNNING until ``harness sync``, which the
     plan the sweep held closes FAILED (a sync during the sweep leaves it alone)."""
@@ -311,21 +320,21 @@ def test_a_sweeps_parent_ends_finished_or_failed_in_every_path(tmp_path: Path) -
         return run
 
     ok = tmp_path / "ok"
-    ok.mkdir()
+    copy_empty_store(ok)
     sweep = Job(ok, ["-m", "ranker=oracle", "metric.k=5,10"])
     assert sweep.finish(300) == 0, sweep.said()[-3000:]
     assert parent(ok).info.status == "FINISHED"
     assert not (ok / "pending").exists() or list((ok / "pending").iterdir()) == []
 
     bad = tmp_path / "bad"
-    bad.mkdir()
+    copy_empty_store(bad)
     sweep = Job(bad, ["-m", "ranker=oracle", "+ranker.bad={kind:column,column:nope}",
                       "metric.k=5,10"])
     assert sweep.finish(300) == 2, sweep.said()[-3000:]
     assert parent(bad).info.status == "FAILED" and _pending(bad) == []
 
     killed = tmp_path / "killed"
-    killed.mkdir()
+    copy_empty_store(killed)
     sweep = Job(killed, ["-m", "ranker=oracle", "metric.k=5,10,20"], slow=30)
     sweep.wait_for("SLOW LOGGING")
     children = sweep.descendants()

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -55,11 +56,9 @@ def _runs(uri: str) -> list:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> str:
+def store(tmp_path: Path, copy_empty_store: Callable[[Path], str]) -> str:
     """A SQLite store whose schema exists (so the syncs race on the plans, not on it)."""
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
-    MlflowClient(tracking_uri=uri).search_experiments()
-    return uri
+    return copy_empty_store(tmp_path)
 
 
 @pytest.mark.slow

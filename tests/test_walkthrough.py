@@ -87,7 +87,8 @@ def test_the_readme_walkthrough_runs_end_to_end(tmp_path: Path) -> None:
     # 2. compare, the README's line with the id the sweep printed
     line = compare_line.replace("<sweep parent id printed by step 1>", parent)
     compare = _run([*_command(line, "compare"), "--out-dir", str(tmp_path / "reports"),
-                    "--resamples", "500"], tmp_path)
+                    "--resamples", "500", "--pending-dir", str(tmp_path / "pending")],
+                   tmp_path)
     assert "the winner changes with the variant" in compare.stdout or "Kendall" in compare.stdout
     report = re.search(r"^report: (\S+report\.html)$", compare.stdout, re.M)
     assert report and Path(report.group(1)).is_file()
