@@ -68,7 +68,8 @@ SLOW_FIRST = ("test_readme_commands", "test_sweep_signals", "test_journeys", "te
 #: functions compile on first use (about a minute) and are saved in numba's on-disk cache;
 #: test_ranx_names, early in :data:`SLOW_FIRST`, compiles every one of them, so these load
 #: them from the cache on either worker instead of compiling them again at the same time.
-RANX_AFTER = ("test_measure_names", "test_interop_inputs", "test_fusion")
+RANX_AFTER = ("test_measure_names", "test_interop_inputs", "test_fusion", "test_tie_conventions",
+              "test_peer_edges")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
