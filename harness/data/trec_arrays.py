@@ -186,8 +186,9 @@ def _arrow_columns(data: bytes, sep: bytes, n_fields: int, number: int,
 def blocks(path: str | Path, block: int, n_fields: int, number: int, keep: tuple[int, ...],
            chunk: int = CHUNK) -> Iterator[Columns | None]:
     """A file's columns block by block: about ``block`` bytes each, cut at line ends, each
-    read as :func:`fast_columns` reads a file (a block that is not plain is None: the
-    caller reads the file otherwise). A run's blocks carry their last line's run id."""
+    read as :func:`fast_columns` reads a file, Arrow parsing it in chunks of ``chunk``
+    bytes (a block that is not plain is None: the caller reads the file otherwise). A
+    run's blocks carry their last line's run id."""
     p = Path(path)
     with (gzip.open if p.suffix == ".gz" else open)(p, "rb") as fh:
         carry = b""
