@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["numbers", "arrow", "strings", "nonzero", "padded_words"]
+__all__ = ["numbers", "arrow", "strings", "repeated", "nonzero", "padded_words"]
 
 _FLOATS = {"double": "float64", "float": "float32", "halffloat": "float16"}
 
@@ -56,6 +56,13 @@ def strings(values: list[str]) -> Any:
     np.cumsum([len(b) for b in encoded], out=offsets[1:])
     return pa.Array.from_buffers(pa.large_string(), len(encoded), [
         None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]).cast(pa.string())
+
+
+def repeated(values: list[str], counts: list[int]) -> Any:
+    """An Arrow string array of each of ``values`` repeated ``counts`` times, in order: the
+    distinct strings are encoded once and Arrow repeats them."""
+    each = np.repeat(np.arange(len(values)), counts)
+    return strings(values).take(arrow(each))
 
 
 def nonzero(flags: Any) -> np.ndarray:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.arrow_arrays import arrow, numbers, strings
+from harness.arrow_arrays import numbers, repeated
 from harness.data.trec import trec_fields
 
 __all__ = ["Columns", "BLOCK", "CHUNK", "STREAM_CHUNK", "SMALL_FILE", "blocks", "fast_columns",
@@ -61,9 +61,8 @@ class Columns:
         if 0 in self.text or self.ranges is None:
             return self.text[0]
         spans = sorted((a, b, qid) for qid, spans in self.ranges.items() for a, b in spans)
-        if self.arrow:  # the ranges cover the rows: each span's id, repeated by Arrow
-            each = np.repeat(np.arange(len(spans)), [b - a for a, b, _ in spans])
-            return strings([qid for _, _, qid in spans]).take(arrow(each))
+        if self.arrow:  # the ranges cover the rows
+            return repeated([qid for _, _, qid in spans], [b - a for a, b, _ in spans])
         return [qid for a, b, qid in spans for _ in range(b - a)]
 
     def __len__(self) -> int:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from harness.arrow_arrays import arrow, numbers, strings
+from harness.arrow_arrays import numbers, repeated, strings
 from harness.metrics.trec_eval.trec_eval_arrays import QID, chunks_of, evaluate_arrays
 from harness.metrics.trec_eval.trec_eval_compute import Evaluation, finish, plan_lines
 
@@ -183,9 +183,8 @@ def _judged(qrels: Columns, names: list[str], ranges: dict[str, list[tuple[int, 
     usually lie together there: one slice), their query id column rebuilt."""
     spans = sorted(((q, a, b) for q in names for a, b in ranges[q]), key=lambda s: s[1])
     sub = _rows(qrels, [(a, b) for _, a, b in spans])
-    if sub.arrow:  # each span's id, repeated by Arrow
-        each = np.repeat(np.arange(len(spans)), [b - a for _, a, b in spans])
-        sub.text[QID] = strings([q for q, _, _ in spans]).take(arrow(each))
+    if sub.arrow:
+        sub.text[QID] = repeated([q for q, _, _ in spans], [b - a for _, a, b in spans])
     else:
         sub.text[QID] = [q for q, a, b in spans for _ in range(b - a)]
     return sub
