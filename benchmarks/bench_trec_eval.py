@@ -15,7 +15,9 @@ with a message when neither is given. It is never built or copied here.
 Every call is a new process (``harness eval ...``, the console script; ``trec_eval ...``),
 stdout written to a file in the data folder, and rounds are interleaved (A B A B ...). Each
 call's wall time is measured around ``Popen`` + ``os.wait4``; its CPU time (user + sys) and
-peak RSS (``ru_maxrss``) come from the rusage ``os.wait4`` returns. Per work item the script
+peak RSS (``ru_maxrss``) come from the rusage ``os.wait4`` returns (CPU includes the forks'),
+the peak RSS raised to the process tree's summed RSS sampled every 20 ms where that is
+larger (``harness eval`` evaluates half of a large run in a fork). Per work item the script
 prints, for each tool, the median of the rounds with [min, max], and the ratio
 trec_eval / harness computed per round (median [min, max]).
 
@@ -57,6 +59,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -97,19 +100,46 @@ class Tool:
         return [c.cpu for c in self.calls]
 
 
+def _tree_rss(pid: int) -> int:
+    """The summed RSS (bytes) of process ``pid`` and its descendants, now (0 once gone)."""
+    total = 0
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1]) * 1024
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except (OSError, ValueError):
+        return total
+    return total + sum(_tree_rss(int(c)) for c in children)
+
+
+def _sample_tree(pid: int, peak: list[int], stop: threading.Event) -> None:
+    """Every 20 ms until ``stop``: ``peak[0]`` the largest :func:`_tree_rss` seen."""
+    while not stop.wait(0.02):
+        peak[0] = max(peak[0], _tree_rss(pid))
+
+
 def run(cmd: list[str], out: Path) -> Call:
-    """Run ``cmd`` once in a new process, stdout to ``out``; wall, CPU and peak RSS."""
+    """Run ``cmd`` once in a new process, stdout to ``out``; wall, CPU and peak RSS: the
+    process's own (``ru_maxrss``: the largest of it and its children, each alone) or, when
+    larger, its process tree's summed RSS sampled every 20 ms (``harness eval`` evaluates
+    half of a large run in a fork)."""
     err_path = out.with_suffix(out.suffix + ".err")
+    peak, stop = [0], threading.Event()
     with open(out, "wb") as fo, open(err_path, "wb") as fe:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=fo, stderr=fe, cwd=ROOT)
+        sampler = threading.Thread(target=_sample_tree, args=(proc.pid, peak, stop))
+        sampler.start()
         _, status, ru = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
+        stop.set()
+        sampler.join()
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd[:3])} ... failed (exit {proc.returncode}):\n"
                          f"{err_path.read_text(errors='replace')[-2000:]}")
-    return Call(wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss * 1024)
+    return Call(wall, ru.ru_utime + ru.ru_stime, max(ru.ru_maxrss * 1024, peak[0]))
 
 
 def spread(xs: list[float], fmt: str = "{:.3f}") -> str:

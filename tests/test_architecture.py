@@ -13,7 +13,7 @@ import harness
 ROOT = Path(harness.__file__).resolve().parent
 #: Packages (and top-level modules) by layer; a layer imports only the layers below it.
 LAYERS = (
-    ("errors", "paths", "version", "progress", "allocator", "lazy", "arrow_arrays"),
+    ("errors", "paths", "version", "progress", "allocator", "lazy", "arrow_arrays", "forked"),
     ("metrics", "data"),
     ("interop",),
     ("engines", "datasets", "explain", "reporting", "tracking"),

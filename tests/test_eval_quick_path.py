@@ -105,9 +105,11 @@ def test_keys_alike_for_unequal_pairs_send_the_run_to_the_dataframe_path(
     assert quick == [None]  # the quick path declined; the DataFrame path printed
 
 
-WAYS = {  # a run over STREAM_FROM in bounded memory, one over PARALLEL_FROM in parts
+WAYS = {  # a run over STREAM_FROM in bounded memory, one over PARALLEL_FROM in parts, its
+    # second half's blocks in a fork; or every block in this process
     "streamed": {"STREAM_FROM": 0, "BLOCK": 1500},
     "parts": {"PARALLEL_FROM": 0, "BLOCK": 1500},
+    "one process": {"PARALLEL_FROM": 0, "BLOCK": 1500, "TWO_PROCESSES_UPTO": 0},
 }
 
 
@@ -122,6 +124,7 @@ def test_a_run_read_block_by_block_prints_what_the_whole_run_prints(
     run not grouped by query (the seeded one) is read whole instead, with the same
     output."""
     import harness.commands.eval as command
+    import harness.forked as forked
     import harness.metrics.trec_eval.trec_eval_blocks as blocks
 
     qrels, shuffled = _files(tmp_path, 5)
@@ -137,13 +140,40 @@ def test_a_run_read_block_by_block_prints_what_the_whole_run_prints(
                         lambda *a, **k: calls.append(r := real(*a, **k)) or r)
     for name, value in WAYS[way].items():
         monkeypatch.setattr(command, name, value)
+    forks, fork = [], forked.Forked
+    monkeypatch.setattr(forked, "Forked", lambda work: forks.append(fork(work)) or forks[-1])
     for run in (grouped, shuffled):
         assert _printed(capsys, ["-m", "all_trec", *flags, str(qrels), str(run)]) == whole[run]
     assert calls[0] is not None and calls[1] is None  # grouped: in blocks; shuffled: whole
+    assert len(forks) == (0 if way == "one process" else 2)
     # one command, both runs: the qrels' query ids, let go for the blocks, come back whole
     assert _printed(capsys, ["-m", "all_trec", *flags, str(qrels), str(grouped),
                              str(shuffled)]) == both
     assert whole[grouped][0] == 0 and "map" in whole[grouped][1]
+
+
+def test_a_query_in_both_halves_of_a_run_sends_it_whole(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each half of the run is grouped by query, but its first query comes back at the end:
+    the fork's queries and this process's meet, and the run is read whole (same lines)."""
+    import harness.commands.eval as command
+    import harness.metrics.trec_eval.trec_eval_blocks as blocks
+
+    qrels, run = _files(tmp_path, 7)
+    lines = sorted(run.read_text().splitlines(), key=lambda ln: ln.split()[0])
+    first = lines[0].split()[0]
+    assert first in qrels.read_text()  # judged: the halves' judged queries meet
+    run.write_text("\n".join(lines[1:] + lines[:1]) + "\n")
+    argv = ["-q", "-m", "all_trec", str(qrels), str(run)]
+    whole = _printed(capsys, argv)
+    calls = []
+    real = blocks.evaluate_blocks
+    monkeypatch.setattr(blocks, "evaluate_blocks",
+                        lambda *a, **k: calls.append((k["rest"], r := real(*a, **k))) or r)
+    monkeypatch.setattr(command, "PARALLEL_FROM", 0)
+    assert _printed(capsys, argv) == whole and whole[0] == 0
+    assert calls[0][0] is not None and calls[0][1] is None  # in two parts, then whole
 
 
 def test_a_document_twice_takes_the_dataframe_path_which_names_it(

@@ -259,6 +259,10 @@ PARALLEL_FROM = 16 << 20
 BLOCK = 8 << 20
 #: ... and runs larger than this in bounded memory (:func:`harness.allocator.bounded_memory`).
 STREAM_FROM = 256 << 20
+#: Runs larger than ``PARALLEL_FROM`` and up to this size: the second half's blocks are
+#: evaluated in a fork of the process (:func:`_halfway`). Larger runs in one process, for its
+#: memory: a fork's pages are its own once written.
+TWO_PROCESSES_UPTO = 1 << 30
 
 
 class _Inputs:
@@ -334,9 +338,11 @@ class _Inputs:
         size = Path(path).stat().st_size
         if size <= min(PARALLEL_FROM, STREAM_FROM) or Path(path).suffix == ".parquet":
             return None
+        cut = _halfway(path, size)
         try:
-            done = evaluate_blocks(run_blocks(path, BLOCK), self.arrays, self.columns,
-                                   **options)
+            done = evaluate_blocks(run_blocks(path, BLOCK, end=cut), self.arrays,
+                                   self.columns, rest=None if cut is None else
+                                   run_blocks(path, BLOCK, start=cut), **options)
         except MemoryError:
             raise _out_of_memory(path) from None
         if done is None:
@@ -375,6 +381,19 @@ class _Inputs:
         if not self.args.complete_rel_info_wanted and fmt != "prefs":
             _note_skipped(_lacking(self.frame, run), path)
         return ev
+
+
+def _halfway(path: str, size: int) -> int | None:
+    """Where a large run is cut in two, between two queries, for its second half to be
+    evaluated in a fork (:mod:`harness.forked`) while this process evaluates the first;
+    None: the whole run in this process (a run up to ``TWO_PROCESSES_UPTO`` bytes, where
+    forks are not safe, or in a memory-limited container)."""
+    from harness.data.trec_arrays import memory_limited, query_start
+    from harness.forked import available
+
+    if size > TWO_PROCESSES_UPTO or not available() or memory_limited():
+        return None
+    return query_start(path, size // 2)
 
 
 def _or_memory(read: Any, path: str, kind: str) -> Any:

@@ -25,7 +25,7 @@ from harness.arrow_arrays import numbers, repeated
 from harness.data.trec import trec_fields
 
 __all__ = ["Columns", "BLOCK", "CHUNK", "STREAM_CHUNK", "SMALL_FILE", "blocks", "fast_columns",
-           "plan_reading", "read_columns", "run_blocks", "without_comments"]
+           "plan_reading", "query_start", "read_columns", "run_blocks", "without_comments"]
 
 #: Text files up to this size are split in Python while Arrow is not imported yet (its
 #: import costs more than splitting them); once it is, Arrow reads every file.
@@ -183,16 +183,22 @@ def _arrow_columns(data: bytes, sep: bytes, n_fields: int, number: int,
 
 
 def blocks(path: str | Path, block: int, n_fields: int, number: int, keep: tuple[int, ...],
-           chunk: int = CHUNK) -> Iterator[Columns | None]:
+           chunk: int = CHUNK, start: int = 0, end: int | None = None
+           ) -> Iterator[Columns | None]:
     """A file's columns block by block: about ``block`` bytes each, cut at line ends, each
     read as :func:`fast_columns` reads a file, Arrow parsing it in chunks of ``chunk``
     bytes (a block that is not plain is None: the caller reads the file otherwise). A
-    run's blocks carry their last line's run id."""
+    run's blocks carry their last line's run id. ``start`` and ``end``: only those bytes
+    of an uncompressed file (``start`` a line's first byte; :func:`query_start`)."""
     p = Path(path)
     with (gzip.open if p.suffix == ".gz" else open)(p, "rb") as fh:
         carry = b""
+        if start:
+            fh.seek(start)
+        left = -1 if end is None else end - start
         while True:
-            data = fh.read(block)
+            data = fh.read(block if left < 0 else min(block, left))
+            left -= len(data) if left > 0 else 0
             if not data and not carry:
                 return
             data, carry = carry + data, b""
@@ -210,9 +216,36 @@ def blocks(path: str | Path, block: int, n_fields: int, number: int, keep: tuple
             yield cols
 
 
-def run_blocks(path: str | Path, block: int) -> Iterator[Columns | None]:
-    """A run's qid, docno and score columns, block by block (:func:`blocks`)."""
-    return blocks(path, block, 6, 4, (0, 2, 4))
+def run_blocks(path: str | Path, block: int, start: int = 0, end: int | None = None
+               ) -> Iterator[Columns | None]:
+    """A run's qid, docno and score columns, block by block (:func:`blocks`), of its bytes
+    from ``start`` to ``end``."""
+    return blocks(path, block, 6, 4, (0, 2, 4), start=start, end=end)
+
+
+def query_start(path: str | Path, near: int, limit: int = 16 << 20) -> int | None:
+    """Where a run grouped by query may be cut in two: the offset of the first line of an
+    uncompressed text file whose first field (the query id) is not the previous line's,
+    both lines starting at or after byte ``near``; None when no such line starts within
+    ``limit`` bytes of ``near`` (or the file is compressed)."""
+    p = Path(path)
+    if p.suffix == ".gz" or near <= 0:
+        return None
+    with open(p, "rb") as fh:
+        fh.seek(near - 1)
+        fh.readline()  # the rest of the line holding byte near - 1
+        previous = None
+        while fh.tell() < near + limit:
+            offset = fh.tell()
+            fields = fh.readline().split(None, 1)
+            if not fields:
+                if offset == fh.tell():
+                    return None  # the end of the file
+                continue  # a blank line
+            if previous is not None and fields[0] != previous:
+                return offset
+            previous = fields[0]
+    return None
 
 
 def _last_field(data: bytes, sep: bytes, i: int) -> str:

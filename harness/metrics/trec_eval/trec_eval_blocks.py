@@ -79,9 +79,12 @@ def _next(it: Iterator[Columns | None]) -> tuple[bool, Columns | None]:
 
 def evaluate_blocks(blocks: Iterable[Columns | None], qrels: Columns, columns: list[Any], *,
                     complete: bool = False, zscores: Any = None, convention: str =
-                    "trec_eval", **options: Any) -> tuple[Evaluation, list[str]] | None:
+                    "trec_eval", rest: Iterable[Columns | None] | None = None,
+                    **options: Any) -> tuple[Evaluation, list[str]] | None:
     """The run of ``blocks`` evaluated as :func:`evaluate_arrays` evaluates it whole, and
-    the judged queries it lacks; None when the whole-run path must take it."""
+    the judged queries it lacks; None when the whole-run path must take it. ``rest``: the
+    blocks of the run's second part (cut between two queries), evaluated at the same time
+    in a fork of this process (:class:`harness.forked.Forked`)."""
     if qrels.ranges is None:  # the query ids as ranges of rows: their column let go
         qrels.ranges = _query_ranges(qrels)
         del qrels.text[QID]
@@ -89,6 +92,54 @@ def evaluate_blocks(blocks: Iterable[Columns | None], qrels: Columns, columns: l
     top = qrels.number[qrels.number >= 0]
     shared = dict(convention=convention, max_label=max(float(top.max(initial=0.0)), 0.0),
                   **options)
+    other = None
+    if rest is not None:
+        from harness.forked import Forked
+
+        def second() -> _Evaluated | None:
+            return _evaluated(rest, qrels, ranges, columns, shared)
+        other = Forked(second)
+    try:
+        mine = _evaluated(blocks, qrels, ranges, columns, shared)
+    except BaseException:
+        if other is not None:
+            other.cancel()
+        raise
+    if mine is None:  # the whole-run path takes the run: the second half is not needed
+        if other is not None:
+            other.cancel()
+        return None
+    theirs = other.result() if other is not None else None
+    if other is not None and theirs is None:
+        return None
+    parts, done, runid = mine
+    if theirs is not None:
+        if done & theirs[1]:
+            return None  # a query in both parts: not grouped by query
+        parts += theirs[0]
+        done |= theirs[1]
+        runid = theirs[2] or runid
+    lacking = sorted(set(ranges) - done)
+    if complete and lacking:  # judged queries the run lacks: each line's value for them
+        empty = type(qrels)({QID: [], 2: [], 5: []}, np.zeros(0), False)
+        absent = evaluate_arrays(empty, _judged(qrels, lacking, ranges), columns,
+                                 complete=True, **shared, keep_arrays=True)
+        if absent is None:
+            return None
+        parts.append(absent[0])
+    return _gathered(parts, columns, runid, zscores, complete, qrels, convention,
+                     shared, lacking), lacking
+
+
+#: Blocks' evaluations in block order, the judged queries they hold, the last run id.
+_Evaluated = tuple[list[Evaluation], set[str], str]
+
+
+def _evaluated(blocks: Iterable[Columns | None], qrels: Columns,
+               ranges: dict[str, list[tuple[int, int]]], columns: list[Any],
+               shared: dict[str, Any]) -> _Evaluated | None:
+    """Each block's complete queries evaluated on their judgments; None when the
+    whole-run path must take the run."""
     done: set[str] = set()
     parts: list[Evaluation] = []
     runid = ""
@@ -120,16 +171,7 @@ def evaluate_blocks(blocks: Iterable[Columns | None], qrels: Columns, columns: l
                 return None
         if not evaluating.close():
             return None
-    lacking = sorted(set(ranges) - done)
-    if complete and lacking:  # judged queries the run lacks: each line's value for them
-        empty = type(qrels)({QID: [], 2: [], 5: []}, np.zeros(0), False)
-        absent = evaluate_arrays(empty, _judged(qrels, lacking, ranges), columns,
-                                 complete=True, **shared, keep_arrays=True)
-        if absent is None:
-            return None
-        parts.append(absent[0])
-    return _gathered(parts, columns, runid, zscores, complete, qrels, convention,
-                     shared, lacking), lacking
+    return parts, done, runid
 
 
 def _present(codes: np.ndarray) -> list[int]:
