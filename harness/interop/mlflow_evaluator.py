@@ -94,8 +94,7 @@ def _evaluation(rows: pd.DataFrame, metrics: Any) -> tuple[pd.DataFrame, pd.Data
 try:  # MLflow's evaluator base class; the module imports without MLflow's evaluation API
     from mlflow.models.evaluation.base import EvaluationResult, ModelEvaluator
 except ImportError:  # pragma: no cover - MLflow is a dependency
-    # mypy: these stand-ins are not MLflow's classes (only reached without MLflow's API)
-    ModelEvaluator, EvaluationResult = object, None  # type: ignore[assignment,misc]
+    ModelEvaluator, EvaluationResult = object, None
 
 
 class HarnessEvaluator(ModelEvaluator):
