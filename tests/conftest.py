@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 # keras_rs is checked on JAX's CPU build; keras reads its backend once, at first import.
 os.environ.setdefault("KERAS_BACKEND", "jax")
@@ -76,3 +78,48 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(SLOW_FIRST)}
     rank |= {name: len(rank) + 1 for name in RANX_AFTER}
     items.sort(key=lambda item: rank.get(Path(str(item.fspath)).stem, len(SLOW_FIRST)))
+
+
+# --- scompare (issue 38: compare, reproduce, datasets): commands in the test's own process ---
+
+@contextlib.contextmanager
+def mlflow_env_kept() -> Iterator[None]:
+    """Puts the ``MLFLOW_*`` variables of ``os.environ`` back as they were on leaving: a
+    study or a command run in the test's process sets MLflow's HTTP timeouts there."""
+    saved = {k: v for k, v in os.environ.items() if k.startswith("MLFLOW_")}
+    try:
+        yield
+    finally:
+        for key in [k for k in os.environ if k.startswith("MLFLOW_")]:
+            del os.environ[key]
+        os.environ.update(saved)
+
+
+@pytest.fixture
+def kept_mlflow_env() -> Iterator[None]:
+    """:func:`mlflow_env_kept` around a test that calls a command's entry point."""
+    with mlflow_env_kept():
+        yield
+
+
+@pytest.fixture(scope="session")
+def study_here() -> Callable[[list[str], Path], Any]:
+    """Runs a study in this process, its config composed from command-line overrides as
+    ``harness run`` composes it, into an output folder; returns its ``StudyResult``. For
+    tests of what a job computes and logs rather than of its process: the worker has paid
+    the imports a ``python -m harness`` pays again (seconds each)."""
+    from hydra import compose, initialize_config_dir
+
+    from harness.app.config import register_configs
+    from harness.app.study import run_study
+    from harness.paths import PROJECT_ROOT
+
+    register_configs()
+
+    def run(overrides: list[str], out: Path) -> Any:
+        with initialize_config_dir(version_base="1.3", config_dir=str(PROJECT_ROOT / "conf")):
+            cfg = compose("config", overrides=overrides)
+        with mlflow_env_kept():
+            return run_study(cfg, out)
+
+    return run

@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,15 +69,18 @@ def clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "HARNESS_"))}
 
 
-def make_small_sweep(root: Path) -> SmallSweep:
-    """Run the sweep into ``root`` once (a marker file makes later calls free)."""
+def make_small_sweep(root: Path, empty_store: Callable[[Path], str] | None = None
+                     ) -> SmallSweep:
+    """Run the sweep into ``root`` once (a marker file makes later calls free); into a copy
+    of an empty store made by ``empty_store`` (tests/conftest.py's ``copy_empty_store``),
+    else into a store MLflow builds."""
     marker = root / "sweep.json"
     if marker.is_file():
         data = json.loads(marker.read_text())
         return SmallSweep(Path(data["root"]), data["uri"], data["parent"],
                           Path(data["sweep_dir"]))
     root.mkdir(parents=True, exist_ok=True)
-    uri = f"sqlite:///{root / 'mlflow.db'}"
+    uri = empty_store(root) if empty_store else f"sqlite:///{root / 'mlflow.db'}"
     sweep_dir = root / "sweep"
     proc = subprocess.run(
         [sys.executable, "-m", "harness", *SWEEP_ARGS, f"tracking.uri={uri}",
@@ -92,8 +96,9 @@ def make_small_sweep(root: Path) -> SmallSweep:
 
 
 @pytest.fixture(scope="session")
-def small_sweep(tmp_path_factory: pytest.TempPathFactory) -> SmallSweep:
-    return make_small_sweep(tmp_path_factory.getbasetemp() / "compare_sweep")
+def small_sweep(tmp_path_factory: pytest.TempPathFactory,
+                copy_empty_store: Callable[[Path], str]) -> SmallSweep:
+    return make_small_sweep(tmp_path_factory.getbasetemp() / "compare_sweep", copy_empty_store)
 
 
 def fake_runs(uri: str, root: Path, experiment: str,
@@ -455,7 +460,7 @@ def test_errors_are_harness_errors() -> None:
 
 # --- the CLI end to end -------------------------------------------------------------------
 
-def test_cli_end_to_end(small_sweep: SmallSweep, tmp_path: Path) -> None:
+def test_cli_end_to_end(small_sweep: SmallSweep, tmp_path: Path, kept_mlflow_env: None) -> None:
     out = tmp_path / "reports"
     args = [sys.executable, "-m", "harness", "compare", small_sweep.parent_run_id,
             "--tracking-uri", small_sweep.uri, "--out-dir", str(out), "--resamples", "500",
@@ -498,10 +503,12 @@ def test_cli_end_to_end(small_sweep: SmallSweep, tmp_path: Path) -> None:
     logged = {a.path for a in client.list_artifacts(small_sweep.parent_run_id, where)}
     assert {f"{where}/report.html", f"{where}/report.md", f"{where}/report.tex"} <= logged
     # another selection of the same parent: another report; neither overwrites the other
-    other = subprocess.run(args + ["--baseline", "random"], cwd=PROJECT_ROOT,
-                           env=clean_env(), capture_output=True, text=True, timeout=300)
-    assert other.returncode == 0, other.stderr[-3000:]
-    report2 = Path(re.search(r"^report: (\S+)report\.html$", other.stdout, re.M).group(1))
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()) as other:  # the entry point, in process
+        assert cli_main([*args[4:], "--baseline", "random"]) == 0
+    report2 = Path(re.search(r"^report: (\S+)report\.html$", other.getvalue(), re.M).group(1))
     assert report2 != report and report2.name.startswith("baseline-")
     for folder in (report, report2):
         local = client.download_artifacts(small_sweep.parent_run_id,
@@ -509,9 +516,6 @@ def test_cli_end_to_end(small_sweep: SmallSweep, tmp_path: Path) -> None:
                                           str(tmp_path / folder.name))
         assert Path(local).read_bytes() == (folder / "report.html").read_bytes()
     # the old flag names the same runs (the same command line, parsed in this process)
-    import contextlib
-    import io
-
     with contextlib.redirect_stdout(io.StringIO()) as said:
         assert cli_main(["--parent-run-id", *args[4:], "--no-log"]) == 0
     assert f"report: {report}/report.html" in said.getvalue()
@@ -634,8 +638,10 @@ def test_cli_names_each_step_on_a_terminal_and_stays_quiet_in_a_pipe(
     import contextlib
     import io
 
+    # one variant against one baseline: the steps are the same for any selection
     args = [small_sweep.parent_run_id, "--tracking-uri", small_sweep.uri, "--out-dir",
-            str(tmp_path), "--resamples", "200", "--no-log"]
+            str(tmp_path), "--resamples", "200", "--no-log", "--variants", "RR",
+            "--baseline", "oracle"]
     for err in (_Terminal(), io.StringIO()):
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
             assert cli_main(args) == 0

@@ -1,7 +1,7 @@
 """``harness compare RUN_ID RUN_ID ...``: ranker runs of separate jobs (``harness run``
 calls into one temporary MLflow store) compared by run id, and the refusals.
 
-Four jobs run once for the module, two at a time, on the synthetic dataset (40 queries):
+Four jobs run once for the module, in its process, on the synthetic dataset (40 queries):
 
 - ``v7``: oracle, random and noisy_oracle (sigma 1.0, the default), experiment ``v7``;
 - ``v8``: noisy_oracle with sigma 2.0 (another version), experiment ``v8``;
@@ -19,12 +19,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
-import os
 import re
-import subprocess
-import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -39,7 +38,6 @@ from harness.compare.runs import (
     load_runs,
 )
 from harness.errors import DatasetMismatch, RunNotFound
-from harness.paths import PROJECT_ROOT
 
 COMMON = ["dataset.n_queries=40", "dataset.n_train_queries=0", "tracking.figures=false",
           "tracking.bootstrap_resamples=200"]
@@ -62,10 +60,6 @@ class Jobs:
         return MlflowClient(tracking_uri=self.uri)
 
 
-def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "HARNESS_"))}
-
-
 def ids_printed(stdout: str) -> dict[str, str]:
     """The run ids a job prints at its end: ``job`` and each ranker's name."""
     block = stdout[stdout.index("\nMLflow: "):].splitlines()[2:]
@@ -79,24 +73,21 @@ def ids_printed(stdout: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def jobs(tmp_path_factory: pytest.TempPathFactory) -> Jobs:
+def jobs(tmp_path_factory: pytest.TempPathFactory, copy_empty_store: Callable[[Path], str],
+         study_here: Callable[[list[str], Path], Any]) -> Jobs:
+    """The four jobs, in this process (what they log is under test, not their process:
+    tests/test_compare.py's sweep is a real one), into one copy of an empty store."""
     root = tmp_path_factory.mktemp("compare_runs")
-    uri = f"sqlite:///{root / 'mlflow.db'}"
-    names = list(JOBS)
+    uri = copy_empty_store(root)
     job, ranker = {}, {}
-    for pair in (names[:2], names[2:]):  # two at a time: two cores
-        procs = {name: subprocess.Popen(
-            [sys.executable, "-m", "harness", *COMMON, *JOBS[name], f"tracking.uri={uri}",
-             f"tracking.artifact_root={root / 'artifacts'}",
-             f"tracking.pending_dir={root / 'pending'}", f"cache_dir={root / 'cache'}",
-             f"hydra.run.dir={root / name}"], cwd=PROJECT_ROOT, env=_env(),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for name in pair}
-        for name, proc in procs.items():
-            out, err = proc.communicate(timeout=300)
-            assert proc.returncode == 0, f"{name}: {err[-3000:]}"
-            ids = ids_printed(out)
-            job[name] = ids.pop("job")
-            ranker |= {(name, r): i for r, i in ids.items()}
+    for name, args in JOBS.items():
+        result = study_here([*COMMON, *args, f"tracking.uri={uri}",
+                             f"tracking.artifact_root={root / 'artifacts'}",
+                             f"tracking.pending_dir={root / 'pending'}",
+                             f"cache_dir={root / 'cache'}"], root / name)
+        ids = ids_printed(result.closing_summary(name))  # what the job prints at its end
+        job[name] = ids.pop("job")
+        ranker |= {(name, r): i for r, i in ids.items()}
     return Jobs(root, uri, job, ranker)
 
 

@@ -7,11 +7,10 @@ Counts come from the shared data's README; trec_eval's numbers are read from the
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,12 +18,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from mlflow.tracking import MlflowClient
 
-import harness.paths
 from harness import InputError, Metric, parse_metric
 from harness.datasets import content_digest, load_dataset
-
-PROJECT = Path(harness.paths.PROJECT_ROOT)
-
 
 # --------------------------------------------------------------------------------------
 # LETOR: LightGBM's lambdarank sample
@@ -99,17 +94,17 @@ def _trec_eval_all(path: Path) -> dict[str, float]:
     return out
 
 
-def test_cast2021_experiment_matches_trec_eval(tmp_path: Path, shared_data: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
-    env["HARNESS_SHARED_DATA"] = str(shared_data)
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    proc = subprocess.run(
-        [sys.executable, "-m", "harness", "experiment=cast2021", f"tracking.uri={uri}",
-         f"tracking.pending_dir={tmp_path / 'pending'}", f"cache_dir={tmp_path / 'cache'}",
-         f"tracking.artifact_root={tmp_path / 'artifacts'}", f"hydra.run.dir={tmp_path / 'out'}",
-         "tracking.figures=false"],
-        cwd=PROJECT, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+def test_cast2021_experiment_matches_trec_eval(
+        tmp_path: Path, shared_data: Path, monkeypatch: pytest.MonkeyPatch,
+        copy_empty_store: Callable[[Path], str],
+        study_here: Callable[[list[str], Path], Any]) -> None:
+    # in this process: the numbers it logs are under test, not the process
+    monkeypatch.setenv("HARNESS_SHARED_DATA", str(shared_data))
+    uri = copy_empty_store(tmp_path)
+    study_here(["experiment=cast2021", f"tracking.uri={uri}",
+                f"tracking.pending_dir={tmp_path / 'pending'}", f"cache_dir={tmp_path / 'cache'}",
+                f"tracking.artifact_root={tmp_path / 'artifacts'}", "tracking.figures=false"],
+               tmp_path / "out")
     client = MlflowClient(tracking_uri=uri)
     exp = client.get_experiment_by_name("cast2021")
     assert exp is not None

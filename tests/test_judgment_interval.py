@@ -48,14 +48,21 @@ def _brute(run: pd.DataFrame, qrels: pd.DataFrame, metric: Metric,
                 for perm in itertools.product(*[list(itertools.permutations(g))
                                                 for g in groups])]
         metric = metric.with_options(ties="input")
-    r_parts, q_parts, qid = [], [], 0
-    for grades in itertools.product(range(GRADE + 1), repeat=len(unjudged)):
-        extra = pd.DataFrame({"qid": "q", "docid": unjudged, "label": list(grades)})
-        for r in runs:
-            r_parts.append(r.assign(qid=qid))
-            q_parts.append(pd.concat([qrels, extra]).assign(qid=qid))
-            qid += 1
-    out = evaluate(pd.concat(r_parts), pd.concat(q_parts), [metric])
+    # query i * len(runs) + j: labeling i (a row of ``grades``) of the j-th order
+    grades = np.array(list(itertools.product(range(GRADE + 1), repeat=len(unjudged))),
+                      dtype=np.int64).reshape((GRADE + 1) ** len(unjudged), len(unjudged))
+    n_queries = len(grades) * len(runs)
+    ordered = pd.concat(runs)
+    n_run, n_judged = len(run), len(qrels) + len(unjudged)
+    run_rows = pd.DataFrame({"qid": np.repeat(np.arange(n_queries), n_run),
+                             "docid": np.tile(ordered["docid"].to_numpy(), len(grades)),
+                             "score": np.tile(ordered["score"].to_numpy(), len(grades))})
+    labels = np.hstack([np.tile(qrels["label"].to_numpy(), (len(grades), 1)), grades])
+    qrel_rows = pd.DataFrame({
+        "qid": np.repeat(np.arange(n_queries), n_judged),
+        "docid": np.tile(np.concatenate([qrels["docid"].to_numpy(), unjudged]), n_queries),
+        "label": np.repeat(labels, len(runs), axis=0).ravel()})
+    out = evaluate(run_rows, qrel_rows, [metric])
     return out[metric.display_name].to_numpy()
 
 

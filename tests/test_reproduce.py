@@ -1,23 +1,29 @@
 """``python -m harness reproduce``: real runs logged by the app into temporary SQLite stores.
 
-Two jobs run as subprocesses, side by side, each into its own store:
+Two jobs run once for the module, in the test's process, each into its own store:
 
 - ``baselines``: the synthetic dataset (60 queries) and the five baseline rankers;
 - ``table``: a parquet table written here, scored by its feature ``f0`` and by a TREC run
   file written here, so the test can later change the data and the run file.
 
 Every store, cache, output, artifact and pending folder lives under pytest's tmp dirs.
+The command runs as a process of its own where its exit status is under test (0, 1 and 2
+once each), else through its entry point in this process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -26,11 +32,13 @@ from mlflow.tracking import MlflowClient
 
 import harness.paths
 from harness.app import provenance
-from harness.commands.reproduce import format_result
+from harness.commands.reproduce import format_result, main as reproduce_main
 from harness.datasets.dataset import file_sha256
 from harness.reproduce import ReproduceError, ReproResult, ranker_run_ids, reproduce_run
 from harness.reproduce.diff import compare_per_query as _compare
 
+# a command run here sets MLflow's HTTP timeouts in os.environ: put back after each test
+pytestmark = pytest.mark.usefixtures("kept_mlflow_env")
 PROJECT = Path(harness.paths.PROJECT_ROOT)
 TIMEOUT = 300
 BASELINES = ("oracle", "random", "noisy_oracle", "feature_f0", "hgb")
@@ -68,11 +76,10 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
 
 
-def _app_args(root: Path) -> list[str]:
-    return [f"tracking.uri=sqlite:///{root / 'm.db'}", "tracking.experiment=repro",
-            "tracking.figures=false", f"tracking.artifact_root={root / 'artifacts'}",
-            f"tracking.pending_dir={root / 'pending'}", f"cache_dir={root / 'cache'}",
-            f"hydra.run.dir={root / 'out'}"]
+def _app_args(root: Path, uri: str) -> list[str]:
+    return [f"tracking.uri={uri}", "tracking.experiment=repro", "tracking.figures=false",
+            f"tracking.artifact_root={root / 'artifacts'}",
+            f"tracking.pending_dir={root / 'pending'}", f"cache_dir={root / 'cache'}"]
 
 
 def _explain(proc: subprocess.CompletedProcess[str]) -> str:
@@ -93,8 +100,10 @@ def _write_table(path: Path, run_file: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def stores(tmp_path_factory: pytest.TempPathFactory) -> Stores:
-    """Both jobs, run at the same time (two cores), each into its own store."""
+def stores(tmp_path_factory: pytest.TempPathFactory, copy_empty_store: Callable[[Path], str],
+           study_here: Callable[[list[str], Path], Any]) -> Stores:
+    """Both jobs, in this process (what they log is under test, not their process), each
+    into its own copy of an empty store."""
     base = tmp_path_factory.mktemp("repro_baselines")
     table = tmp_path_factory.mktemp("repro_table")
     data, run_file = table / "data.parquet", table / "scores.run"
@@ -111,21 +120,26 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Stores:
                 "ranker=repro_table",
                 f"hydra.searchpath=[file://{table / 'conf'}]"],
     }
-    procs = {root: subprocess.Popen([sys.executable, "-m", "harness", *args, *_app_args(root)],
-                                    cwd=PROJECT, env=_env(), stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True)
-             for root, args in jobs.items()}
-    for proc in procs.values():
-        out, err = proc.communicate(timeout=TIMEOUT)
-        done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-        assert proc.returncode == 0, _explain(done)
-    return Stores(Store(base, f"sqlite:///{base / 'm.db'}"),
-                  Store(table, f"sqlite:///{table / 'm.db'}"), data, run_file)
+    for root, args in jobs.items():
+        study_here([*args, *_app_args(root, copy_empty_store(root))], root / "out")
+    return Stores(Store(base, f"sqlite:///{base / 'mlflow.db'}"),
+                  Store(table, f"sqlite:///{table / 'mlflow.db'}"), data, run_file)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m harness reproduce``: a process of its own (exit status, streams)."""
     return subprocess.run([sys.executable, "-m", "harness", "reproduce", *args], cwd=PROJECT,
                           env=_env(), capture_output=True, text=True, timeout=TIMEOUT)
+
+
+def _cli_here(*args: str) -> subprocess.CompletedProcess[str]:
+    """``harness reproduce``'s entry point in this process, its exit status and streams as
+    :func:`_cli` returns them (what the command says, not how its process ends)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = reproduce_main(list(args))
+    return subprocess.CompletedProcess(["harness", "reproduce", *args], code, out.getvalue(),
+                                       err.getvalue())
 
 
 # --------------------------------------------------------------------------------------
@@ -250,7 +264,7 @@ def test_changed_run_file_then_changed_data_exit_2_naming_the_file(stores: Store
     lines = original.splitlines(keepends=True)
     qid, q0, docid, rank, _, tag = lines[-1].split()
     stores.run_file.write_text("".join(lines[:-1]) + f"{qid} {q0} {docid} {rank} 99.0 {tag}\n")
-    proc = _cli(runs["scores"], "--tracking-uri", uri)
+    proc = _cli_here(runs["scores"], "--tracking-uri", uri)
     assert proc.returncode == 2, _explain(proc)
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1
@@ -262,7 +276,7 @@ def test_changed_run_file_then_changed_data_exit_2_naming_the_file(stores: Store
     frame = pd.read_parquet(stores.data)
     frame.loc[7, "label"] = (frame.at[7, "label"] + 1) % 4
     frame.to_parquet(stores.data)
-    proc = _cli(runs["job"], "--tracking-uri", uri)
+    proc = _cli_here(runs["job"], "--tracking-uri", uri)
     assert proc.returncode == 2, _explain(proc)
     assert "Traceback" not in proc.stderr
     errors = proc.stderr.strip().splitlines()
@@ -325,7 +339,9 @@ def test_bad_input_raises_reproduce_error(stores: Stores, tmp_path: Path) -> Non
     assert isinstance(ReproduceError("x"), harness.HarnessError)
 
 
-def test_changed_data_names_only_the_file_that_changed(tmp_path: Path) -> None:
+def test_changed_data_names_only_the_file_that_changed(
+        tmp_path: Path, copy_empty_store: Callable[[Path], str],
+        study_here: Callable[[list[str], Path], Any]) -> None:
     """A TREC dataset reads two files; after editing the qrels, reproduce names the qrels
     and not the untouched run file (each file's sha256 is logged with the run)."""
     rng = np.random.default_rng(3)
@@ -334,12 +350,11 @@ def test_changed_data_names_only_the_file_that_changed(tmp_path: Path) -> None:
                              for q in range(8) for d in range(6)))
     run.write_text("".join(f"topic{q} Q0 doc{q}-{d} {d + 1} {10 - d + rng.random():.4f} sys\n"
                            for q in range(8) for d in range(6)))
-    args = ["dataset=cast2021_bm25", f"dataset.qrels_path={qrels}", f"dataset.run_path={run}",
-            "dataset.name=tiny_trec", "ranker=random", "metric=ndcg10", *_app_args(tmp_path)]
-    proc = subprocess.run([sys.executable, "-m", "harness", *args], cwd=PROJECT, env=_env(),
-                          capture_output=True, text=True, timeout=TIMEOUT)
-    assert proc.returncode == 0, _explain(proc)
-    client = MlflowClient(f"sqlite:///{tmp_path / 'm.db'}")
+    uri = copy_empty_store(tmp_path)
+    study_here(["dataset=cast2021_bm25", f"dataset.qrels_path={qrels}",
+                f"dataset.run_path={run}", "dataset.name=tiny_trec", "ranker=random",
+                "metric=ndcg10", *_app_args(tmp_path, uri)], tmp_path / "out")
+    client = MlflowClient(uri)
     exp = client.get_experiment_by_name("repro")
     (ranker,) = client.search_runs([exp.experiment_id], "tags.`harness.role` = 'ranker'")
     assert ranker.data.tags["dataset.sha256.qrels_path"] == hashlib.sha256(
@@ -348,7 +363,7 @@ def test_changed_data_names_only_the_file_that_changed(tmp_path: Path) -> None:
     first = lines[0].split()
     lines[0] = " ".join(first[:3] + [str((int(first[3]) + 1) % 3)]) + "\n"
     qrels.write_text("".join(lines))
-    proc = _cli(ranker.info.run_id, "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}")
+    proc = _cli_here(ranker.info.run_id, "--tracking-uri", uri)
     assert proc.returncode == 2, _explain(proc)
     assert f"the data changed since the run: {qrels}" in proc.stderr
     assert str(run) not in proc.stderr
@@ -390,7 +405,7 @@ def _clone(stores: Stores, tmp: Path, *, params: dict[str, str] | None = None,
 def test_a_corrupted_artifact_is_one_line_exit_2_naming_it(stores: Stores, tmp_path: Path,
                                                            artifact: str) -> None:
     run_id = _clone(stores, tmp_path, truncate=artifact)
-    proc = _cli(run_id, "--tracking-uri", stores.baselines.uri)
+    proc = _cli_here(run_id, "--tracking-uri", stores.baselines.uri)
     assert proc.returncode == 2, _explain(proc)
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
@@ -403,7 +418,7 @@ def test_an_altered_artifact_is_named_not_reported_different(stores: Stores,
     """Issue 40: a per-query table whose bytes are not those its run logged was reported
     DIFFERENT (exit 1) as if the code had changed; it is named, as compare names it."""
     run_id = _clone(stores, tmp_path, alter=True)
-    proc = _cli(run_id, "--tracking-uri", stores.baselines.uri)
+    proc = _cli_here(run_id, "--tracking-uri", stores.baselines.uri)
     assert proc.returncode == 2, _explain(proc)
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "DIFFERENT" not in proc.stdout, proc.stderr
@@ -425,5 +440,5 @@ def test_params_that_differ_from_the_saved_config_are_not_identical(stores: Stor
     assert not result.identical and result.differences.empty
     (note,) = [n for n in result.notes if n.startswith("config:")]
     assert "metric.k: logged '[10]'" in note and "seed: logged '1', config '0'" in note
-    proc = _cli(swapped, "--tracking-uri", stores.baselines.uri)
+    proc = _cli_here(swapped, "--tracking-uri", stores.baselines.uri)
     assert proc.returncode == 1 and "logged params do not match its saved config" in proc.stdout

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +128,13 @@ def run_module(module: str, args: list[str], shared: Path
     return proc, time.perf_counter() - t
 
 
+def sync_here(pending: Path) -> int:
+    """``harness sync --pending-dir PENDING`` through its entry point, in this process."""
+    from harness.commands.sync import main
+
+    return main(["--pending-dir", str(pending)])
+
+
 def _explain(proc: subprocess.CompletedProcess[str]) -> str:
     return f"exit {proc.returncode}\n--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n" \
            f"{proc.stderr[-4000:]}"
@@ -178,8 +186,8 @@ def _check_logged_job(client: MlflowClient, experiment: str, out: Path, expected
 
 
 def test_server_down_then_sync(server: MlflowServer, tmp_path: Path, shared_data: Path,
-                               oracle_ndcg10: pd.Series,
-                               request: pytest.FixtureRequest) -> None:
+                               oracle_ndcg10: pd.Series, request: pytest.FixtureRequest,
+                               restore_mlflow_env: None) -> None:
     srv = server
     if srv.running:  # run out of order: use a server of our own on another port
         srv = MlflowServer(tmp_path / "own_server", _free_port())
@@ -209,17 +217,15 @@ def test_server_down_then_sync(server: MlflowServer, tmp_path: Path, shared_data
     assert proc.returncode == 3, _explain(proc)
     assert len(list((tmp_path / "pending").glob("*.json"))) == 1
     srv.start()
-    proc, _ = run_module("harness", ["sync", "--pending-dir", str(tmp_path / "pending")],
-                         shared_data)
-    assert proc.returncode == 0, _explain(proc)
+    # the next syncs through the command's entry point in this process (the process's exit
+    # status is the one above)
+    assert sync_here(tmp_path / "pending") == 0
     assert not list((tmp_path / "pending").glob("*.json"))
     _check_logged_job(MlflowClient(tracking_uri=srv.uri), "offline", out, oracle_ndcg10,
                       tmp_path / "downloaded")
 
     # a second sync has nothing to do and creates no duplicate
-    proc, _ = run_module("harness", ["sync", "--pending-dir", str(tmp_path / "pending")],
-                         shared_data)
-    assert proc.returncode == 0, _explain(proc)
+    assert sync_here(tmp_path / "pending") == 0
     exp = MlflowClient(tracking_uri=srv.uri).get_experiment_by_name("offline")
     assert len(MlflowClient(tracking_uri=srv.uri).search_runs([exp.experiment_id])) == 2
 
@@ -229,11 +235,15 @@ def test_server_down_then_sync(server: MlflowServer, tmp_path: Path, shared_data
 
 
 def test_job_logs_to_a_live_server(server: MlflowServer, tmp_path: Path, shared_data: Path,
-                                   oracle_ndcg10: pd.Series) -> None:
+                                   oracle_ndcg10: pd.Series, monkeypatch: pytest.MonkeyPatch,
+                                   study_here: Callable[[list[str], Path], Any]) -> None:
     server.start()
-    proc, _ = run_module("harness", _job_overrides(tmp_path, server.uri, "served"),
-                         shared_data)
-    assert proc.returncode == 0, _explain(proc)
+    # the job in this process, with the environment run_module gives its process
+    for var in [k for k in os.environ if k.startswith("MLFLOW_")]:
+        monkeypatch.delenv(var)
+    monkeypatch.setenv("HARNESS_SHARED_DATA", str(shared_data))
+    study_here([o for o in _job_overrides(tmp_path, server.uri, "served")
+                if not o.startswith("hydra.")], tmp_path / "out")
     assert not list((tmp_path / "pending").glob("*.json"))
     _check_logged_job(MlflowClient(tracking_uri=server.uri), "served", tmp_path / "out",
                       oracle_ndcg10, tmp_path / "downloaded")
