@@ -123,3 +123,37 @@ def study_here() -> Callable[[list[str], Path], Any]:
             return run_study(cfg, out)
 
     return run
+
+
+# --- ssweeps (issue 38: the CPU of the sweep, signal and tracking modules) ----------------
+
+
+@pytest.fixture
+def sync_in_process() -> Callable[..., tuple[int, str]]:
+    """``harness sync ARGS`` run by the command line's own entry in this process, whose
+    imports are paid: its exit code and everything it said (stdout, stderr, its log). For
+    tests of what a sync sends; a real ``python -m harness sync`` costs ~4 s of CPU in
+    imports (tests/test_kill_resume.py and tests/test_tracking_claims.py start real ones)."""
+    import io
+    import logging
+    from unittest import mock
+
+    from harness.commands.dispatch import main
+
+    def sync(*args: str) -> tuple[int, str]:
+        said = io.StringIO()
+        handler = logging.StreamHandler(said)
+        logger = logging.getLogger("harness.sync")
+        level = logger.level
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        try:  # it sets MLflow's HTTP limits in the environment: put back afterwards
+            with mock.patch.dict(os.environ), contextlib.redirect_stdout(said), \
+                    contextlib.redirect_stderr(said):
+                code = main(["sync", *args])
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+        return code, said.getvalue()
+
+    return sync

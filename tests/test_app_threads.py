@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
+from pathlib import Path
 
 import harness.paths
 
@@ -64,13 +66,15 @@ _SPY = textwrap.dedent("""
 """)
 
 
-def test_a_study_imports_nothing_outside_its_main_thread(tmp_path) -> None:
-    """The default study (5 rankers, 32 variants, logged through the tracking worker to a
-    fresh store): every thread it starts (the per-query writer, the summaries' and the
-    checks' pools) finds its modules loaded."""
+def test_a_study_imports_nothing_outside_its_main_thread(
+        tmp_path: Path, copy_empty_store: Callable[[Path], str]) -> None:
+    """The default study (5 rankers, 32 variants, logged through the tracking worker to an
+    empty store; the worker, another process, builds a fresh one in tests/test_tracking_worker
+    .py): every thread it starts (the per-query writer, the summaries' and the checks' pools)
+    finds its modules loaded."""
     done = subprocess.run(
         [sys.executable, "-c", _SPY, "dataset.n_queries=3000",
-         f"tracking.uri=sqlite:///{tmp_path}/mlflow.db", f"tracking.artifact_root={tmp_path}/a",
+         f"tracking.uri={copy_empty_store(tmp_path)}", f"tracking.artifact_root={tmp_path}/a",
          f"hydra.run.dir={tmp_path}/out", f"cache_dir={tmp_path}/cache",
          f"tracking.pending_dir={tmp_path}/pending"],
         cwd=harness.paths.PROJECT_ROOT, capture_output=True, text=True, timeout=300,

@@ -16,14 +16,12 @@ import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from unittest import mock
 
 import pytest
 from mlflow.tracking import MlflowClient
 
 import harness.paths
 from harness.app.study import INCOMPLETE
-from harness.commands.sync import main as sync_main
 
 PROJECT = Path(harness.paths.PROJECT_ROOT)
 
@@ -67,8 +65,10 @@ def _env() -> dict[str, str]:
 
 
 def _args(tmp: Path) -> list[str]:
+    # no sklearn check: its import is seconds of each job's CPU, and it is not what is tested
     return ["ranker=oracle", "+ranker.coin={kind:random,seed:3}", "metric=ndcg10",
             "metric.extra=[ap@10]", "dataset.n_queries=20", "tracking.figures=off",
+            "check.sklearn=off",
             f"tracking.uri=sqlite:///{tmp}/mlflow.db", f"tracking.artifact_root={tmp}/art",
             f"tracking.pending_dir={tmp}/pending", f"cache_dir={tmp}/cache",
             f"hydra.run.dir={tmp}/out", "study=killed"]
@@ -88,8 +88,9 @@ def _sync(tmp: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     ("log_artifact", 3),   # mid-way through the job run's files
     ("set_terminated", 2), # the first ranker FINISHED, the next one not begun
 ])
-def test_sync_completes_a_job_killed_while_logging(tmp_path: Path, method: str,
-                                                   nth: int) -> None:
+def test_sync_completes_a_job_killed_while_logging(
+        tmp_path: Path, method: str, nth: int,
+        sync_in_process: Callable[..., tuple[int, str]]) -> None:
     killed = subprocess.run([sys.executable, "-c", _DRIVER, method, str(nth), *_args(tmp_path)],
                             cwd=PROJECT, env=_env(), capture_output=True, text=True,
                             timeout=300)
@@ -97,13 +98,14 @@ def test_sync_completes_a_job_killed_while_logging(tmp_path: Path, method: str,
     assert not (tmp_path / "out" / INCOMPLETE).exists()  # results were complete on disk
     assert len(list((tmp_path / "pending").glob("*.json"))) == 1  # the plan survived
 
-    proc = _sync(tmp_path)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # the syncs run in this process: what is tested is what they send (a real sync's
+    # process: test_sync_names_a_plan_whose_results_are_gone_and_drops_it)
+    code, said = sync_in_process("--pending-dir", f"{tmp_path}/pending")
+    assert code == 0, said
     assert not list((tmp_path / "pending").glob("*.json"))
-    # a second sync finds nothing left and changes nothing (checked below); with no plan
-    # left it reads only the folder, so it runs in this process (as harness sync's main)
-    with mock.patch.dict(os.environ):  # it sets MLflow's HTTP limits in the environment
-        assert sync_main(["--pending-dir", f"{tmp_path}/pending"]) == 0
+    # a second sync finds nothing left and changes nothing (checked below)
+    code, said = sync_in_process("--pending-dir", f"{tmp_path}/pending")
+    assert code == 0 and "nothing pending" in said, said
 
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
     exp = client.get_experiment_by_name("killed")
@@ -136,7 +138,8 @@ def test_a_job_killed_before_its_results_are_written_leaves_a_marker(tmp_path: P
 
 
 @pytest.mark.slow
-def test_sync_names_a_plan_whose_results_are_gone_and_drops_it(tmp_path: Path) -> None:
+def test_sync_names_a_plan_whose_results_are_gone_and_drops_it(
+        tmp_path: Path, sync_in_process: Callable[..., tuple[int, str]]) -> None:
     args = [a for a in _args(tmp_path) if not a.startswith("tracking.uri")]
     down = subprocess.run([sys.executable, "-m", "harness", *args,
                            "tracking.uri=http://127.0.0.1:9", "tracking.max_retries=0",
@@ -155,9 +158,12 @@ def test_sync_names_a_plan_whose_results_are_gone_and_drops_it(tmp_path: Path) -
     assert f"harness sync --drop {plan.stem}" in said
     assert plan.exists()  # nothing dropped without being asked
 
-    proc = _sync(tmp_path, *uri, "--drop-missing")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # the next ones in this process (the command line's entry, its exit codes and words)
+    pending = ["--pending-dir", f"{tmp_path}/pending"]
+    code, said = sync_in_process(*pending, *uri, "--drop-missing")
+    assert code == 0, said
     assert not plan.exists() and (tmp_path / "pending" / "dropped" / plan.name).exists()
-    assert _sync(tmp_path, *uri).returncode == 0  # nothing pending any more
-    wrong = _sync(tmp_path, "--drop", "no-such-plan")
-    assert wrong.returncode == 2 and "no pending plan 'no-such-plan.json'" in wrong.stderr
+    code, said = sync_in_process(*pending, *uri)
+    assert code == 0 and "nothing pending" in said, said
+    code, said = sync_in_process(*pending, "--drop", "no-such-plan")
+    assert code == 2 and "no pending plan 'no-such-plan.json'" in said, said

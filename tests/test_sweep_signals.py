@@ -7,6 +7,8 @@ Every job and sweep is a real subprocess (``python -m harness``) in its own sess
 signal to its process group reaches its workers as Ctrl-C does. "While logging" is made
 certain by a ``sitecustomize`` module (on ``PYTHONPATH``, so the job's tracking worker gets
 it too) that slows the first ``log_batch`` of a plan by a few seconds and says so on stderr.
+The ``harness sync`` that sends what a stopped job left runs in the test's process, by the
+command line's own entry (its imports are paid there).
 """
 
 from __future__ import annotations
@@ -95,9 +97,11 @@ def _env(tmp: Path, slow: float | None = None, hook_text: str | None = None
 
 
 def _args(tmp: Path, given: list[str]) -> list[str]:
-    """The test's settings, less those ``given`` sets (Hydra takes the last of two)."""
+    """The test's settings, less those ``given`` sets (Hydra takes the last of two). No
+    sklearn check unless given: importing sklearn is seconds of each job's CPU."""
     keys = {a.split("=", 1)[0] for a in given}
     return [a for a in ["dataset.n_queries=30", "dataset.n_train_queries=30", "metric=ndcg10",
+                        "check.sklearn=off",
                         "tracking.figures=off", f"tracking.uri=sqlite:///{tmp}/mlflow.db",
                         f"tracking.artifact_root={tmp}/art",
                         f"tracking.pending_dir={tmp}/pending", f"cache_dir={tmp}/cache",
@@ -157,12 +161,6 @@ class Job:
         return code
 
 
-def _sync(tmp: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", "sync", "--pending-dir",
-                           str(tmp / "pending")], cwd=PROJECT, env=_env(tmp),
-                          capture_output=True, text=True, timeout=300)
-
-
 def _runs(tmp: Path) -> list:
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp}/mlflow.db")
     exp = client.get_experiment_by_name("signals")
@@ -185,9 +183,8 @@ def _pending(tmp: Path) -> list[Path]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("attempt", [1, 2])
 def test_sigterm_to_a_joblib_sweep_stops_it_and_keeps_every_finished_job(
-        tmp_path: Path, attempt: int) -> None:
+        tmp_path: Path, sync_in_process: Callable[..., tuple[int, str]]) -> None:
     sweep = Job(tmp_path, ["-m", "ranker=oracle,noisy_oracle", "metric.k=5,10",
                            "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"], slow=3)
     sweep.wait_for("SLOW LOGGING")  # a job is logging, others are computing or waiting
@@ -206,8 +203,8 @@ def test_sigterm_to_a_joblib_sweep_stops_it_and_keeps_every_finished_job(
                       if (p / "summary.csv").is_file() and not (p / "INCOMPLETE").exists())
     if _pending(tmp_path):
         assert f"log plan(s) wait in {tmp_path / 'pending'}: run harness sync" in line
-    sync = _sync(tmp_path)
-    assert sync.returncode == 0, sync.stdout + sync.stderr
+    code, said = sync_in_process("--pending-dir", str(tmp_path / "pending"))
+    assert code == 0, said
     assert _pending(tmp_path) == []
     runs = [r for r in _runs(tmp_path) if r.data.tags["harness.role"] == "ranker"]
     jobs = Counter(r.data.tags["job"].split(":", 1)[0] for r in runs)
@@ -220,7 +217,8 @@ def test_sigterm_to_a_joblib_sweep_stops_it_and_keeps_every_finished_job(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("worker", ["true", "false"])
-def test_ctrl_c_while_a_job_logs_says_what_was_kept(tmp_path: Path, worker: str) -> None:
+def test_ctrl_c_while_a_job_logs_says_what_was_kept(
+        tmp_path: Path, worker: str, sync_in_process: Callable[..., tuple[int, str]]) -> None:
     """SIGINT to the job's process group (its tracking worker gets it too)."""
     job = Job(tmp_path, ["ranker=oracle", "+ranker.coin={kind:random,seed:3}",
                          f"tracking.worker={worker}"], slow=30)
@@ -236,8 +234,8 @@ def test_ctrl_c_while_a_job_logs_says_what_was_kept(tmp_path: Path, worker: str)
                     f"{tmp_path / 'out'}, the log plan in {plan}; send it with: harness sync "
                     f"--pending-dir {tmp_path / 'pending'}")
     assert "KeyboardInterrupt" not in said
-    sync = _sync(tmp_path)
-    assert sync.returncode == 0, sync.stdout + sync.stderr
+    code, synced = sync_in_process("--pending-dir", str(tmp_path / "pending"))
+    assert code == 0, synced
     runs = _runs(tmp_path)
     assert sorted(r.data.tags["harness.role"] for r in runs) == ["job", "ranker", "ranker"]
     assert {r.info.status for r in runs} == {"FINISHED"}
@@ -255,7 +253,8 @@ def test_a_job_started_with_ctrl_c_ignored_keeps_ignoring_it(tmp_path: Path) -> 
 
 
 @pytest.mark.slow
-def test_sigterm_while_a_job_logs_through_its_worker(tmp_path: Path) -> None:
+def test_sigterm_while_a_job_logs_through_its_worker(
+        tmp_path: Path, sync_in_process: Callable[..., tuple[int, str]]) -> None:
     """SIGTERM to the job's process only: its tracking worker is ended without the
     ``BrokenPipeError`` it used to print; the plan waits for sync."""
     job = Job(tmp_path, ["ranker=oracle"], slow=30)
@@ -268,12 +267,13 @@ def test_sigterm_while_a_job_logs_through_its_worker(tmp_path: Path) -> None:
     time.sleep(1)  # anything a straggler would print
     line = _one_line(job.said(), "SIGTERM")
     assert "while logging" in line and len(_pending(tmp_path)) == 1
-    assert _sync(tmp_path).returncode == 0
+    assert sync_in_process("--pending-dir", str(tmp_path / "pending"))[0] == 0
     assert len(_runs(tmp_path)) == 2
 
 
 def test_sigterm_while_a_job_computes_leaves_nothing(tmp_path: Path) -> None:
-    job = Job(tmp_path, ["ranker=oracle", "dataset.n_queries=3000"])
+    # the check too: a job that computes as long as before
+    job = Job(tmp_path, ["ranker=oracle", "dataset.n_queries=3000", "check.sklearn=fail"])
     job.wait_for("engine: local")
     job.proc.send_signal(signal.SIGTERM)
     assert job.finish() == 128 + signal.SIGTERM
@@ -283,7 +283,7 @@ def test_sigterm_while_a_job_computes_leaves_nothing(tmp_path: Path) -> None:
 
 
 def test_a_stopped_job_whose_unwinding_is_stuck_ends_after_the_grace(tmp_path: Path) -> None:
-    job = Job(tmp_path, ["ranker=oracle", "dataset.n_queries=3000"],
+    job = Job(tmp_path, ["ranker=oracle", "dataset.n_queries=3000", "check.sklearn=fail"],
               hook_text=_STUCK_AT_EXIT, env={"HARNESS_STOP_GRACE": "2"})
     job.wait_for("engine: local")
     job.proc.send_signal(signal.SIGTERM)
@@ -296,22 +296,43 @@ def test_a_stopped_job_whose_unwinding_is_stuck_ends_after_the_grace(tmp_path: P
     assert "Traceback" not in said and "Thread 0x" not in said
 
 
-@pytest.mark.parametrize("grace", ["soon", "0", "-5"])
-def test_a_stop_grace_that_is_not_a_duration_is_refused_at_start(tmp_path: Path,
-                                                                  grace: str) -> None:
+def _not_a_grace(grace: str) -> str:
+    return (f"error: HARNESS_STOP_GRACE={grace!r} is not a number of seconds (above 0, below "
+            "a day); leave it unset for the default 60")
+
+
+def test_a_stop_grace_that_is_not_a_duration_is_refused_at_start(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "harness", *_args(tmp_path, [])],
-                          cwd=PROJECT, env={**_env(tmp_path), "HARNESS_STOP_GRACE": grace},
+                          cwd=PROJECT, env={**_env(tmp_path), "HARNESS_STOP_GRACE": "soon"},
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
-    assert done.stderr.strip().splitlines()[-1] == (
-        f"error: HARNESS_STOP_GRACE={grace!r} is not a number of seconds (above 0, below a "
-        "day); leave it unset for the default 60")
+    assert done.stderr.strip().splitlines()[-1] == _not_a_grace("soon")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("grace", ["0", "-5"])
+def test_a_stop_grace_out_of_range_is_refused_before_the_handlers(
+        tmp_path: Path, grace: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command's entry in this process (the refusal's exit and line are the process's,
+    tested above): it leaves before it sets a signal handler or runs anything."""
+    from harness.app.main import MAIN_PID_ENV, main
+
+    # a key no config has: were the grace let through, Hydra would refuse it (exit 1), not run
+    monkeypatch.setattr(sys, "argv", ["harness", *_args(tmp_path, []), "no_such_key=1"])
+    monkeypatch.setenv("HARNESS_STOP_GRACE", grace)
+    monkeypatch.setenv(MAIN_PID_ENV, "")  # main() sets it: put back afterwards
+    handlers = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    with pytest.raises(SystemExit) as refused:  # a str's exit: printed, exit code 1
+        main()
+    assert refused.value.code == _not_a_grace(grace)
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == handlers
     assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.slow
 def test_a_sweeps_parent_ends_finished_or_failed_in_every_path(
-        tmp_path: Path, copy_empty_store: Callable[[Path], str]) -> None:
+        tmp_path: Path, copy_empty_store: Callable[[Path], str],
+        sync_in_process: Callable[..., tuple[int, str]]) -> None:
     """Finished: FINISHED, its closing plan gone. A failed job: FAILED. The launching
     process killed (SIGKILL, no handler runs): RUNNING until ``harness sync``, which the
     plan the sweep held closes FAILED (a sync during the sweep leaves it alone)."""
@@ -338,8 +359,9 @@ def test_a_sweeps_parent_ends_finished_or_failed_in_every_path(
     sweep = Job(killed, ["-m", "ranker=oracle", "metric.k=5,10,20"], slow=30)
     sweep.wait_for("SLOW LOGGING")
     children = sweep.descendants()
-    during = _sync(killed)  # the sweep holds its closing plan: left to it
-    assert during.returncode == 0 and "left to it" in during.stdout + during.stderr
+    # the sweep holds its closing plan: left to it
+    code, during = sync_in_process("--pending-dir", str(killed / "pending"))
+    assert code == 0 and "left to it" in during, during
     assert parent(killed).info.status == "RUNNING"
     os.killpg(sweep.proc.pid, signal.SIGKILL)
     sweep.finish()
@@ -347,7 +369,7 @@ def test_a_sweeps_parent_ends_finished_or_failed_in_every_path(
     assert parent(killed).info.status == "RUNNING"
     names = [p.name for p in _pending(killed)]
     assert f"sweep-{parent(killed).info.run_id}.json" in names
-    after = _sync(killed)
-    assert after.returncode == 0, after.stdout + after.stderr
+    code, after = sync_in_process("--pending-dir", str(killed / "pending"))
+    assert code == 0, after
     assert parent(killed).info.status == "FAILED" and _pending(killed) == []
-    assert re.search(r"sweep-[0-9a-f]{32}\.json: logged to", after.stdout + after.stderr)
+    assert re.search(r"sweep-[0-9a-f]{32}\.json: logged to", after), after

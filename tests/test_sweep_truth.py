@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,6 @@ from tests.test_sweep_signals import (
     _one_line,
     _pending,
     _runs,
-    _sync,
     slow_hook,
 )
 
@@ -28,9 +28,12 @@ _SLOW_PREPARE = slow_hook("harness.app.log", "study_runs", "HARNESS_TEST_SLOW_PR
 
 @pytest.mark.slow
 def test_sigterm_after_results_written_leaves_every_finished_job_logged_or_pending(
-        tmp_path: Path) -> None:
+        tmp_path: Path, sync_in_process: Callable[..., tuple[int, str]]) -> None:
+    # no tracking worker: the jobs are stopped before they log (the workers' end under
+    # SIGTERM: tests/test_sweep_signals.py; under SIGKILL: below)
     sweep = Job(tmp_path, ["-m", "ranker=oracle,noisy_oracle", "hydra/launcher=joblib",
-                           "hydra.launcher.n_jobs=2"], hook_text=_SLOW_PREPARE,
+                           "hydra.launcher.n_jobs=2", "tracking.worker=false"],
+                hook_text=_SLOW_PREPARE,
                 env={"HARNESS_TEST_SLOW_PREPARE": "60"})
     sweep.wait_for("PREPARING LOG")  # a job wrote its results; its log is not saved yet
     children = sweep.descendants()
@@ -51,8 +54,8 @@ def test_sigterm_after_results_written_leaves_every_finished_job_logged_or_pendi
         assert "log plan(s) wait in" in line
     else:
         assert "every finished job was logged" in line
-    sync = _sync(tmp_path)
-    assert sync.returncode == 0, sync.stdout + sync.stderr
+    code, said = sync_in_process("--pending-dir", str(tmp_path / "pending"))
+    assert code == 0, said
     logged = Counter(r.data.tags["job"].split(":", 1)[0] for r in _runs(tmp_path)
                      if r.data.tags["harness.role"] == "ranker")
     assert sorted(logged) == finished and set(logged.values()) <= {1}, (logged, finished)

@@ -8,6 +8,7 @@ import logging
 import os
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ def _plan(tmp: Path, uri: str, *, metric: str = "m.mean") -> tuple[LogPlan, Path
 
 
 def test_the_worker_sends_a_plan_and_answers_its_run_ids(tmp_path: Path) -> None:
+    """To a store that does not exist yet (the other tests copy an empty one)."""
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     _, marker = _plan(tmp_path, uri)
     with TrackingWorker(uri) as worker:
@@ -55,8 +57,9 @@ def test_the_worker_sends_a_plan_and_answers_its_run_ids(tmp_path: Path) -> None
     assert (ranker.info.status, ranker.data.metrics) == ("FAILED", {"m.mean": 0.75})
 
 
-def test_the_worker_reports_a_refusal_and_closes_the_runs_it_opened(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+def test_the_worker_reports_a_refusal_and_closes_the_runs_it_opened(
+        tmp_path: Path, copy_empty_store: Callable[[Path], str]) -> None:
+    uri = copy_empty_store(tmp_path)
     _, marker = _plan(tmp_path, uri, metric="bad#name")  # a name MLflow refuses
     with TrackingWorker(uri) as worker, pytest.raises(WorkerFailed) as failed:
         worker.execute(marker)
@@ -86,8 +89,9 @@ def test_an_unreachable_store_reaches_the_job_as_its_error(tmp_path: Path,
     assert marker.exists()
 
 
-def test_a_closed_worker_is_gone(tmp_path: Path) -> None:
-    worker = TrackingWorker(f"sqlite:///{tmp_path}/mlflow.db")
+def test_a_closed_worker_is_gone(tmp_path: Path,
+                                 copy_empty_store: Callable[[Path], str]) -> None:
+    worker = TrackingWorker(copy_empty_store(tmp_path))
     worker.close()
     with pytest.raises(WorkerGone):
         worker.execute(tmp_path / "plan.json")
@@ -110,8 +114,8 @@ def _config(tmp: Path, uri: str, **tracking: Any) -> dict[str, Any]:
 @pytest.mark.parametrize("how", ["worker", "killed worker", "in process"])
 def test_a_study_logs_the_same_runs_through_a_worker_or_in_process(
         how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture) -> None:
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+        caplog: pytest.LogCaptureFixture, copy_empty_store: Callable[[Path], str]) -> None:
+    uri = copy_empty_store(tmp_path)
     started: list[TrackingWorker] = []
 
     def start(cfg: Any) -> TrackingWorker | None:
@@ -146,8 +150,9 @@ def test_a_study_logs_the_same_runs_through_a_worker_or_in_process(
 
 
 def test_start_tracking_uses_a_worker_only_where_it_saves_time(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        copy_empty_store: Callable[[Path], str]) -> None:
+    uri = copy_empty_store(tmp_path)
     def plan(**options: bool) -> StudyPlan:
         return build_plan(_config(tmp_path, uri, **options))
 
