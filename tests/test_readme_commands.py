@@ -279,7 +279,9 @@ def suite(store: Path, big: Path, shared_data: Path,
     The plain ``make run`` runs in a fresh interpreter, as ``make run`` starts it; the
     others in forks of a server that imported :data:`PRELOAD` once (multiprocessing's
     ``forkserver``): each is still its own process, with its exit code, output and
-    children, and is spared the imports every fresh interpreter repeats."""
+    children, and is spared the imports every fresh interpreter repeats. Except joblib
+    sweeps: in a fork, the job ends its work and prints its summary, then never exits
+    (not understood yet), so they run in a fresh interpreter too."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
     env["HARNESS_SHARED_DATA"] = str(shared_data)
     # sklearn's HistGradientBoosting spins OpenMP threads; on a busy 2-core machine its 100
@@ -291,10 +293,15 @@ def suite(store: Path, big: Path, shared_data: Path,
     forks.set_forkserver_preload(PRELOAD)
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = {key: pool.submit(_run, args, tmp_path_factory.mktemp("cmd"), store, big, env,
-                                    forks if args else None)
+                                    forks if args and not _joblib(args) else None)
                    for key, args in commands.items()}
         results = {key: future.result() for key, future in futures.items()}
     return Suite(results, before, _tree(PROJECT / "runs"))
+
+
+def _joblib(args: list[str]) -> bool:
+    """Whether a command's sweep runs on the joblib launcher."""
+    return "hydra/launcher=joblib" in args
 
 
 def _id(args: list[str]) -> str:
