@@ -4,7 +4,8 @@ The YAML block of README.md's "A gate in continuous integration" section is pars
 ``run:`` steps run in order with bash (``-eo pipefail``, as ``shell: bash`` gives on GitHub),
 from the project folder, with the job's ``env:`` keys set as GitHub would set them:
 ``MLFLOW_TRACKING_URI`` a temporary SQLite store, ``PRODUCTION_RUN`` the job run of a
-"production" evaluation of the same ranker logged there first. ``RUNNER_TEMP`` is a temporary
+"production" evaluation of the same ranker logged there first (in this process, with the
+app's config: the steps are what is tested). ``RUNNER_TEMP`` is a temporary
 folder and ``GITHUB_ENV`` a file whose ``KEY=VALUE`` lines become the environment of the
 later steps, as on GitHub's runners. Skipped, because the test already runs in the project's
 installed environment: the ``uses:`` steps (checkout, set-up, upload) and the step named
@@ -16,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -34,24 +35,35 @@ def ci_workflow() -> dict:
     return yaml.safe_load(block)
 
 
-def test_the_readme_gate_runs_as_written(tmp_path: Path) -> None:
+def _production_run(uri: str, tmp: Path) -> str:
+    """The job run id of ``harness run ranker=noisy_oracle tracking.experiment=ranker-gate``
+    (the candidate step's ranker and experiment), run in this process into ``uri``."""
+    from hydra import compose, initialize_config_dir
+
+    from harness.app.config import register_configs
+    from harness.app.study import run_study
+
+    register_configs()
+    with initialize_config_dir(version_base="1.3", config_dir=str(PROJECT_ROOT / "conf")):
+        cfg = compose("config", overrides=[
+            "ranker=noisy_oracle", "tracking.experiment=ranker-gate", f"tracking.uri={uri}",
+            f"cache_dir={tmp / 'cache0'}", f"tracking.pending_dir={tmp / 'pending0'}",
+            "tracking.worker=false"])
+    summary = run_study(cfg, tmp / "production").closing_summary(str(cfg.study))
+    return re.search(r"^  job run\s+([0-9a-f]{32})$", summary, re.M).group(1)
+
+
+def test_the_readme_gate_runs_as_written(tmp_path: Path,
+                                         copy_empty_store: Callable[[Path], str]) -> None:
     workflow = ci_workflow()
     job = workflow["jobs"]["gate"]
     assert job["defaults"]["run"]["shell"] == "bash"
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = copy_empty_store(tmp_path)
     client = MlflowClient(tracking_uri=uri)
     client.create_experiment("ranker-gate", artifact_location=(tmp_path / "art").as_uri())
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "HARNESS_"))}
     # production: the same ranker, logged earlier into the same store
-    production = subprocess.run(
-        [sys.executable, "-m", "harness", "ranker=noisy_oracle",
-         "tracking.experiment=ranker-gate", f"tracking.uri={uri}",
-         f"hydra.run.dir={tmp_path / 'production'}", f"cache_dir={tmp_path / 'cache0'}",
-         f"tracking.pending_dir={tmp_path / 'pending0'}"], cwd=PROJECT_ROOT, env=env,
-        capture_output=True, text=True, timeout=300)
-    assert production.returncode == 0, production.stderr[-3000:]
-    production_run = re.search(r"^  job run\s+([0-9a-f]{32})$", production.stdout,
-                               re.M).group(1)
+    production_run = _production_run(uri, tmp_path)
     values = {"MLFLOW_TRACKING_URI": uri, "PRODUCTION_RUN": production_run}
     assert set(job["env"]) == set(values)
     runner_temp = tmp_path / "runner"

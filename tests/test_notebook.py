@@ -1,11 +1,13 @@
 """notebooks/compare_rankers.ipynb runs top to bottom on a real sweep, in a kernel that is
-this virtualenv's Python (registered in a temporary Jupyter path)."""
+this virtualenv's Python (registered once in a temporary Jupyter path)."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,19 @@ from tests.test_compare import SmallSweep, small_sweep  # noqa: F401 - fixture
 
 NOTEBOOK = PROJECT_ROOT / "notebooks" / "compare_rankers.ipynb"
 KERNEL = "harness-test"
+
+
+@pytest.fixture(scope="module")
+def kernels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Jupyter data folder (for ``JUPYTER_PATH``) holding the kernel ``harness-test``,
+    installed by ipykernel: this interpreter."""
+    prefix = tmp_path_factory.mktemp("jupyter")
+    subprocess.run([sys.executable, "-m", "ipykernel", "install", "--prefix", str(prefix),
+                    "--name", KERNEL], check=True, capture_output=True, timeout=120)
+    kernel_dir = prefix / "share" / "jupyter"
+    spec = json.loads((kernel_dir / "kernels" / KERNEL / "kernel.json").read_text())
+    assert spec["argv"][0] == sys.executable  # the kernel is this venv's interpreter
+    return kernel_dir
 
 
 def test_parameters_cell_reads_the_environment() -> None:
@@ -28,18 +43,12 @@ def test_parameters_cell_reads_the_environment() -> None:
 
 
 def test_notebook_executes_against_a_sweep(small_sweep: SmallSweep,  # noqa: F811 - fixture
-                                           tmp_path: Path,
+                                           kernels: Path, tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     import nbclient
     import nbformat
 
-    prefix = tmp_path / "jupyter"
-    subprocess.run([sys.executable, "-m", "ipykernel", "install", "--prefix", str(prefix),
-                    "--name", KERNEL], check=True, capture_output=True, timeout=120)
-    kernel_dir = prefix / "share" / "jupyter"
-    spec = json.loads((kernel_dir / "kernels" / KERNEL / "kernel.json").read_text())
-    assert spec["argv"][0] == sys.executable  # the kernel is this venv's interpreter
-    monkeypatch.setenv("JUPYTER_PATH", str(kernel_dir))
+    monkeypatch.setenv("JUPYTER_PATH", str(kernels))
     monkeypatch.setenv("HARNESS_TRACKING_URI", small_sweep.uri)
     monkeypatch.setenv("HARNESS_PARENT_RUN_ID", small_sweep.parent_run_id)
     monkeypatch.setenv("HARNESS_RESAMPLES", "300")
@@ -74,26 +83,30 @@ def test_notebook_executes_against_a_sweep(small_sweep: SmallSweep,  # noqa: F81
     assert "no significant winner (a tie at the top) under 1 (RR (" in markdown, markdown
 
 
-def test_nbconvert_renders_the_notebook_by_default_after_a_study(tmp_path: Path) -> None:
+def test_nbconvert_renders_the_notebook_by_default_after_a_study(
+        tmp_path: Path, kernels: Path, copy_empty_store: Callable[[Path], str]) -> None:
     """A new user's path: a study, then a newer one-ranker job, then
     ``jupyter nbconvert --execute`` with no run id: the notebook picks the newest parent a
-    comparison can use and renders to HTML."""
-    import os
+    comparison can use and renders to HTML. (The two jobs run in this process, with the
+    app's own config: what is tested is the notebook's pick and render.)"""
+    from hydra import compose, initialize_config_dir
 
-    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "HARNESS_"))}
+    from harness.app.config import register_configs
+    from harness.app.study import run_study
+
+    store = copy_empty_store(tmp_path)
     common = [f"tracking.uri={store}", f"tracking.artifact_root={tmp_path}/art",
               f"tracking.pending_dir={tmp_path}/pending", f"cache_dir={tmp_path}/cache",
-              "tracking.figures=off", "dataset.n_queries=30", "metric=ndcg10"]
+              "tracking.figures=off", "tracking.worker=false", "dataset.n_queries=30",
+              "metric=ndcg10"]
+    register_configs()
     for i, extra in enumerate([[], ["ranker=oracle"]]):
-        proc = subprocess.run([sys.executable, "-m", "harness", *extra, *common,
-                               f"hydra.run.dir={tmp_path}/out{i}"], cwd=PROJECT_ROOT,
-                              env=env, capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-    prefix = tmp_path / "jupyter"
-    subprocess.run([sys.executable, "-m", "ipykernel", "install", "--prefix", str(prefix),
-                    "--name", KERNEL], check=True, capture_output=True, timeout=120)
-    env |= {"JUPYTER_PATH": str(prefix / "share" / "jupyter"), "HARNESS_TRACKING_URI": store,
+        with initialize_config_dir(version_base="1.3", config_dir=str(PROJECT_ROOT / "conf")):
+            cfg = compose("config", overrides=[*extra, *common])
+        result = run_study(cfg, tmp_path / f"out{i}")
+        assert len(result.rankers) == (5 if i == 0 else 1)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "HARNESS_"))}
+    env |= {"JUPYTER_PATH": str(kernels), "HARNESS_TRACKING_URI": store,
             "HARNESS_RESAMPLES": "200"}
     out = tmp_path / "rendered"
     proc = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "html",

@@ -35,18 +35,25 @@ The command that adds a ranker ``models:/ranker/1`` needs that model: the README
 before it (``python -m harness.tracking.example_model``) registers it; here it runs first,
 as written, into the temporary store.
 ``harness compare`` and ``harness reproduce`` lines are not ``make run`` commands and are
-tested in tests/test_compare.py, tests/test_reproduce.py and tests/test_walkthrough.py.
+tested in tests/test_compare.py, tests/test_reproduce.py and, as the README's walk-through
+chains them after its sweep, below (on the sweep this module's fixture already ran).
+
+The closing lines of a sweep and the job prefixes of parallel jobs are checked on the
+README's own sweeps here too (no other sweep is started for them).
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import re
+import runpy
 import shlex
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from multiprocessing.context import ForkServerContext
 from pathlib import Path
 
 import pandas as pd
@@ -206,17 +213,52 @@ class Finished:
     out: Path
 
 
-def _run(args: list[str], root: Path, store: Path, big: Path, env: dict[str, str]) -> Finished:
+#: What ``python -m harness`` imports before a study's work, seconds of CPU in every fresh
+#: interpreter: imported once by the fork server whose forks run the commands (this module
+#: too: it holds what a fork runs).
+PRELOAD = ["pandas", "pyarrow.parquet", "scipy.stats", "sklearn.metrics", "sklearn.ensemble",
+           "hydra", "harness.app.main", "harness.app.study", "tests.test_readme_commands"]
+
+
+def _harness_in_fork(args: list[str], env: dict[str, str], stdout: Path, stderr: Path) -> None:
+    """``python -m harness ARGS`` in a fork of the fork server: the command's own process
+    (its exit code is the fork's), with its environment, folder, output files and
+    ``sys.argv``, running ``harness/__main__.py`` as ``-m`` runs it."""
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(PROJECT)
+    for fd, path in ((1, stdout), (2, stderr)):
+        with open(path, "wb") as file:
+            os.dup2(file.fileno(), fd)
+    sys.argv = [sys.executable, *args]
+    runpy.run_module("harness", run_name="__main__", alter_sys=True)
+
+
+def _run(args: list[str], root: Path, store: Path, big: Path, env: dict[str, str],
+         forks: ForkServerContext | None) -> Finished:
+    """One command, as ``python -m harness`` in a fresh interpreter (``forks`` None) or in
+    a fork of the fork server (``forks``: its context)."""
     out = root / "out"
     added = [f"tracking.uri=sqlite:///{store}/mlflow.db",
              f"tracking.pending_dir={root / 'pending'}",
              f"tracking.artifact_root={store / 'artifacts'}", f"cache_dir={root / 'cache'}",
              f"hydra.run.dir={out}", f"hydra.sweep.dir={out}", "tracking.figures=false",
              "tracking.bootstrap_resamples=200", *_small(args)]
-    proc = subprocess.run([sys.executable, "-m", "harness", *_local(args, big), *added],
-                          cwd=PROJECT, env=env, capture_output=True, text=True,
-                          timeout=TIMEOUT)
-    return Finished(proc, out)
+    argv = [*_local(args, big), *added]
+    if forks is None:
+        proc = subprocess.run([sys.executable, "-m", "harness", *argv], cwd=PROJECT, env=env,
+                              capture_output=True, text=True, timeout=TIMEOUT)
+        return Finished(proc, out)
+    stdout, stderr = root / "stdout.txt", root / "stderr.txt"
+    fork = forks.Process(target=_harness_in_fork, args=(argv, env, stdout, stderr))
+    fork.start()
+    fork.join(TIMEOUT)
+    if fork.exitcode is None:
+        fork.kill()
+        fork.join()
+    code = fork.exitcode if fork.exitcode is not None else -9
+    return Finished(subprocess.CompletedProcess(argv, code, stdout.read_text(),
+                                                stderr.read_text()), out)
 
 
 @dataclass
@@ -232,7 +274,14 @@ class Suite:
 def suite(store: Path, big: Path, shared_data: Path,
           tmp_path_factory: pytest.TempPathFactory) -> Suite:
     """Every command, run two at a time (the machine has two cores; the store already
-    exists, so concurrent jobs only add runs to it, as a joblib sweep's jobs do)."""
+    exists, so concurrent jobs only add runs to it, as a joblib sweep's jobs do).
+
+    The plain ``make run`` runs in a fresh interpreter, as ``make run`` starts it; the
+    others in forks of a server that imported :data:`PRELOAD` once (multiprocessing's
+    ``forkserver``): each is still its own process, with its exit code, output and
+    children, and is spared the imports every fresh interpreter repeats. Except joblib
+    sweeps: in a fork, the job ends its work and prints its summary, then never exits
+    (not understood yet), so they run in a fresh interpreter too."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
     env["HARNESS_SHARED_DATA"] = str(shared_data)
     # sklearn's HistGradientBoosting spins OpenMP threads; on a busy 2-core machine its 100
@@ -240,11 +289,19 @@ def suite(store: Path, big: Path, shared_data: Path,
     env["OMP_NUM_THREADS"] = "1"
     before = _tree(PROJECT / "runs")
     commands = {_id(args): args for args in _commands()}
+    forks = multiprocessing.get_context("forkserver")
+    forks.set_forkserver_preload(PRELOAD)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {key: pool.submit(_run, args, tmp_path_factory.mktemp("cmd"), store, big, env)
+        futures = {key: pool.submit(_run, args, tmp_path_factory.mktemp("cmd"), store, big, env,
+                                    forks if args and not _joblib(args) else None)
                    for key, args in commands.items()}
         results = {key: future.result() for key, future in futures.items()}
     return Suite(results, before, _tree(PROJECT / "runs"))
+
+
+def _joblib(args: list[str]) -> bool:
+    """Whether a command's sweep runs on the joblib launcher."""
+    return "hydra/launcher=joblib" in args
 
 
 def _id(args: list[str]) -> str:
@@ -301,3 +358,116 @@ def test_every_harness_eval_line_of_the_docs_runs(args: list[str]) -> None:
     assert lines and "Traceback" not in proc.stderr
     if "--format" not in args:  # trec_eval's lines: name, qid, value
         assert all(len(line.split("\t")) == 3 for line in lines)
+
+
+def _sweeps(suite: Suite, launcher: str) -> list[tuple[list[str], Finished]]:
+    """The README's sweeps (``-m``) run by ``launcher`` (``basic``: Hydra's own, none named),
+    with their results."""
+    out = []
+    for args in _commands():
+        named = [a.split("=", 1)[1] for a in args if a.startswith("hydra/launcher=")]
+        if args[:1] == ["-m"] and (named or ["basic"]) == [launcher]:
+            out.append((args, suite.results[_id(args)]))
+    return out
+
+
+def test_a_sweep_ends_with_its_parent_and_next_steps(suite: Suite, store: Path) -> None:
+    """Every README sweep run by Hydra's own launcher closes with its parent run, the
+    ``harness compare`` line for it and where its jobs' files are."""
+    sweeps = _sweeps(suite, "basic")
+    assert sweeps
+    for args, done in sweeps:
+        parent = (done.out / ".mlflow_parent_run_id").read_text().strip()
+        assert f"sweep parent run   {parent}" in done.proc.stdout, args
+        assert re.search(rf"harness compare {parent}(?: --baseline \S+)? --tracking-uri "
+                         rf"sqlite:///{re.escape(str(store))}/mlflow.db\n", done.proc.stdout), args
+        assert f"Files: {done.out}/<job number>/" in done.proc.stdout, args
+
+
+def test_parallel_sweep_jobs_say_which_job_wrote_each_line(suite: Suite) -> None:
+    """The README's joblib sweep: Hydra's ``#<n> : <overrides>`` lines map the job numbers,
+    and each job's lines on the shared console start with ``[job <n>]``."""
+    sweeps = _sweeps(suite, "joblib")
+    assert sweeps
+    for args, done in sweeps:
+        text = done.proc.stdout + done.proc.stderr
+        launched = dict(re.findall(r"#(\d+) : (.*)", text))
+        assert len(launched) == len(sorted(done.out.rglob("summary.csv"))) > 1, args
+        for num, overrides in launched.items():
+            ranker = re.search(r"\branker=(\w+)", overrides).group(1)
+            assert re.search(rf"\[job {num}\] \[1/1\] ranker {ranker}\b", text), text[-3000:]
+
+
+WALKTHROUGH = re.compile(r"^#+ Compare rankers, sweep metric definitions, report, reproduce$",
+                         re.M)
+RUN_ID = r"[0-9a-f]{32}"
+
+
+def _walkthrough_block() -> list[str]:
+    """The lines of the README's walk-through code block (README.md, else the docs/ file
+    that holds its section, should it move)."""
+    for path in documents():
+        text = path.read_text()
+        start = WALKTHROUGH.search(text)
+        if start:
+            block = re.search(r"```bash\n(.*?)```", text[start.start():], re.S)
+            assert block, "the walk-through's code block is missing"
+            return [line for line in block.group(1).splitlines()
+                    if line.strip() and not line.lstrip().startswith("#")]
+    raise AssertionError("no 'Compare rankers, sweep metric definitions, report, reproduce' "
+                         "section in README.md or docs/*.md")
+
+
+def _harness_line(line: str, command: str) -> list[str]:
+    """A documented ``harness <command> ...`` (or ``.venv/bin/python -m harness <command>
+    ...``) line as this interpreter's argv."""
+    argv = shlex.split(line)
+    if argv[:2] == ["harness", command]:
+        return [sys.executable, "-m", "harness", *argv[1:]]
+    assert argv[:4] == [".venv/bin/python", "-m", "harness", command], line
+    return [sys.executable, *argv[1:]]
+
+
+def test_the_readme_walkthrough_runs_end_to_end(suite: Suite, store: Path,
+                                                tmp_path: Path) -> None:
+    """The README's walk-through, chained as a new user runs it: its sweep (step 1, one of
+    the commands run above), then the compare and reproduce lines of the same code block
+    with the id the sweep printed, then the notebook rendered by ``jupyter nbconvert``
+    against that sweep. ``harness compare ...`` runs as ``python -m harness compare ...``."""
+    sweep_line, compare_line, reproduce_line = _walkthrough_block()
+    args = shlex.split(re.match(r'make run ARGS="([^"]*)"', sweep_line).group(1))
+    sweep = suite.results[_id(args)].proc
+    assert sweep.returncode == 0, sweep.stderr[-3000:]
+    printed = re.search(rf"(?:-m harness\.compare|harness compare) ({RUN_ID})", sweep.stdout)
+    assert printed, sweep.stdout[-2000:]
+    parent = printed.group(1)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env["MLFLOW_TRACKING_URI"] = f"sqlite:///{store}/mlflow.db"
+
+    def run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(argv, cwd=PROJECT, env=env, capture_output=True, text=True,
+                              timeout=TIMEOUT)
+        assert proc.returncode == 0, f"{shlex.join(argv)}\n{proc.stdout[-2000:]}\n" \
+                                     f"{proc.stderr[-3000:]}"
+        return proc
+
+    # 2. compare, the README's line with the id the sweep printed
+    line = compare_line.replace("<sweep parent id printed by step 1>", parent)
+    compare = run([*_harness_line(line, "compare"), "--out-dir", str(tmp_path / "reports"),
+                   "--resamples", "500", "--pending-dir", str(tmp_path / "pending")])
+    assert "the winner changes with the variant" in compare.stdout or "Kendall" in compare.stdout
+    report = re.search(r"^report: (\S+report\.html)$", compare.stdout, re.M)
+    assert report and Path(report.group(1)).is_file()
+    assert f"logged to run {parent} under report/baseline-random-" in compare.stdout
+    # 4. reproduce: the README's line with the sweep's id (a sweep run: every ranker run)
+    reproduced = run(_harness_line(reproduce_line.replace("<run id>", parent), "reproduce"))
+    lines = [x for x in reproduced.stdout.splitlines() if x.startswith("run ")]
+    assert len(lines) == 5 * 6 and all(" identical — " in x for x in lines), \
+        reproduced.stdout[-3000:]
+    # the notebook, rendered by the project's own nbconvert against this sweep
+    out = tmp_path / "nb"
+    env |= {"HARNESS_TRACKING_URI": env["MLFLOW_TRACKING_URI"], "HARNESS_PARENT_RUN_ID": parent}
+    run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--execute",
+         "--output-dir", str(out), "notebooks/compare_rankers.ipynb"])
+    html = (out / "compare_rankers.html").read_text()
+    assert parent in html and "Traceback" not in html
