@@ -58,7 +58,7 @@ def copy_empty_store(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path
 #: most tests first, whatever this order says.)
 SLOW_FIRST = ("test_readme_commands", "test_sweep_signals", "test_journeys", "test_compare",
               "test_ranx_names", "test_compare_runs", "test_kill_resume", "test_reproduce",
-              "test_judgment_interval", "test_tracking_claims", "test_walkthrough",
+              "test_judgment_interval", "test_tracking_claims",
               "test_app_e2e", "test_bench_scale", "test_engines", "test_tracking_worker",
               "test_report", "test_sweep_truth", "test_tracking", "test_dask_engine",
               "test_app_config", "test_launchers", "test_properties", "test_notebook",
