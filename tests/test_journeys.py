@@ -164,34 +164,37 @@ def test_the_default_study_shows_why_definitions_matter(tmp_path: Path) -> None:
 def test_two_jobs_started_together_get_their_own_folders(tmp_path: Path) -> None:
     """The issue's repro of a lost result: two jobs of one study, different metric grids,
     started in the same second wrote into one runs/hydra/<study>/<time> folder, one
-    overwriting the other. Each prints its own folder, which holds its own job's variants."""
-    import shutil
-    import uuid
+    overwriting the other. Each prints its own folder, which holds its own job's variants.
+    The folders follow conf/config.yaml's own ``hydra.run.dir`` pattern, rooted in the
+    test's folder instead of the project's runs/ (tests write nothing there:
+    tests/test_readme_commands.py checks it while other modules run)."""
+    from omegaconf import OmegaConf
 
-    study = f"same_second_{uuid.uuid4().hex[:8]}"
-    root = PROJECT / "runs" / "hydra" / study
-    try:
-        procs = {m: subprocess.Popen(
-            [sys.executable, "-m", "harness", f"study={study}", "ranker=oracle", f"metric={m}",
-             "dataset.n_queries=20", "tracking=off", "tracking.figures=off",
-             f"cache_dir={tmp_path}/cache"], cwd=PROJECT, env=_env(),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for m in ("ndcg10", "default")}
-        printed = {}
-        for m, proc in procs.items():
-            out, err = proc.communicate(timeout=300)
-            assert proc.returncode == 0, err[-2000:]
-            printed[m] = Path(re.search(r"^Files: (\S+)$", out, re.M).group(1))
-        assert printed["ndcg10"] != printed["default"]
-        folders = sorted(p for p in root.iterdir() if p.is_dir())
-        assert len(folders) == 2, folders
-        assert sorted(printed.values()) == folders
-        for m, n_variants in (("ndcg10", 1), ("default", 32)):
-            table = pd.read_parquet(printed[m] / "per_query" / "oracle.parquet")
-            assert len(table.columns) == 4 + n_variants  # qid, n_docs, n_judged, n_relevant
-        assert not any((f / "INCOMPLETE").exists() for f in folders)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    pattern = OmegaConf.to_container(OmegaConf.load(PROJECT / "conf" / "config.yaml"))[
+        "hydra"]["run"]["dir"]
+    assert pattern.startswith("${project_root:}/runs/hydra/"), pattern
+    study = "same_second"
+    root = tmp_path / "hydra" / study
+    run_dir = pattern.replace("${project_root:}/runs", str(tmp_path))
+    procs = {m: subprocess.Popen(
+        [sys.executable, "-m", "harness", f"study={study}", "ranker=oracle", f"metric={m}",
+         "dataset.n_queries=20", "tracking=off", "tracking.figures=off",
+         f"cache_dir={tmp_path}/cache", f"hydra.run.dir='{run_dir}'"], cwd=PROJECT, env=_env(),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for m in ("ndcg10", "default")}
+    printed = {}
+    for m, proc in procs.items():
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-2000:]
+        printed[m] = Path(re.search(r"^Files: (\S+)$", out, re.M).group(1))
+    assert printed["ndcg10"] != printed["default"]
+    folders = sorted(p for p in root.iterdir() if p.is_dir())
+    assert len(folders) == 2, folders
+    assert sorted(printed.values()) == folders
+    for m, n_variants in (("ndcg10", 1), ("default", 32)):
+        table = pd.read_parquet(printed[m] / "per_query" / "oracle.parquet")
+        assert len(table.columns) == 4 + n_variants  # qid, n_docs, n_judged, n_relevant
+    assert not any((f / "INCOMPLETE").exists() for f in folders)
 
 
 def test_a_job_whose_model_cannot_load_leaves_no_folder_behind(
