@@ -255,7 +255,8 @@ def test_log_records_a_run_that_reproduce_recomputes(capsys: pytest.CaptureFixtu
     code, out, err = _cli(capsys, "--qrels", str(QRELS), str(bm25), str(ance), "-m", "P@5",
                           "--baseline", "bm25", "--log", "--tracking-uri", store,
                           "--out-dir", str(tmp_path / "reports"),
-                          "--pending-dir", str(tmp_path / "pending"), "--resamples", "500")
+                          "--pending-dir", str(tmp_path / "pending"), "--resamples", "500",
+                          "--artifact-root", str(tmp_path / "art"))
     assert code == 0, err
     run_id = re.search(r"logged as run ([0-9a-f]{32})", err).group(1)
     folder = Path(re.search(r"comparison written to (\S+)", err).group(1))
@@ -266,6 +267,7 @@ def test_log_records_a_run_that_reproduce_recomputes(capsys: pytest.CaptureFixtu
     run = mlflow.MlflowClient(store).get_run(run_id)
     assert run.data.tags["harness.role"] == "comparison"
     assert run.data.tags["harness.compared"] == "files"
+    assert str(tmp_path / "art") in run.info.artifact_uri  # not the project's runs/artifacts
     assert run.data.metrics["mean.ance.precision_at_5"] == pytest.approx(0.6113924050632911)
     assert run_command(reproduce, [run_id, "--tracking-uri", store]) == 0
     assert "identical" in capsys.readouterr().out

@@ -40,7 +40,7 @@ from typing import Any
 
 from harness.commands.base import add_tracking_uri, keyword_default
 from harness.errors import CompareError, HarnessError
-from harness.paths import PENDING_DIR, REPORTS_DIR
+from harness.paths import ARTIFACT_ROOT, PENDING_DIR, REPORTS_DIR
 from harness.reporting.console import column_blocks, fit, terminal_width
 
 __all__ = ["main", "parser"]
@@ -136,6 +136,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--pending-dir", default=PENDING_DIR,
                    help="where the comparison's log plan waits when MLflow is unreachable "
                    "(default: %(default)s; harness sync replays it)")
+    p.add_argument("--artifact-root", default=ARTIFACT_ROOT,
+                   help="with --log and a local store, where a new experiment keeps its "
+                   "artifacts (default: %(default)s; relative to the project)")
     return p
 
 
@@ -227,7 +230,8 @@ def _files(args: argparse.Namespace) -> int:
 
         directory, run_id = record_file_comparison(
             result, args.qrels, runs, out_dir=args.out_dir, tracking_uri=args.tracking_uri,
-            experiment=args.log_experiment or "comparisons", pending_dir=args.pending_dir)
+            experiment=args.log_experiment or "comparisons", pending_dir=args.pending_dir,
+            artifact_root=args.artifact_root)
         print(f"comparison written to {directory}\nlogged as run {run_id}; recompute it: "
               f"harness reproduce {run_id}", file=sys.stderr)
     sys.stdout.write({"text": lambda: result.to_string(width=width),

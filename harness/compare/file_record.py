@@ -90,8 +90,8 @@ def log_file_comparison(comparison: Comparison, directory: Path, spec: Mapping[s
 def record_file_comparison(comparison: Comparison, qrels: str | os.PathLike[str],
                            runs: Mapping[str, str | os.PathLike[str]], *, out_dir: str,
                            tracking_uri: str | None, experiment: str,
-                           pending_dir: str | os.PathLike[str] = PENDING_DIR
-                           ) -> tuple[Path, str]:
+                           pending_dir: str | os.PathLike[str] = PENDING_DIR,
+                           artifact_root: str = ARTIFACT_ROOT) -> tuple[Path, str]:
     """Write the comparison of these files under ``<out_dir>/files/<time>/`` and log it
     (:func:`write_file_comparison`, :func:`log_file_comparison`); returns the folder and
     the run id."""
@@ -101,7 +101,8 @@ def record_file_comparison(comparison: Comparison, qrels: str | os.PathLike[str]
     directory = write_file_comparison(comparison, project_path(out_dir) / "files" /
                                       time.strftime("%Y-%m-%d_%H-%M-%S"), spec)
     run_id = log_file_comparison(comparison, directory, spec, tracking_uri=tracking_uri,
-                                 experiment=experiment, pending_dir=pending_dir)
+                                 experiment=experiment, pending_dir=pending_dir,
+                                 artifact_root=artifact_root)
     return directory, run_id
 
 
