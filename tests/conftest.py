@@ -12,8 +12,8 @@ from typing import Any
 # keras_rs is checked on JAX's CPU build; keras reads its backend once, at first import.
 os.environ.setdefault("KERAS_BACKEND", "jax")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-# One OpenMP (and BLAS) thread in every test process and the commands they start: the two
-# xdist workers already fill the two cores, and OpenMP threads on busy cores spin-wait on
+# One OpenMP (and BLAS) thread in every test process and the commands they start: the
+# xdist workers already fill the cores, and OpenMP threads on busy cores spin-wait on
 # each other (a 0.4 s HistGradientBoosting fit took 67 s). Tests of thread counts set them.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
