@@ -176,6 +176,24 @@ def test_a_query_in_both_halves_of_a_run_sends_it_whole(
     assert calls[0][0] is not None and calls[0][1] is None  # in two parts, then whole
 
 
+def test_a_fork_refused_by_the_os_leaves_both_halves_to_this_process(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import harness.commands.eval as command
+    import harness.forked as forked
+
+    qrels, run = _files(tmp_path, 8)
+    run.write_text("".join(sorted(run.read_text().splitlines(keepends=True))))
+    argv = ["-q", "-m", "all_trec", str(qrels), str(run)]
+    whole = _printed(capsys, argv)
+
+    def refused(work: object) -> None:
+        raise OSError(12, "Cannot allocate memory")
+    monkeypatch.setattr(forked, "Forked", refused)
+    monkeypatch.setattr(command, "PARALLEL_FROM", 0)
+    assert _printed(capsys, argv) == whole and whole[0] == 0
+
+
 def test_a_document_twice_takes_the_dataframe_path_which_names_it(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     qrels, run = _files(tmp_path, 3)

@@ -16,6 +16,7 @@ each process one block at a time: two processes make two cores' worth.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal
@@ -102,7 +103,10 @@ def evaluate_blocks(blocks: Iterable[Columns | None], qrels: Columns, columns: l
 
         def second() -> _Evaluated | None:
             return _evaluated(rest, qrels, ranges, columns, shared, workers=1)
-        other = Forked(second)
+        try:
+            other = Forked(second)
+        except OSError:  # no fork to be had (memory, process limits): both halves here
+            blocks = itertools.chain(blocks, rest)
     try:
         mine = _evaluated(blocks, qrels, ranges, columns, shared,
                           workers=WORKERS if other is None else 1)
