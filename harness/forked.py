@@ -4,8 +4,8 @@
 the first: the fork shares the qrels already read and the modules already imported (no
 second start, no second read), and, a process of its own, it is not held by this one's GIL
 (two threads in one process made about 1.1 cores' worth of progress; two processes make
-two). Only where ``os.fork`` is safe to use this way (Linux) and a fork costs no more
-than the work it takes over: :func:`available` says.
+two). Only where ``os.fork`` is safe to use this way (Linux): :func:`available` says;
+the caller decides whether the work is worth a fork.
 """
 
 from __future__ import annotations

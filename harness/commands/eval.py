@@ -386,8 +386,8 @@ class _Inputs:
 def _halfway(path: str, size: int) -> int | None:
     """Where a large run is cut in two, between two queries, for its second half to be
     evaluated in a fork (:mod:`harness.forked`) while this process evaluates the first;
-    None: the whole run in this process (a run up to ``TWO_PROCESSES_UPTO`` bytes, where
-    forks are not safe, or in a memory-limited container)."""
+    None: the whole run in this process (a run over ``TWO_PROCESSES_UPTO`` bytes, where
+    forks are not safe, in a memory-limited container, or no second query near the middle)."""
     from harness.data.trec_arrays import memory_limited, query_start
     from harness.forked import available
 

@@ -118,11 +118,11 @@ def evaluate_blocks(blocks: Iterable[Columns | None], qrels: Columns, columns: l
         if other is not None:
             other.cancel()
         return None
-    theirs = other.result() if other is not None else None
-    if other is not None and theirs is None:
-        return None
     parts, done, runid = mine
-    if theirs is not None:
+    if other is not None:
+        theirs = other.result()
+        if theirs is None:
+            return None
         if done & theirs[1]:
             return None  # a query in both parts: not grouped by query
         parts += theirs[0]
