@@ -33,8 +33,11 @@ def _compose(overrides: list[str]) -> Any:
         return compose("config", overrides=overrides)
 
 
-def _quiet() -> list[str]:
-    return ["tracking=off", "tracking.figures=off", "check.sklearn=off"]
+def _quiet(folder: Path) -> list[str]:
+    """No tracking, no figures, no sklearn check; the score cache in ``folder`` (not the
+    project's runs/, which tests/test_readme_commands.py checks while other modules run)."""
+    return ["tracking=off", "tracking.figures=off", "check.sklearn=off",
+            f"cache_dir={folder / 'cache'}"]
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +47,7 @@ def cast_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
     out = tmp_path_factory.mktemp("cast") / "job"
     cfg = _compose(["experiment=cast2021", "metric=judgments",
                     'metric.extra=["AP(ties=docid)","AP(ties=docid,unjudged=condensed)"]',
-                    *_quiet()])
+                    *_quiet(out.parent)])
     return run_study(cfg, out), out
 
 
@@ -145,7 +148,7 @@ def _trec_job(tmp_path: Path, base: dict[str, list[str]], cand: dict[str, list[s
                     f"ranker.bm25.path={run_file('base', base)}",
                     f"ranker.ance.path={run_file('cand', cand)}", "baseline=bm25",
                     "metric=ndcg10", "metric.name=P", "metric.k=2", "metric.gain=linear",
-                    "metric.ties=average", *_quiet()])
+                    "metric.ties=average", *_quiet(tmp_path)])
     result = run_study(cfg, tmp_path / "job")
     return result, " ".join(result.closing_summary("crafted").split())
 
@@ -184,7 +187,7 @@ def test_default_study_writes_points_without_calling_judgment_interval(
 
     calls = []
     monkeypatch.setattr(module, "judgment_interval", lambda *a, **k: calls.append(a))
-    result = run_study(_compose(_quiet()), tmp_path / "job")
+    result = run_study(_compose(_quiet(tmp_path)), tmp_path / "job")
     assert calls == []
     for name, r in result.rankers.items():
         table = pd.read_parquet(tmp_path / "job" / "judgments" / f"{name}.parquet")
@@ -202,7 +205,7 @@ def test_default_study_writes_points_without_calling_judgment_interval(
 def test_interval_on_calls_judgment_interval_and_off_writes_nothing(tmp_path: Path) -> None:
     from harness.app.study import run_study
 
-    small = ["dataset.n_queries=20", "metric=ndcg10", "ranker=random", *_quiet()]
+    small = ["dataset.n_queries=20", "metric=ndcg10", "ranker=random", *_quiet(tmp_path)]
     run_study(_compose(["judgments.interval=on", *small]), tmp_path / "on")
     table = pd.read_parquet(tmp_path / "on" / "judgments" / "random.parquet")
     assert len(table) == 20 and (table["low"] == table["high"]).all()  # every doc judged

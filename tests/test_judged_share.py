@@ -39,7 +39,8 @@ def test_cast2021_job_reports_judged_at_10_and_warns(tmp_path: Path) -> None:
     with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
         cfg = compose("config", overrides=["experiment=cast2021", "ranker=cast_runs",
                                            "tracking=off",
-                                           "tracking.figures=off", "check.sklearn=off"])
+                                           "tracking.figures=off", "check.sklearn=off",
+                                           f"cache_dir={tmp_path / 'cache'}"])
     result = run_study(cfg, tmp_path / "job")
     cast = shared_data_dir() / "trec_cast_2021"
     qrels = cast / "trec-cast-qrels-docs.2021.qrel"
