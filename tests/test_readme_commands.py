@@ -44,16 +44,13 @@ README's own sweeps here too (no other sweep is started for them).
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import re
-import runpy
 import shlex
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from multiprocessing.context import ForkServerContext
 from pathlib import Path
 
 import pandas as pd
@@ -213,52 +210,17 @@ class Finished:
     out: Path
 
 
-#: What ``python -m harness`` imports before a study's work, seconds of CPU in every fresh
-#: interpreter: imported once by the fork server whose forks run the commands (this module
-#: too: it holds what a fork runs).
-PRELOAD = ["pandas", "pyarrow.parquet", "scipy.stats", "sklearn.metrics", "sklearn.ensemble",
-           "hydra", "harness.app.main", "harness.app.study", "tests.test_readme_commands"]
-
-
-def _harness_in_fork(args: list[str], env: dict[str, str], stdout: Path, stderr: Path) -> None:
-    """``python -m harness ARGS`` in a fork of the fork server: the command's own process
-    (its exit code is the fork's), with its environment, folder, output files and
-    ``sys.argv``, running ``harness/__main__.py`` as ``-m`` runs it."""
-    os.environ.clear()
-    os.environ.update(env)
-    os.chdir(PROJECT)
-    for fd, path in ((1, stdout), (2, stderr)):
-        with open(path, "wb") as file:
-            os.dup2(file.fileno(), fd)
-    sys.argv = [sys.executable, *args]
-    runpy.run_module("harness", run_name="__main__", alter_sys=True)
-
-
-def _run(args: list[str], root: Path, store: Path, big: Path, env: dict[str, str],
-         forks: ForkServerContext | None) -> Finished:
-    """One command, as ``python -m harness`` in a fresh interpreter (``forks`` None) or in
-    a fork of the fork server (``forks``: its context)."""
+def _run(args: list[str], root: Path, store: Path, big: Path, env: dict[str, str]) -> Finished:
     out = root / "out"
     added = [f"tracking.uri=sqlite:///{store}/mlflow.db",
              f"tracking.pending_dir={root / 'pending'}",
              f"tracking.artifact_root={store / 'artifacts'}", f"cache_dir={root / 'cache'}",
              f"hydra.run.dir={out}", f"hydra.sweep.dir={out}", "tracking.figures=false",
              "tracking.bootstrap_resamples=200", *_small(args)]
-    argv = [*_local(args, big), *added]
-    if forks is None:
-        proc = subprocess.run([sys.executable, "-m", "harness", *argv], cwd=PROJECT, env=env,
-                              capture_output=True, text=True, timeout=TIMEOUT)
-        return Finished(proc, out)
-    stdout, stderr = root / "stdout.txt", root / "stderr.txt"
-    fork = forks.Process(target=_harness_in_fork, args=(argv, env, stdout, stderr))
-    fork.start()
-    fork.join(TIMEOUT)
-    if fork.exitcode is None:
-        fork.kill()
-        fork.join()
-    code = fork.exitcode if fork.exitcode is not None else -9
-    return Finished(subprocess.CompletedProcess(argv, code, stdout.read_text(),
-                                                stderr.read_text()), out)
+    proc = subprocess.run([sys.executable, "-m", "harness", *_local(args, big), *added],
+                          cwd=PROJECT, env=env, capture_output=True, text=True,
+                          timeout=TIMEOUT)
+    return Finished(proc, out)
 
 
 @dataclass
@@ -274,14 +236,7 @@ class Suite:
 def suite(store: Path, big: Path, shared_data: Path,
           tmp_path_factory: pytest.TempPathFactory) -> Suite:
     """Every command, run two at a time (the machine has two cores; the store already
-    exists, so concurrent jobs only add runs to it, as a joblib sweep's jobs do).
-
-    The plain ``make run`` runs in a fresh interpreter, as ``make run`` starts it; the
-    others in forks of a server that imported :data:`PRELOAD` once (multiprocessing's
-    ``forkserver``): each is still its own process, with its exit code, output and
-    children, and is spared the imports every fresh interpreter repeats. Except joblib
-    sweeps: in a fork, the job ends its work and prints its summary, then never exits
-    (not understood yet), so they run in a fresh interpreter too."""
+    exists, so concurrent jobs only add runs to it, as a joblib sweep's jobs do)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
     env["HARNESS_SHARED_DATA"] = str(shared_data)
     # sklearn's HistGradientBoosting spins OpenMP threads; on a busy 2-core machine its 100
@@ -289,19 +244,11 @@ def suite(store: Path, big: Path, shared_data: Path,
     env["OMP_NUM_THREADS"] = "1"
     before = _tree(PROJECT / "runs")
     commands = {_id(args): args for args in _commands()}
-    forks = multiprocessing.get_context("forkserver")
-    forks.set_forkserver_preload(PRELOAD)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {key: pool.submit(_run, args, tmp_path_factory.mktemp("cmd"), store, big, env,
-                                    forks if args and not _joblib(args) else None)
+        futures = {key: pool.submit(_run, args, tmp_path_factory.mktemp("cmd"), store, big, env)
                    for key, args in commands.items()}
         results = {key: future.result() for key, future in futures.items()}
     return Suite(results, before, _tree(PROJECT / "runs"))
-
-
-def _joblib(args: list[str]) -> bool:
-    """Whether a command's sweep runs on the joblib launcher."""
-    return "hydra/launcher=joblib" in args
 
 
 def _id(args: list[str]) -> str:
